@@ -1,0 +1,278 @@
+//! The corpus file: a safetensors file with
+//! - `embeddings` `[T, d]` F32, F16 or BF16: the packed token matrix;
+//! - `offsets` `[N + 1]` I64: document `j` is rows `offsets[j]..offsets[j+1]`;
+//! - `doc_ids` `[bytes]` U8, optional: the ids, UTF-8, one per line.
+//!
+//! Loading memory-maps the file and borrows the token matrix from the map (copying only a
+//! tensor whose start is misaligned for its dtype), so opening a large corpus costs no reads
+//! until it is scored. Saving writes a temporary file beside the target and renames it, so a
+//! failed save never leaves a half-written corpus behind.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::Mmap;
+use safetensors::SafeTensors;
+use safetensors::tensor::{Dtype as StDtype, TensorView};
+
+use super::{Corpus, Storage, check_ids, check_offsets};
+use crate::error::{Error, Result};
+use crate::matrix::{DType, OwnedElements};
+
+pub(crate) const EMBEDDINGS: &str = "embeddings";
+pub(crate) const OFFSETS: &str = "offsets";
+pub(crate) const DOC_IDS: &str = "doc_ids";
+
+pub(crate) fn to_st_dtype(d: DType) -> StDtype {
+    match d {
+        DType::F32 => StDtype::F32,
+        DType::F16 => StDtype::F16,
+        DType::BF16 => StDtype::BF16,
+    }
+}
+
+pub(crate) fn from_st_dtype(d: StDtype) -> Option<DType> {
+    match d {
+        StDtype::F32 => Some(DType::F32),
+        StDtype::F16 => Some(DType::F16),
+        StDtype::BF16 => Some(DType::BF16),
+        _ => None,
+    }
+}
+
+/// Memory-map a file read-only.
+pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: the map is read-only and every byte of it is treated as untrusted input
+    // (parsed and bounds-checked). As with any mmap, another process truncating the file
+    // while it is mapped is outside what we can guard against; we document it.
+    unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+}
+
+/// Parse a safetensors buffer, turning its errors into ours with the path.
+pub(crate) fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<SafeTensors<'a>> {
+    SafeTensors::deserialize(bytes).map_err(|e| {
+        Error::format(
+            path,
+            format!("not a valid safetensors file ({e}); truncated or corrupt?"),
+        )
+    })
+}
+
+/// Integers of an integer tensor widened to i128 (so no source value can overflow).
+pub(crate) fn read_ints(path: &Path, name: &str, t: &TensorView<'_>) -> Result<Vec<i128>> {
+    let data = t.data();
+    macro_rules! ints {
+        ($ty:ty) => {
+            data.chunks_exact(std::mem::size_of::<$ty>())
+                .map(|c| <$ty>::from_le_bytes(c.try_into().expect("chunk size")) as i128)
+                .collect()
+        };
+    }
+    Ok(match t.dtype() {
+        StDtype::I64 => ints!(i64),
+        StDtype::I32 => ints!(i32),
+        StDtype::U64 => ints!(u64),
+        StDtype::U32 => ints!(u32),
+        StDtype::I16 => ints!(i16),
+        StDtype::U16 => ints!(u16),
+        other => {
+            return Err(Error::format(
+                path,
+                format!("tensor `{name}` has dtype {other:?}, expected an integer type (I64)"),
+            ));
+        }
+    })
+}
+
+/// Offsets as usize, rejecting negative values.
+pub(crate) fn to_offsets(path: &Path, name: &str, ints: Vec<i128>) -> Result<Vec<usize>> {
+    ints.into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            usize::try_from(v).map_err(|_| {
+                Error::format(path, format!("`{name}`[{i}] = {v} is not a valid offset"))
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn parse_ids(path: &Path, bytes: &[u8]) -> Result<Vec<String>> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::format(path, format!("`doc_ids` is not UTF-8: {e}")))?;
+    Ok(text.lines().map(str::to_owned).collect())
+}
+
+impl Corpus {
+    /// Open a corpus file, memory-mapped. Checks the structure (tensors, shapes, dtypes,
+    /// offsets, ids) but not the values; call [`Corpus::check_finite`] for that.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let map = map_file(path)?;
+        let st = parse(path, &map)?;
+        let names = st.names();
+        if !names.iter().any(|n| *n == EMBEDDINGS) || !names.iter().any(|n| *n == OFFSETS) {
+            let mut found: Vec<_> = names.iter().map(|s| s.to_string()).collect();
+            found.sort();
+            return Err(Error::format(
+                path,
+                format!(
+                    "expected tensors `embeddings` [T, d] and `offsets` [N+1], found {found:?}; \
+                     `tilemaxsim corpus import` converts other layouts"
+                ),
+            ));
+        }
+        let emb = st
+            .tensor(EMBEDDINGS)
+            .map_err(|e| Error::format(path, e.to_string()))?;
+        let dtype = from_st_dtype(emb.dtype()).ok_or_else(|| {
+            Error::format(
+                path,
+                format!(
+                    "`embeddings` has dtype {:?}; supported: F32, F16, BF16",
+                    emb.dtype()
+                ),
+            )
+        })?;
+        let [rows, dim] = emb.shape()[..] else {
+            return Err(Error::format(
+                path,
+                format!(
+                    "`embeddings` must be 2-D [T, d], has shape {:?}",
+                    emb.shape()
+                ),
+            ));
+        };
+        if dim == 0 {
+            return Err(Error::format(path, "`embeddings` has d = 0"));
+        }
+        let off = st
+            .tensor(OFFSETS)
+            .map_err(|e| Error::format(path, e.to_string()))?;
+        if off.shape().len() != 1 {
+            return Err(Error::format(
+                path,
+                format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
+            ));
+        }
+        let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
+        check_offsets(&offsets, rows).map_err(|e| Error::format(path, e.to_string()))?;
+
+        let doc_ids = match st.tensor(DOC_IDS) {
+            Ok(t) => {
+                let ids = parse_ids(path, t.data())?;
+                check_ids(&ids, offsets.len() - 1)
+                    .map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
+                Some(ids)
+            }
+            Err(_) => None,
+        };
+
+        let data = emb.data();
+        let start = data.as_ptr() as usize - map.as_ptr() as usize;
+        let aligned = (data.as_ptr() as usize) % dtype.size() == 0;
+        let storage = if aligned {
+            Storage::Mapped {
+                map: Arc::new(map),
+                start,
+                len: rows * dim,
+                dtype,
+            }
+        } else {
+            Storage::Owned(copy_elements(data, dtype))
+        };
+        Ok(Corpus {
+            storage,
+            dim,
+            offsets,
+            doc_ids,
+        })
+    }
+
+    /// Write the corpus to `path` (atomically: a temporary file renamed into place).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let tokens = self.tokens();
+        let emb_bytes = tokens.elements().as_bytes();
+        let off_bytes: Vec<u8> = self
+            .offsets
+            .iter()
+            .flat_map(|&o| (o as i64).to_le_bytes())
+            .collect();
+        let ids_bytes = self.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
+
+        let view = |dt, shape: Vec<usize>, bytes| {
+            TensorView::new(dt, shape, bytes)
+                .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
+        };
+        let mut tensors = vec![
+            (
+                EMBEDDINGS.to_string(),
+                view(
+                    to_st_dtype(self.dtype()),
+                    vec![tokens.rows(), self.dim],
+                    emb_bytes,
+                )?,
+            ),
+            (
+                OFFSETS.to_string(),
+                view(StDtype::I64, vec![self.offsets.len()], &off_bytes)?,
+            ),
+        ];
+        if let Some(ids) = &ids_bytes {
+            tensors.push((
+                DOC_IDS.to_string(),
+                view(StDtype::U8, vec![ids.len()], ids)?,
+            ));
+        }
+        let metadata = HashMap::from([
+            ("format".to_string(), "tilemaxsim.corpus".to_string()),
+            ("version".to_string(), "1".to_string()),
+        ]);
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+        let written = safetensors::serialize_to_file(tensors, Some(metadata), &tmp)
+            .map_err(|e| Error::format(path, format!("cannot write: {e}")));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io(path, e)
+        })
+    }
+}
+
+/// Copy little-endian bytes into an owned, aligned vector of `dtype`.
+pub(crate) fn copy_elements(bytes: &[u8], dtype: DType) -> OwnedElements {
+    match dtype {
+        DType::F32 => OwnedElements::F32(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().expect("chunk size")))
+                .collect(),
+        ),
+        DType::F16 => OwnedElements::F16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| {
+                    half::f16::from_bits(u16::from_le_bytes(c.try_into().expect("chunk size")))
+                })
+                .collect(),
+        ),
+        DType::BF16 => OwnedElements::BF16(
+            bytes
+                .chunks_exact(2)
+                .map(|c| {
+                    half::bf16::from_bits(u16::from_le_bytes(c.try_into().expect("chunk size")))
+                })
+                .collect(),
+        ),
+    }
+}

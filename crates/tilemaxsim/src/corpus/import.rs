@@ -1,0 +1,1 @@
+//! Building a corpus from files other tools write. (filled in below)

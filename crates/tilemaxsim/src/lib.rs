@@ -1,0 +1,111 @@
+//! # tilemaxsim
+//!
+//! Exact MaxSim scoring for late-interaction retrieval (ColBERT, ColPali):
+//!
+//! `score(Q, D) = Σ_{i < Nq} max_{j < Nd} ⟨q_i, d_j⟩`, accumulated in f32.
+//!
+//! Names used throughout, with the paper's symbols: a *query* is an `Nq × d` matrix of query
+//! token embeddings; a *document* is `Nd × d`; a *corpus* holds `B` (here `N`) documents packed
+//! into one `T × d` token matrix with `N + 1` offsets, never padded. Tile sizes follow the paper:
+//! `BQ` query tokens × `BN` document tokens per tile.
+//!
+//! ```
+//! use tilemaxsim::{Corpus, Matrix, Scorer, CpuScorer};
+//!
+//! // Two documents of 2 and 1 tokens, d = 2.
+//! let corpus = Corpus::from_lengths(vec![1.0f32, 0.0, 0.0, 1.0, 0.6, 0.8], 2, &[2, 1])?;
+//! let query_data = [1.0f32, 0.0, 0.0, 1.0];
+//! let query = Matrix::new(&query_data[..], 2)?;
+//! let scorer = CpuScorer::new();
+//! let scores = scorer.score(query, &corpus)?;
+//! assert_eq!(scores, vec![2.0, 1.4]);
+//! let best = scorer.top_k(query, &corpus, 1)?;
+//! assert_eq!(best[0].doc, 0);
+//! # Ok::<(), tilemaxsim::Error>(())
+//! ```
+//!
+//! Where things live: [`matrix`] (element types, borrowed matrices), [`corpus`] (the packed
+//! corpus, its file format, imports), [`scorer`] (the [`Scorer`] trait every backend
+//! implements), [`reference`] (the float64 oracle), [`cpu`] (the SIMD CPU engine), `cuda`
+//! (the GPU engine's place), [`topk`] (deterministic top-k).
+
+pub mod corpus;
+pub mod cpu;
+pub mod cuda;
+mod error;
+pub mod matrix;
+pub mod reference;
+pub mod scorer;
+pub mod topk;
+
+pub use corpus::Corpus;
+pub use cpu::{CpuScorer, Isa};
+pub use error::{Error, Result};
+pub use matrix::{DType, Elements, Matrix, OwnedElements};
+pub use reference::ReferenceScorer;
+pub use scorer::{Docs, Scorer};
+pub use topk::Hit;
+
+/// Where to score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// The best available device: a GPU when one is usable, else the CPU.
+    Auto,
+    /// The SIMD CPU engine.
+    Cpu,
+    /// The float64 reference (slow; for checking).
+    Reference,
+    /// CUDA GPU number N.
+    Cuda(usize),
+}
+
+impl std::str::FromStr for Device {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Device::Auto),
+            "cpu" => Ok(Device::Cpu),
+            "reference" | "ref" => Ok(Device::Reference),
+            "cuda" | "gpu" => Ok(Device::Cuda(0)),
+            _ => s
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(Device::Cuda)
+                .ok_or_else(|| {
+                    Error::Argument(format!(
+                        "unknown device {s:?}: expected auto, cpu, reference, cuda or cuda:N"
+                    ))
+                }),
+        }
+    }
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Auto => f.write_str("auto"),
+            Device::Cpu => f.write_str("cpu"),
+            Device::Reference => f.write_str("reference"),
+            Device::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// A scorer for `device`, plus a notice when `Auto` had to fall back (for the CLI to show).
+pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
+    match device {
+        Device::Cpu => Ok((Box::new(CpuScorer::new()), None)),
+        Device::Reference => Ok((Box::new(ReferenceScorer), None)),
+        Device::Cuda(n) => {
+            cuda::check_available(n)?;
+            Err(cuda::unavailable(n))
+        }
+        Device::Auto => match cuda::check_available(0) {
+            Ok(()) => Err(cuda::unavailable(0)),
+            Err(e) => Ok((
+                Box::new(CpuScorer::new()),
+                Some(format!("no usable GPU ({e}); scoring on the CPU")),
+            )),
+        },
+    }
+}

@@ -1,0 +1,207 @@
+//! The one scoring API every backend implements. A backend implements `score_into` (scores of
+//! a batch of queries against a selection of documents); scoring one query, a candidate subset
+//! and top-k are built on it here, once, so every backend behaves the same at the edges.
+
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::matrix::Matrix;
+use crate::topk::{Hit, merge_top_k, top_k_of};
+
+/// Which documents of a corpus to score.
+#[derive(Clone, Debug)]
+pub enum Docs<'a> {
+    /// Every document, in order.
+    All,
+    /// The documents `start..end`, in order.
+    Range(std::ops::Range<usize>),
+    /// A candidate list (as in re-ranking): any order, repeats allowed.
+    List(&'a [usize]),
+}
+
+impl Docs<'_> {
+    /// How many documents are selected, once checked against `corpus`.
+    pub fn count(&self, corpus: &Corpus) -> usize {
+        match self {
+            Docs::All => corpus.len(),
+            Docs::Range(r) => r.len(),
+            Docs::List(l) => l.len(),
+        }
+    }
+
+    /// The corpus index of the `i`-th selected document.
+    #[inline]
+    pub fn index(&self, i: usize) -> usize {
+        match self {
+            Docs::All => i,
+            Docs::Range(r) => r.start + i,
+            Docs::List(l) => l[i],
+        }
+    }
+
+    pub(crate) fn check(&self, corpus: &Corpus) -> Result<()> {
+        let len = corpus.len();
+        match self {
+            Docs::All => Ok(()),
+            Docs::Range(r) if r.start <= r.end && r.end <= len => Ok(()),
+            Docs::Range(r) => Err(Error::DocIndex {
+                index: r.end.max(r.start),
+                len,
+            }),
+            Docs::List(l) => match l.iter().find(|&&j| j >= len) {
+                Some(&index) => Err(Error::DocIndex { index, len }),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// Check queries against a corpus: at least one query, each with at least one token, the
+/// corpus's d, and finite values (queries are small, so this is always on).
+pub fn check_queries(queries: &[Matrix<'_>], corpus: &Corpus) -> Result<()> {
+    if queries.is_empty() {
+        return Err(Error::Argument("no queries given".into()));
+    }
+    for (i, q) in queries.iter().enumerate() {
+        if q.rows() == 0 {
+            return Err(Error::EmptyQuery { index: i });
+        }
+        if q.dim() != corpus.dim() {
+            return Err(Error::DimMismatch {
+                what: format!("query {i}"),
+                expected: corpus.dim(),
+                got: q.dim(),
+            });
+        }
+        q.check_finite(&format!("query {i}"), 0)?;
+    }
+    Ok(())
+}
+
+/// Allocate a result buffer, reporting failure as an error rather than aborting.
+pub fn alloc_scores(len: usize) -> Result<Vec<f32>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::OutOfMemory(format!("{len} scores ({} MB)", len * 4 / 1_000_000)))?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
+
+/// Largest number of scores a top-k pass holds at once (per batch, all queries together).
+const TOP_K_BLOCK_SCORES: usize = 1 << 24;
+
+/// MaxSim scoring: `score(Q, D) = Σ_i max_j ⟨q_i, d_j⟩`, accumulated in f32.
+pub trait Scorer: Send + Sync {
+    /// A short name for reports (`cpu-avx512`, `reference-f64`, …).
+    fn name(&self) -> String;
+
+    /// The backend's one job: `out[q * n + i] = score(queries[q], corpus doc docs.index(i))`,
+    /// where `n = docs.count(corpus)`. Implementations call [`Scorer::check`] first.
+    fn score_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &Corpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()>;
+
+    /// Validate the arguments of `score_into`.
+    fn check(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &Corpus,
+        docs: &Docs<'_>,
+        out_len: usize,
+    ) -> Result<()> {
+        check_queries(queries, corpus)?;
+        docs.check(corpus)?;
+        let want = queries.len() * docs.count(corpus);
+        if out_len != want {
+            return Err(Error::Argument(format!(
+                "output has {out_len} elements, expected {want}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Scores of one query against every document: `N` scores.
+    fn score(&self, query: Matrix<'_>, corpus: &Corpus) -> Result<Vec<f32>> {
+        self.score_batch(&[query], corpus)
+    }
+
+    /// Scores of a batch of queries against every document: `Q × N`, row-major by query.
+    fn score_batch(&self, queries: &[Matrix<'_>], corpus: &Corpus) -> Result<Vec<f32>> {
+        let mut out = alloc_scores(queries.len() * corpus.len())?;
+        self.score_into(queries, corpus, Docs::All, &mut out)?;
+        Ok(out)
+    }
+
+    /// Scores of one query against a candidate list of documents, in the list's order.
+    fn score_subset(&self, query: Matrix<'_>, corpus: &Corpus, docs: &[usize]) -> Result<Vec<f32>> {
+        let mut out = alloc_scores(docs.len())?;
+        self.score_into(&[query], corpus, Docs::List(docs), &mut out)?;
+        Ok(out)
+    }
+
+    /// The `k` best documents for one query, best first; ties go to the lower doc index.
+    fn top_k(&self, query: Matrix<'_>, corpus: &Corpus, k: usize) -> Result<Vec<Hit>> {
+        Ok(self
+            .top_k_batch(&[query], corpus, k)?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// The `k` best documents among `docs` (re-ranking); hits carry corpus indices.
+    fn top_k_subset(
+        &self,
+        query: Matrix<'_>,
+        corpus: &Corpus,
+        docs: &[usize],
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        if k == 0 {
+            return Err(Error::Argument("k must be at least 1".into()));
+        }
+        let scores = self.score_subset(query, corpus, docs)?;
+        Ok(top_k_of(
+            scores
+                .iter()
+                .zip(docs)
+                .map(|(&s, &d)| Hit { doc: d, score: s }),
+            k,
+        ))
+    }
+
+    /// The `k` best documents for each query. The corpus is scored in blocks, so memory stays
+    /// bounded however large `queries.len() × N` is.
+    fn top_k_batch(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &Corpus,
+        k: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        if k == 0 {
+            return Err(Error::Argument("k must be at least 1".into()));
+        }
+        check_queries(queries, corpus)?;
+        let n = corpus.len();
+        let block = (TOP_K_BLOCK_SCORES / queries.len()).max(k).clamp(1, n);
+        let mut best: Vec<Vec<Hit>> = vec![Vec::new(); queries.len()];
+        let mut scores = alloc_scores(queries.len() * block)?;
+        let mut start = 0;
+        while start < n {
+            let end = (start + block).min(n);
+            let out = &mut scores[..queries.len() * (end - start)];
+            self.score_into(queries, corpus, Docs::Range(start..end), out)?;
+            for (q, hits) in best.iter_mut().enumerate() {
+                let row = &out[q * (end - start)..(q + 1) * (end - start)];
+                let block_hits = row.iter().enumerate().map(|(i, &s)| Hit {
+                    doc: start + i,
+                    score: s,
+                });
+                merge_top_k(hits, block_hits, k);
+            }
+            start = end;
+        }
+        Ok(best)
+    }
+}

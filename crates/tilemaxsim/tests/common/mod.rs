@@ -1,0 +1,71 @@
+//! Shared helpers for the integration tests: seeded random data and the tolerance that an f32
+//! evaluation of MaxSim is held to against the float64 reference.
+#![allow(dead_code)]
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tilemaxsim::reference::{maxsim_abs_f64, maxsim_f64};
+use tilemaxsim::{Corpus, DType, Matrix, OwnedElements};
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// `rows × dim` values uniform in [-scale, scale].
+pub fn random_values(rng: &mut StdRng, rows: usize, dim: usize, scale: f32) -> Vec<f32> {
+    (0..rows * dim)
+        .map(|_| rng.random_range(-1.0f32..1.0) * scale)
+        .collect()
+}
+
+pub fn random_corpus(
+    rng: &mut StdRng,
+    lengths: &[usize],
+    dim: usize,
+    dtype: DType,
+    scale: f32,
+) -> Corpus {
+    let total: usize = lengths.iter().sum();
+    let v = random_values(rng, total, dim, scale);
+    Corpus::from_lengths(OwnedElements::from_f32(&v, dtype), dim, lengths).expect("valid corpus")
+}
+
+pub fn random_query(
+    rng: &mut StdRng,
+    nq: usize,
+    dim: usize,
+    dtype: DType,
+    scale: f32,
+) -> OwnedElements {
+    OwnedElements::from_f32(&random_values(rng, nq, dim, scale), dtype)
+}
+
+/// Bound on |f32 score − f64 score|: an f32 dot product of length d in any order (FMA or not)
+/// errs by at most about d·u·Σ|q·d|, and summing Nq maxima adds Nq·u·Σ|max|; we allow twice
+/// that, plus a floor for tiny magnitudes.
+pub fn tolerance(query: Matrix<'_>, doc: Matrix<'_>) -> f64 {
+    let u = f32::EPSILON as f64 / 2.0;
+    let abs = maxsim_abs_f64(query, doc);
+    2.0 * (query.dim() + query.rows() + 2) as f64 * u * abs + 1e-30
+}
+
+/// Assert `scores[i]` matches the reference for `docs[i]` of `corpus`.
+pub fn assert_close(
+    label: &str,
+    query: Matrix<'_>,
+    corpus: &Corpus,
+    docs: &[usize],
+    scores: &[f32],
+) {
+    assert_eq!(scores.len(), docs.len(), "{label}: wrong number of scores");
+    for (i, (&j, &s)) in docs.iter().zip(scores).enumerate() {
+        let doc = corpus.doc(j);
+        let want = maxsim_f64(query, doc);
+        let tol = tolerance(query, doc);
+        assert!(
+            s.is_finite() && (s as f64 - want).abs() <= tol,
+            "{label}: score[{i}] (doc {j}, {} tokens) = {s}, reference {want}, tolerance {tol:e}",
+            doc.rows()
+        );
+    }
+}
