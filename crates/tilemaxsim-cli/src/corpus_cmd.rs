@@ -1,0 +1,150 @@
+//! `tilemaxsim corpus import|info`: build a corpus file from `.npy` or foreign safetensors,
+//! and describe one.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use tilemaxsim::corpus::import::{self, SafetensorsKeys};
+use tilemaxsim::{Corpus, DType};
+
+#[derive(clap::Subcommand, Debug)]
+pub enum CorpusCommand {
+    /// Build a corpus (or query) file from .npy files or from safetensors written by other tools.
+    Import(ImportArgs),
+    /// Describe a corpus file; --check-finite also scans every value.
+    Info {
+        path: PathBuf,
+        #[arg(long)]
+        check_finite: bool,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// Packed token matrix [T, d] (.npy, float32/float16/float64); needs --lengths.
+    #[arg(long, requires = "lengths", conflicts_with_all = ["npy_files", "npy_dir", "safetensors"])]
+    npy: Option<PathBuf>,
+    /// Document lengths [N] (.npy, integers) for --npy.
+    #[arg(long)]
+    lengths: Option<PathBuf>,
+    /// One [Nd, d] .npy file per document, in this order (ids: the file names).
+    #[arg(long, num_args = 1.., conflicts_with_all = ["npy_dir", "safetensors"])]
+    npy_files: Vec<PathBuf>,
+    /// A folder of one [Nd, d] .npy file per document (ordered by name, numbers by value).
+    #[arg(long, conflicts_with = "safetensors")]
+    npy_dir: Option<PathBuf>,
+    /// A safetensors file: embeddings plus offsets or lengths, or one 2-D tensor per document.
+    #[arg(long)]
+    safetensors: Option<PathBuf>,
+    #[arg(long, default_value = "embeddings")]
+    embeddings_key: String,
+    #[arg(long, default_value = "offsets")]
+    offsets_key: String,
+    #[arg(long, default_value = "lengths")]
+    lengths_key: String,
+    /// One id per line, one per document (replaces ids taken from file or tensor names).
+    #[arg(long)]
+    ids: Option<PathBuf>,
+    /// Store as this element type (f32, f16, bf16); default: as read (f64 becomes f32).
+    #[arg(long)]
+    dtype: Option<DType>,
+    /// Skip the scan for NaN/Inf values.
+    #[arg(long)]
+    no_check: bool,
+    /// The corpus file to write.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
+pub fn run(cmd: CorpusCommand) -> Result<()> {
+    match cmd {
+        CorpusCommand::Import(a) => import_cmd(a),
+        CorpusCommand::Info { path, check_finite } => {
+            let c = Corpus::open(&path)?;
+            if check_finite {
+                c.check_finite()?;
+            }
+            describe(&path, &c, check_finite);
+            Ok(())
+        }
+    }
+}
+
+fn import_cmd(a: ImportArgs) -> Result<()> {
+    let mut corpus = if let Some(npy) = &a.npy {
+        let lengths = a.lengths.as_ref().context("--npy needs --lengths")?;
+        import::from_npy_packed(npy, lengths, a.dtype)?
+    } else if !a.npy_files.is_empty() {
+        import::from_npy_files(&a.npy_files, a.dtype)?
+    } else if let Some(dir) = &a.npy_dir {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read folder {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+            .collect();
+        if files.is_empty() {
+            bail!("no .npy files in {}", dir.display());
+        }
+        files.sort_by(|x, y| import::natural_cmp(&x.to_string_lossy(), &y.to_string_lossy()));
+        import::from_npy_files(&files, a.dtype)?
+    } else if let Some(st) = &a.safetensors {
+        let keys = SafetensorsKeys {
+            embeddings: a.embeddings_key,
+            offsets: a.offsets_key,
+            lengths: a.lengths_key,
+        };
+        import::from_safetensors(st, &keys, a.dtype)?
+    } else {
+        bail!(
+            "nothing to import: give --npy with --lengths, --npy-files, --npy-dir or --safetensors"
+        );
+    };
+    if let Some(ids) = &a.ids {
+        corpus = corpus
+            .with_doc_ids(import::read_ids(ids)?)
+            .with_context(|| format!("ids from {}", ids.display()))?;
+    }
+    if !a.no_check {
+        corpus
+            .check_finite()
+            .context("the input holds a non-finite value (use --no-check to import anyway)")?;
+    }
+    corpus.save(&a.out)?;
+    describe(&a.out, &corpus, !a.no_check);
+    Ok(())
+}
+
+fn describe(path: &std::path::Path, c: &Corpus, checked: bool) {
+    let lens: Vec<usize> = (0..c.len()).map(|j| c.doc_len(j)).collect();
+    let min = lens.iter().min().copied().unwrap_or(0);
+    println!("{}", path.display());
+    println!("  documents  {}", c.len());
+    println!(
+        "  tokens     {} (per document: min {min}, mean {:.1}, max {})",
+        c.num_tokens(),
+        c.num_tokens() as f64 / c.len() as f64,
+        c.max_doc_len()
+    );
+    println!("  d          {}", c.dim());
+    println!("  dtype      {}", c.dtype());
+    println!(
+        "  size       {:.1} MB of embeddings",
+        c.size_bytes() as f64 / 1e6
+    );
+    println!(
+        "  ids        {}",
+        if c.doc_ids().is_some() {
+            "yes"
+        } else {
+            "no (0-based indices are used)"
+        }
+    );
+    println!(
+        "  values     {}",
+        if checked {
+            "all finite"
+        } else {
+            "not checked (--check-finite)"
+        }
+    );
+}

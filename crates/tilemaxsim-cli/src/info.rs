@@ -1,0 +1,35 @@
+//! `tilemaxsim info`: what this machine offers: CPU flavours and features, GPUs.
+
+use anyhow::Result;
+use tilemaxsim::Isa;
+
+pub fn run() -> Result<()> {
+    println!("tilemaxsim {}", env!("CARGO_PKG_VERSION"));
+    println!("cpu");
+    println!("  threads    {}", rayon::current_num_threads());
+    println!(
+        "  kernel     {} (available: {})",
+        Isa::detect(),
+        Isa::available()
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let feats = tilemaxsim::cpu::cpu_features();
+    let has: Vec<_> = feats.iter().filter(|f| f.1).map(|f| f.0).collect();
+    let lacks: Vec<_> = feats.iter().filter(|f| !f.1).map(|f| f.0).collect();
+    println!("  features   {}", has.join(" "));
+    if !lacks.is_empty() {
+        println!("  lacks      {}", lacks.join(" "));
+    }
+    println!("cuda");
+    let gpus = tilemaxsim::cuda::devices();
+    if gpus.is_empty() {
+        println!("  none usable: this build has no CUDA engine yet (the CPU engine is used)");
+    }
+    for (i, g) in gpus.iter().enumerate() {
+        println!("  cuda:{i}  {g}");
+    }
+    Ok(())
+}
