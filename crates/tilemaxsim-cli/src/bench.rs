@@ -85,15 +85,6 @@ struct Case {
     queries: usize,
 }
 
-fn parse_isa(name: &str) -> Result<Isa> {
-    Ok(match name {
-        "avx512" => Isa::Avx512,
-        "avx2" => Isa::Avx2,
-        "portable" => Isa::Portable,
-        other => bail!("unknown CPU kernel {other:?}: expected avx512, avx2 or portable"),
-    })
-}
-
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.nq == 0 || args.dim == 0 || args.docs == 0 || args.queries == 0 || args.reps == 0 {
         bail!("--nq, --dim, --docs, --queries and --reps must all be at least 1");
@@ -103,8 +94,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let isa = match &args.kernel {
-        Some(k) => parse_isa(k)?,
-        None => Isa::detect(),
+        Some(k) => k.parse::<Isa>()?,
+        None => match std::env::var(tilemaxsim::cpu::KERNEL_ENV) {
+            Ok(k) if !k.is_empty() => k.parse::<Isa>()?,
+            _ => Isa::detect(),
+        },
     };
     let scorer = CpuScorer::with_isa(isa)?.threads(args.threads)?;
     let threads = scorer.num_threads();

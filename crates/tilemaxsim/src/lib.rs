@@ -94,7 +94,7 @@ impl std::fmt::Display for Device {
 /// A scorer for `device`, plus a notice when `Auto` had to fall back (for the CLI to show).
 pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
     match device {
-        Device::Cpu => Ok((Box::new(CpuScorer::new()), None)),
+        Device::Cpu => Ok((Box::new(cpu_scorer()?), None)),
         Device::Reference => Ok((Box::new(ReferenceScorer), None)),
         Device::Cuda(n) => {
             cuda::check_available(n)?;
@@ -107,5 +107,13 @@ pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
                 Some(format!("no usable GPU ({e}); scoring on the CPU")),
             )),
         },
+    }
+}
+
+/// The CPU scorer: the best flavour, or the one named by `TILEMAXSIM_CPU_KERNEL`.
+fn cpu_scorer() -> Result<CpuScorer> {
+    match std::env::var(cpu::KERNEL_ENV) {
+        Ok(name) if !name.is_empty() => CpuScorer::with_isa(name.parse()?),
+        _ => Ok(CpuScorer::new()),
     }
 }

@@ -95,6 +95,24 @@ impl Isa {
     }
 }
 
+impl std::str::FromStr for Isa {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "avx512" => Ok(Isa::Avx512),
+            "avx2" => Ok(Isa::Avx2),
+            "portable" => Ok(Isa::Portable),
+            other => Err(Error::Argument(format!(
+                "unknown CPU kernel {other:?}: expected avx512, avx2 or portable"
+            ))),
+        }
+    }
+}
+
+/// Environment variable that pins the CPU kernel flavour (`avx512`, `avx2`, `portable`) for
+/// scorers made by [`crate::scorer_for`]: for testing the fallbacks on a machine that has more.
+pub const KERNEL_ENV: &str = "TILEMAXSIM_CPU_KERNEL";
+
 impl std::fmt::Display for Isa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

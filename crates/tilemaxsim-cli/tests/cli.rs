@@ -1,0 +1,463 @@
+//! End-to-end tests of the `tilemaxsim` binary: real data (Cranfield, from ../shared/data),
+//! imports from files other tools write, output formats, and error messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tilemaxsim::reference::maxsim_f64;
+use tilemaxsim::{Corpus, Matrix};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tilemaxsim"))
+}
+
+fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "command failed: {cmd:?}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn run_err(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("the binary runs");
+    assert!(!out.status.success(), "command should have failed: {cmd:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !err.contains("panicked"),
+        "panic instead of an error: {err}"
+    );
+    err
+}
+
+/// Write a C-ordered .npy file of `shape`.
+fn write_npy<T: npyz::AutoSerialize>(
+    path: PathBuf,
+    shape: &[u64],
+    data: impl IntoIterator<Item = T>,
+) {
+    use npyz::WriterBuilder;
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = npyz::WriteOptions::<T>::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(file)
+        .begin_nd()
+        .unwrap();
+    w.extend(data).unwrap();
+    w.finish().unwrap();
+}
+
+fn cranfield() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield");
+    assert!(
+        p.join("corpus.safetensors").exists(),
+        "the real data is expected at {}",
+        p.display()
+    );
+    p
+}
+
+/// (docid, score) per query id, in rank order.
+fn read_run(path: &Path) -> std::collections::BTreeMap<String, Vec<(String, f64)>> {
+    let mut run = std::collections::BTreeMap::new();
+    for line in std::fs::read_to_string(path).expect("run file").lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 6, "TREC run line has 6 fields: {line:?}");
+        assert_eq!(f[1], "Q0");
+        let hits: &mut Vec<(String, f64)> = run.entry(f[0].to_string()).or_default();
+        assert_eq!(
+            f[3].parse::<usize>().expect("rank"),
+            hits.len() + 1,
+            "ranks are 1, 2, …"
+        );
+        hits.push((f[2].to_string(), f[4].parse().expect("score")));
+    }
+    run
+}
+
+/// Every query's ranking equals the reference's, except where two neighbours' reference
+/// scores are within `tie` (then either order is exact up to rounding).
+fn assert_same_rankings(got: &Path, want: &Path, tie: f64) {
+    let (got, want) = (read_run(got), read_run(want));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "same queries"
+    );
+    for (q, w) in &want {
+        let g = &got[q];
+        assert_eq!(g.len(), w.len(), "query {q}: run length");
+        for (i, (gh, wh)) in g.iter().zip(w).enumerate() {
+            assert!(
+                (gh.1 - wh.1).abs() <= 1e-4,
+                "query {q} rank {}: score {} vs reference {}",
+                i + 1,
+                gh.1,
+                wh.1
+            );
+            if gh.0 != wh.0 {
+                let tied = w.iter().any(|x| x.0 == gh.0 && (x.1 - wh.1).abs() <= tie);
+                assert!(
+                    tied,
+                    "query {q} rank {}: {} instead of {} (reference score {})",
+                    i + 1,
+                    gh.0,
+                    wh.0,
+                    wh.1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cranfield_search_reproduces_the_float64_reference_run() {
+    let d = cranfield();
+    let dir = tempfile::tempdir().unwrap();
+    // The stored corpus is f16; f32 (exact widening) must rank identically.
+    let f32_corpus = dir.path().join("corpus-f32.safetensors");
+    run_ok(
+        bin()
+            .args(["corpus", "import", "--dtype", "f32", "--safetensors"])
+            .arg(d.join("corpus.safetensors"))
+            .arg("-o")
+            .arg(&f32_corpus),
+    );
+    for (corpus, kernel_env) in [
+        (d.join("corpus.safetensors"), None),
+        (f32_corpus.clone(), None),
+        (d.join("corpus.safetensors"), Some("portable")),
+    ] {
+        let run = dir.path().join("run.trec");
+        let mut cmd = bin();
+        cmd.args(["search", "--device", "cpu", "-k", "100", "--tag", "test"])
+            .arg("--queries")
+            .arg(d.join("queries.safetensors"))
+            .arg("--corpus")
+            .arg(&corpus)
+            .arg("--query-ids")
+            .arg(d.join("query_ids.txt"))
+            .arg("--doc-ids")
+            .arg(d.join("doc_ids.txt"))
+            .arg("--out")
+            .arg(&run);
+        if let Some(k) = kernel_env {
+            cmd.env("TILEMAXSIM_CPU_KERNEL", k);
+        }
+        let out = run_ok(&mut cmd);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("queries/s"),
+            "search reports throughput"
+        );
+        assert_same_rankings(&run, &d.join("ref_run.trec"), 1e-6);
+    }
+}
+
+#[test]
+fn import_from_npy_and_python_safetensors_then_score() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (dim, lens) = (5usize, [3usize, 1, 4]);
+    let total: usize = lens.iter().sum();
+    let emb: Vec<f32> = (0..total * dim)
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) / 7.0)
+        .collect();
+    write_npy(
+        p("emb.npy"),
+        &[total as u64, dim as u64],
+        emb.iter().copied(),
+    );
+    write_npy(p("lens.npy"), &[3], lens.iter().map(|&l| l as i64));
+    run_ok(
+        bin()
+            .args(["corpus", "import", "--npy"])
+            .arg(p("emb.npy"))
+            .arg("--lengths")
+            .arg(p("lens.npy"))
+            .arg("-o")
+            .arg(p("a.safetensors")),
+    );
+
+    // One file per document, named so that name order and number order differ.
+    std::fs::create_dir(p("docs")).unwrap();
+    let mut start = 0;
+    for (j, &l) in lens.iter().enumerate() {
+        let name = format!("doc{}.npy", [9, 10, 11][j]);
+        let part = emb[start * dim..(start + l) * dim].to_vec();
+        write_npy(p("docs").join(name), &[l as u64, dim as u64], part);
+        start += l;
+    }
+    run_ok(
+        bin()
+            .args(["corpus", "import", "--npy-dir"])
+            .arg(p("docs"))
+            .arg("-o")
+            .arg(p("b.safetensors")),
+    );
+
+    let a = Corpus::open(p("a.safetensors")).unwrap();
+    let b = Corpus::open(p("b.safetensors")).unwrap();
+    assert_eq!(a.offsets(), b.offsets());
+    assert_eq!(a.tokens().to_f32_vec(), emb);
+    assert_eq!(b.tokens().to_f32_vec(), emb);
+    assert_eq!(b.doc_ids().unwrap(), ["doc9", "doc10", "doc11"]);
+
+    // Queries: 2 queries in the same format; scores to .npy and to text.
+    let q: Vec<f32> = (0..3 * dim)
+        .map(|i| ((i * 13 % 7) as f32 - 3.0) / 4.0)
+        .collect();
+    Corpus::from_lengths(q.clone(), dim, &[2, 1])
+        .unwrap()
+        .save(p("q.safetensors"))
+        .unwrap();
+    run_ok(
+        bin()
+            .args(["score", "--device", "cpu", "--queries"])
+            .arg(p("q.safetensors"))
+            .arg("--corpus")
+            .arg(p("b.safetensors"))
+            .arg("--out")
+            .arg(p("s.npy")),
+    );
+    let bytes = std::fs::read(p("s.npy")).unwrap();
+    let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+    assert_eq!(npy.shape(), &[2, 3]);
+    let scores: Vec<f32> = npy.into_vec().unwrap();
+    let queries = Corpus::open(p("q.safetensors")).unwrap();
+    for (qi, qm) in queries.docs().enumerate() {
+        for j in 0..3 {
+            let want = maxsim_f64(qm, b.doc(j));
+            assert!(
+                (scores[qi * 3 + j] as f64 - want).abs() < 1e-5,
+                "score[{qi}][{j}]"
+            );
+        }
+    }
+    let text = run_ok(
+        bin()
+            .args(["score", "--device", "cpu", "--queries"])
+            .arg(p("q.safetensors"))
+            .arg("--corpus")
+            .arg(p("b.safetensors")),
+    );
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.lines().count(), 6);
+    assert!(text.lines().next().unwrap().starts_with("0\tdoc9\t"));
+
+    // Re-ranking a candidate list keeps the list's order.
+    std::fs::write(p("cand.txt"), "doc11\ndoc9\n").unwrap();
+    let text = run_ok(
+        bin()
+            .args(["score", "--device", "cpu", "--candidates"])
+            .arg(p("cand.txt"))
+            .arg("--queries")
+            .arg(p("q.safetensors"))
+            .arg("--corpus")
+            .arg(p("b.safetensors")),
+    );
+    let lines: Vec<String> = String::from_utf8(text.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0].starts_with("0\tdoc11\t") && lines[1].starts_with("0\tdoc9\t"));
+
+    // Safetensors as Python writes it: embeddings + lengths (I32), other key names.
+    let emb_bytes: Vec<u8> = emb.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let len_bytes: Vec<u8> = lens
+        .iter()
+        .flat_map(|&l| (l as i32).to_le_bytes())
+        .collect();
+    let tensors = vec![
+        (
+            "vecs",
+            safetensors::tensor::TensorView::new(
+                safetensors::Dtype::F32,
+                vec![total, dim],
+                &emb_bytes,
+            )
+            .unwrap(),
+        ),
+        (
+            "doc_lens",
+            safetensors::tensor::TensorView::new(safetensors::Dtype::I32, vec![3], &len_bytes)
+                .unwrap(),
+        ),
+    ];
+    safetensors::serialize_to_file(tensors, None, &p("py.safetensors")).unwrap();
+    std::fs::write(p("ids.txt"), "x\ny\nz\n").unwrap();
+    run_ok(
+        bin()
+            .args([
+                "corpus",
+                "import",
+                "--embeddings-key",
+                "vecs",
+                "--lengths-key",
+                "doc_lens",
+                "--dtype",
+                "bf16",
+                "--safetensors",
+            ])
+            .arg(p("py.safetensors"))
+            .arg("--ids")
+            .arg(p("ids.txt"))
+            .arg("-o")
+            .arg(p("c.safetensors")),
+    );
+    let c = Corpus::open(p("c.safetensors")).unwrap();
+    assert_eq!(c.dtype(), tilemaxsim::DType::BF16);
+    assert_eq!(c.doc_ids().unwrap(), ["x", "y", "z"]);
+    let info = run_ok(
+        bin()
+            .args(["corpus", "info", "--check-finite"])
+            .arg(p("c.safetensors")),
+    );
+    assert!(String::from_utf8_lossy(&info.stdout).contains("documents  3"));
+}
+
+#[test]
+fn user_errors_are_clear_and_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    Corpus::from_lengths(vec![0.5f32; 4 * 3], 4, &[1, 2])
+        .unwrap()
+        .save(p("c4.safetensors"))
+        .unwrap();
+    Corpus::from_lengths(vec![0.5f32; 6], 3, &[2])
+        .unwrap()
+        .save(p("q3.safetensors"))
+        .unwrap();
+    let mut nan = vec![0.5f32; 8];
+    nan[6] = f32::NAN;
+    Corpus::from_lengths(nan, 4, &[2])
+        .unwrap()
+        .save(p("qnan.safetensors"))
+        .unwrap();
+
+    let err = run_err(
+        bin()
+            .args(["score", "--device", "cpu", "--queries"])
+            .arg(p("q3.safetensors"))
+            .arg("--corpus")
+            .arg(p("c4.safetensors")),
+    );
+    assert!(
+        err.contains("dimension mismatch") && err.contains("d = 3"),
+        "{err}"
+    );
+    let err = run_err(
+        bin()
+            .args(["search", "--device", "cpu", "--queries"])
+            .arg(p("qnan.safetensors"))
+            .arg("--corpus")
+            .arg(p("c4.safetensors")),
+    );
+    assert!(
+        err.contains("non-finite") && err.contains("row 1, column 2"),
+        "{err}"
+    );
+
+    // Truncated and garbage files.
+    let bytes = std::fs::read(p("c4.safetensors")).unwrap();
+    std::fs::write(p("cut.safetensors"), &bytes[..bytes.len() - 5]).unwrap();
+    let err = run_err(bin().args(["corpus", "info"]).arg(p("cut.safetensors")));
+    assert!(
+        err.contains("cut.safetensors") && err.contains("truncated or corrupt"),
+        "{err}"
+    );
+    std::fs::write(p("junk.npy"), b"not an npy file at all").unwrap();
+    let err = run_err(
+        bin()
+            .args(["corpus", "import", "--npy"])
+            .arg(p("junk.npy"))
+            .arg("--lengths")
+            .arg(p("junk.npy"))
+            .arg("-o")
+            .arg(p("x.safetensors")),
+    );
+    assert!(err.contains("junk.npy"), "{err}");
+    assert!(
+        !p("x.safetensors").exists(),
+        "a failed import writes nothing"
+    );
+    let err = run_err(bin().args(["corpus", "info"]).arg(p("missing.safetensors")));
+    assert!(err.contains("missing.safetensors"), "{err}");
+
+    // Lengths that do not add up.
+    write_npy(p("e.npy"), &[3, 2], vec![1.0f32; 6]);
+    write_npy(p("l.npy"), &[2], vec![1i64, 1]);
+    let err = run_err(
+        bin()
+            .args(["corpus", "import", "--npy"])
+            .arg(p("e.npy"))
+            .arg("--lengths")
+            .arg(p("l.npy"))
+            .arg("-o")
+            .arg(p("y.safetensors")),
+    );
+    assert!(err.contains("add up to 2 tokens"), "{err}");
+    write_npy(p("l0.npy"), &[2], vec![3i64, 0]);
+    let err = run_err(
+        bin()
+            .args(["corpus", "import", "--npy"])
+            .arg(p("e.npy"))
+            .arg("--lengths")
+            .arg(p("l0.npy"))
+            .arg("-o")
+            .arg(p("y.safetensors")),
+    );
+    assert!(
+        err.contains("document 1") && err.contains("≥ 1 token"),
+        "{err}"
+    );
+
+    // An unavailable device is an error; auto falls back with a notice.
+    let err = run_err(bin().args(["bench", "--device", "cuda:0", "--docs", "10"]));
+    assert!(err.contains("cuda:0"), "{err}");
+}
+
+#[test]
+fn bench_json_reports_every_figure() {
+    let out = run_ok(bin().args([
+        "bench",
+        "--device",
+        "auto",
+        "--docs",
+        "300",
+        "--doc-len",
+        "3:40",
+        "--nq",
+        "7",
+        "--dim",
+        "33",
+        "--reps",
+        "2",
+        "--json",
+    ]));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("bench --json prints JSON");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("notice:"),
+        "auto without a GPU says it falls back"
+    );
+    assert!(v["ceiling_gflops"].as_f64().unwrap() > 0.0);
+    let r = &v["results"][0];
+    for key in ["ms", "docs_per_s", "gb_per_s", "gflop_per_s", "pct_ceiling"] {
+        assert!(r[key].as_f64().unwrap() > 0.0, "{key} = {}", r[key]);
+    }
+    assert_eq!(r["docs"], 300);
+}
+
+#[test]
+fn info_lists_cpu_kernels() {
+    let out = run_ok(bin().arg("info"));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("kernel") && s.contains("portable"), "{s}");
+    let _ = Matrix::new(&[0.0f32][..], 1).unwrap();
+}
