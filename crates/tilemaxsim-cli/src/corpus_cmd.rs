@@ -10,7 +10,7 @@ use tilemaxsim::{Corpus, DType};
 #[derive(clap::Subcommand, Debug)]
 pub enum CorpusCommand {
     /// Build a corpus (or query) file from .npy files or from safetensors written by other tools.
-    Import(ImportArgs),
+    Import(Box<ImportArgs>),
     /// Describe a corpus file; --check-finite also scans every value.
     Info {
         path: PathBuf,
@@ -58,7 +58,7 @@ pub struct ImportArgs {
 
 pub fn run(cmd: CorpusCommand) -> Result<()> {
     match cmd {
-        CorpusCommand::Import(a) => import_cmd(a),
+        CorpusCommand::Import(a) => import_cmd(*a),
         CorpusCommand::Info { path, check_finite } => {
             let c = Corpus::open(&path)?;
             if check_finite {

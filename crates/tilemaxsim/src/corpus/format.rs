@@ -113,7 +113,7 @@ impl Corpus {
         let map = map_file(path)?;
         let st = parse(path, &map)?;
         let names = st.names();
-        if !names.iter().any(|n| *n == EMBEDDINGS) || !names.iter().any(|n| *n == OFFSETS) {
+        if st.tensor(EMBEDDINGS).is_err() || st.tensor(OFFSETS).is_err() {
             let mut found: Vec<_> = names.iter().map(|s| s.to_string()).collect();
             found.sort();
             return Err(Error::format(
@@ -172,7 +172,7 @@ impl Corpus {
 
         let data = emb.data();
         let start = data.as_ptr() as usize - map.as_ptr() as usize;
-        let aligned = (data.as_ptr() as usize) % dtype.size() == 0;
+        let aligned = (data.as_ptr() as usize).is_multiple_of(dtype.size());
         let storage = if aligned {
             Storage::Mapped {
                 map: Arc::new(map),

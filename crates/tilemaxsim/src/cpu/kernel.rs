@@ -125,6 +125,7 @@ impl Prefetch {
 
 /// One `W × J` register tile over the whole dimension, folded into the running maxima.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // constant indices keep the accumulators in registers
 unsafe fn tile<S: Simd, const W: usize, const J: usize>(
     qt: *const f32,
     q_stride: usize,
