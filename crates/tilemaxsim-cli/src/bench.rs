@@ -102,7 +102,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     };
     let scorer = CpuScorer::with_isa(isa)?.threads(args.threads)?;
     let threads = scorer.num_threads();
-    let ceilings: CpuCeilings = measure_ceilings(isa, args.threads)?;
+    let ceilings: CpuCeilings = measure_ceilings(args.threads)?;
     if !args.json {
         println!(
             "device: cpu ({} threads, kernel {}); measured ceilings: f32 FMA {:.1} GFLOP/s, memory read {:.1} GB/s",
