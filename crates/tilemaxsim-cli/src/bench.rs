@@ -15,84 +15,146 @@ use crate::synth::{self, Lengths};
 pub struct BenchArgs {
     /// auto, cpu or cuda[:N] (auto: a GPU when usable, else the CPU).
     #[arg(long, default_value = "auto")]
-    device: Device,
+    pub(crate) device: Device,
     /// Element type of the documents and queries; with neither --dtype nor --doc-len a
     /// standard suite of cases runs.
     #[arg(long)]
-    dtype: Option<DType>,
+    pub(crate) dtype: Option<DType>,
     /// Document lengths: N (every document) or LO:HI (uniform).
     #[arg(long)]
-    doc_len: Option<Lengths>,
+    pub(crate) doc_len: Option<Lengths>,
     /// Query tokens Nq.
     #[arg(long, default_value_t = 32)]
-    nq: usize,
+    pub(crate) nq: usize,
     /// Embedding dimension d.
     #[arg(long, default_value_t = 128)]
-    dim: usize,
-    /// Documents in the corpus (N).
-    #[arg(long, default_value_t = 10_000)]
-    docs: usize,
+    pub(crate) dim: usize,
+    /// Documents in the corpus (N); default 10,000 on the CPU, 100,000 on a GPU.
+    #[arg(long)]
+    pub(crate) docs: Option<usize>,
     /// Queries scored together in one call (Q × N scores).
     #[arg(long, default_value_t = 1)]
-    queries: usize,
+    pub(crate) queries: usize,
     /// Timed repetitions (the median is reported), after one warm-up.
     #[arg(long, default_value_t = 5)]
-    reps: usize,
+    pub(crate) reps: usize,
     #[arg(long, default_value_t = 0)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// CPU worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
-    threads: usize,
+    pub(crate) threads: usize,
     /// CPU kernel flavour: avx512, avx2 or portable (default: the best this CPU has).
     #[arg(long)]
-    kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Serialize)]
-struct CaseResult {
-    name: String,
-    dtype: String,
-    nq: usize,
-    dim: usize,
-    docs: usize,
-    queries: usize,
-    doc_len: String,
-    tokens: usize,
-    ms: f64,
-    ms_min: f64,
-    docs_per_s: f64,
-    gb_per_s: f64,
-    gflop_per_s: f64,
-    pct_ceiling: f64,
+pub(crate) struct CaseResult {
+    pub name: String,
+    pub dtype: String,
+    pub nq: usize,
+    pub dim: usize,
+    pub docs: usize,
+    pub queries: usize,
+    pub doc_len: String,
+    pub tokens: usize,
+    pub ms: f64,
+    pub ms_min: f64,
+    pub docs_per_s: f64,
+    pub gb_per_s: f64,
+    pub gflop_per_s: f64,
+    pub pct_ceiling: f64,
 }
 
 #[derive(Serialize)]
-struct Report {
-    device: String,
-    kernel: String,
-    threads: usize,
-    ceiling_gflops: f64,
-    ceiling_read_gbps: f64,
-    results: Vec<CaseResult>,
+pub(crate) struct Report {
+    pub device: String,
+    pub kernel: String,
+    pub threads: usize,
+    pub ceiling_gflops: f64,
+    pub ceiling_read_gbps: f64,
+    /// What `pct_ceiling` is a percentage of: `f32 FMA` (CPU) or `read` (GPU bandwidth).
+    pub ceiling_name: String,
+    pub results: Vec<CaseResult>,
 }
 
-struct Case {
-    dtype: DType,
-    lengths: Lengths,
-    queries: usize,
+pub(crate) struct Case {
+    pub dtype: DType,
+    pub lengths: Lengths,
+    pub queries: usize,
+    pub dim: usize,
+    pub docs: usize,
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
-    if args.nq == 0 || args.dim == 0 || args.docs == 0 || args.queries == 0 || args.reps == 0 {
+    if args.nq == 0 || args.dim == 0 || args.docs == Some(0) || args.queries == 0 || args.reps == 0
+    {
         bail!("--nq, --dim, --docs, --queries and --reps must all be at least 1");
     }
-    let (_, notice) = tilemaxsim::scorer_for(args.device)?;
-    if let Some(n) = notice {
-        eprintln!("notice: {n}");
+    let gpu = match args.device {
+        Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?),
+        Device::Auto => match tilemaxsim::cuda::CudaScorer::new(0) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                eprintln!("notice: no usable GPU ({e}); benchmarking the CPU");
+                None
+            }
+        },
+        Device::Cpu => None,
+        Device::Reference => bail!("the reference is not benchmarked; use --device cpu or cuda"),
+    };
+    let report = match &gpu {
+        Some(g) => crate::bench_gpu::run(g, &args)?,
+        None => run_cpu(&args)?,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
     }
+    Ok(())
+}
+
+/// The cases to run: the standard suite, or the one case the flags describe.
+pub(crate) fn cases(args: &BenchArgs, gpu: bool) -> Vec<Case> {
+    let docs = args.docs.unwrap_or(if gpu { 100_000 } else { 10_000 });
+    if args.dtype.is_none() && args.doc_len.is_none() {
+        let fixed = Lengths::Fixed(128);
+        let varlen = Lengths::Uniform(32, 256);
+        let case = |dtype, lengths, queries, dim, docs| Case {
+            dtype,
+            lengths,
+            queries,
+            dim,
+            docs,
+        };
+        let mut v = vec![
+            case(DType::F32, fixed, args.queries, args.dim, docs),
+            case(DType::F16, fixed, args.queries, args.dim, docs),
+            case(DType::BF16, fixed, args.queries, args.dim, docs),
+            case(DType::F32, varlen, args.queries, args.dim, docs),
+            case(DType::F16, varlen, args.queries, args.dim, docs),
+            case(DType::F16, fixed, 32, args.dim, docs),
+        ];
+        if gpu {
+            v.push(case(DType::F16, fixed, args.queries, 768, docs / 10));
+        }
+        v
+    } else {
+        vec![Case {
+            dtype: args.dtype.unwrap_or(DType::F32),
+            lengths: args.doc_len.unwrap_or(Lengths::Fixed(128)),
+            queries: args.queries,
+            dim: args.dim,
+            docs,
+        }]
+    }
+}
+
+fn run_cpu(args: &BenchArgs) -> Result<Report> {
     let isa = match &args.kernel {
         Some(k) => k.parse::<Isa>()?,
         None => match std::env::var(tilemaxsim::cpu::KERNEL_ENV) {
@@ -103,83 +165,25 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let scorer = CpuScorer::with_isa(isa)?.threads(args.threads)?;
     let threads = scorer.num_threads();
     let ceilings: CpuCeilings = measure_ceilings(args.threads)?;
-    if !args.json {
-        println!(
-            "device: cpu ({} threads, kernel {}); measured ceilings: f32 FMA {:.1} GFLOP/s, memory read {:.1} GB/s",
-            threads,
-            scorer.isa(),
-            ceilings.fma_gflops,
-            ceilings.read_gbps
-        );
-    }
-
-    let cases: Vec<Case> = if args.dtype.is_none() && args.doc_len.is_none() {
-        let fixed = Lengths::Fixed(128);
-        let varlen = Lengths::Uniform(32, 256);
-        vec![
-            Case {
-                dtype: DType::F32,
-                lengths: fixed,
-                queries: args.queries,
-            },
-            Case {
-                dtype: DType::F16,
-                lengths: fixed,
-                queries: args.queries,
-            },
-            Case {
-                dtype: DType::BF16,
-                lengths: fixed,
-                queries: args.queries,
-            },
-            Case {
-                dtype: DType::F32,
-                lengths: varlen,
-                queries: args.queries,
-            },
-            Case {
-                dtype: DType::F16,
-                lengths: varlen,
-                queries: args.queries,
-            },
-            Case {
-                dtype: DType::F16,
-                lengths: fixed,
-                queries: 32,
-            },
-        ]
-    } else {
-        vec![Case {
-            dtype: args.dtype.unwrap_or(DType::F32),
-            lengths: args.doc_len.unwrap_or(Lengths::Fixed(128)),
-            queries: args.queries,
-        }]
-    };
-
+    let cases = cases(args, false);
     let mut results = Vec::new();
     let progress = crate::progress::bar(cases.len() as u64, "cases", args.json);
     for case in &cases {
-        let r = run_case(&scorer, &args, case, &ceilings)
+        let r = run_case(&scorer, args, case, &ceilings)
             .with_context(|| format!("case {} {}", case.dtype, case.lengths))?;
         results.push(r);
         progress.inc(1);
     }
     progress.finish_and_clear();
-
-    let report = Report {
-        device: "cpu".into(),
+    Ok(Report {
+        device: format!("cpu ({threads} threads)"),
         kernel: scorer.isa().to_string(),
         threads,
         ceiling_gflops: ceilings.fma_gflops,
         ceiling_read_gbps: ceilings.read_gbps,
+        ceiling_name: "f32 FMA".into(),
         results,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_table(&report);
-    }
-    Ok(())
+    })
 }
 
 fn run_case(
@@ -188,12 +192,12 @@ fn run_case(
     case: &Case,
     ceilings: &CpuCeilings,
 ) -> Result<CaseResult> {
-    let corpus = synth::corpus(args.docs, case.lengths, args.dim, case.dtype, args.seed)?;
+    let corpus = synth::corpus(case.docs, case.lengths, case.dim, case.dtype, args.seed)?;
     let qdata: Vec<_> = (0..case.queries)
         .map(|i| {
             let v = synth::unit_rows(
                 args.nq,
-                args.dim,
+                case.dim,
                 args.seed.wrapping_add(1 + i as u64) << 32,
             );
             tilemaxsim::OwnedElements::from_f32(&v, case.dtype)
@@ -201,7 +205,7 @@ fn run_case(
         .collect();
     let queries: Vec<Matrix<'_>> = qdata
         .iter()
-        .map(|q| Matrix::new(q.as_elements(), args.dim))
+        .map(|q| Matrix::new(q.as_elements(), case.dim))
         .collect::<Result<_, _>>()?;
     let mut out = vec![0.0f32; case.queries * corpus.len()];
     scorer.score_into(&queries, &corpus, tilemaxsim::Docs::All, &mut out)?; // warm-up
@@ -219,16 +223,13 @@ fn run_case(
     let secs = times[times.len() / 2];
     let tokens = corpus.num_tokens();
     let pairs = (case.queries * corpus.len()) as f64;
-    let flops = 2.0 * (args.nq * args.dim * tokens * case.queries) as f64;
+    let flops = 2.0 * (args.nq * case.dim * tokens * case.queries) as f64;
     let gflops = flops / secs / 1e9;
     Ok(CaseResult {
-        name: format!(
-            "{} Nq={} d={} Nd={} Q={}",
-            case.dtype, args.nq, args.dim, case.lengths, case.queries
-        ),
+        name: case_name(args, case),
         dtype: case.dtype.to_string(),
         nq: args.nq,
-        dim: args.dim,
+        dim: case.dim,
         docs: corpus.len(),
         queries: case.queries,
         doc_len: case.lengths.to_string(),
@@ -242,14 +243,44 @@ fn run_case(
     })
 }
 
+pub(crate) fn case_name(args: &BenchArgs, case: &Case) -> String {
+    format!(
+        "{} Nq={} d={} Nd={} B={} Q={}",
+        case.dtype,
+        args.nq,
+        case.dim,
+        case.lengths,
+        crate::progress::si(case.docs as f64).replace(' ', ""),
+        case.queries
+    )
+}
+
 fn print_table(report: &Report) {
     println!(
-        "{:<40} {:>10} {:>14} {:>8} {:>10} {:>9}",
-        "case", "ms", "docs/s", "GB/s", "GFLOP/s", "% FMA"
+        "device: {} (kernel {}); measured ceilings: {}",
+        report.device,
+        report.kernel,
+        if report.ceiling_name == "read" {
+            format!("read {:.0} GB/s", report.ceiling_read_gbps)
+        } else {
+            format!(
+                "f32 FMA {:.1} GFLOP/s, memory read {:.1} GB/s",
+                report.ceiling_gflops, report.ceiling_read_gbps
+            )
+        }
+    );
+    let pct = if report.ceiling_name == "read" {
+        "% read"
+    } else {
+        "% FMA"
+    };
+    println!(
+        "{:<44} {:>10} {:>14} {:>8} {:>10} {:>9}",
+        "case", "ms", "docs/s", "GB/s", "GFLOP/s", pct
     );
     for r in &report.results {
         println!(
-            "{:<40} {:>10.3} {:>14} {:>8.2} {:>10.1} {:>8.1}%",
+            "{:<44} {:>10.3} {:>14} {:>8.2} {:>10.1} {:>8.1}%",
             r.name,
             r.ms,
             crate::progress::si(r.docs_per_s),

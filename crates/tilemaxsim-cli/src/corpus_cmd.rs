@@ -71,6 +71,7 @@ pub fn run(cmd: CorpusCommand) -> Result<()> {
 }
 
 fn import_cmd(a: ImportArgs) -> Result<()> {
+    let spinner = crate::progress::spinner("reading");
     let mut corpus = if let Some(npy) = &a.npy {
         let lengths = a.lengths.as_ref().context("--npy needs --lengths")?;
         import::from_npy_packed(npy, lengths, a.dtype)?
@@ -109,7 +110,9 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
             .check_finite()
             .context("the input holds a non-finite value (use --no-check to import anyway)")?;
     }
+    spinner.set_message(format!("writing {}", a.out.display()));
     corpus.save(&a.out)?;
+    spinner.finish_and_clear();
     describe(&a.out, &corpus, !a.no_check);
     Ok(())
 }

@@ -24,12 +24,21 @@ pub fn run() -> Result<()> {
         println!("  lacks      {}", lacks.join(" "));
     }
     println!("cuda");
-    let gpus = tilemaxsim::cuda::devices();
-    if gpus.is_empty() {
-        println!("  none usable: this build has no CUDA engine yet (the CPU engine is used)");
-    }
-    for (i, g) in gpus.iter().enumerate() {
-        println!("  cuda:{i}  {g}");
+    let nvrtc = match tilemaxsim::cuda::nvrtc_version() {
+        Ok((a, b)) => format!("NVRTC {a}.{b}"),
+        Err(_) => "no libnvrtc".into(),
+    };
+    match tilemaxsim::cuda::devices() {
+        Ok(gpus) if gpus.is_empty() => {
+            println!("  no usable GPU ({nvrtc}); the CPU engine is used")
+        }
+        Ok(gpus) => {
+            println!("  {nvrtc}");
+            for g in gpus {
+                println!("  cuda:{}  {g}", g.ordinal);
+            }
+        }
+        Err(e) => println!("  error listing GPUs: {e}"),
     }
     Ok(())
 }

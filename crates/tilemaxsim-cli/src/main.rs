@@ -1,6 +1,7 @@
 //! The `tilemaxsim` command: bench, score, search, corpus import/info, info.
 
 mod bench;
+mod bench_gpu;
 mod corpus_cmd;
 mod info;
 mod load;

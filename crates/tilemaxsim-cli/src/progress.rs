@@ -17,6 +17,14 @@ pub fn bar(len: u64, what: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
+/// A spinner for work of unknown length (stderr; hidden when it is not a terminal).
+pub fn spinner(what: &str) -> ProgressBar {
+    let s = ProgressBar::new_spinner();
+    s.set_message(what.to_string());
+    s.enable_steady_tick(std::time::Duration::from_millis(120));
+    s
+}
+
 /// 1234567 → "1.23 M".
 pub fn si(x: f64) -> String {
     let (v, unit) = if x >= 1e9 {

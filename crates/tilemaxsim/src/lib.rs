@@ -27,10 +27,11 @@
 //! Where things live: [`matrix`] (element types, borrowed matrices), [`corpus`] (the packed
 //! corpus, its file format, imports), [`scorer`] (the [`Scorer`] trait every backend
 //! implements), [`reference`] (the float64 oracle), [`cpu`] (the SIMD CPU engine), `cuda`
-//! (the GPU engine's place), [`topk`] (deterministic top-k).
+//! (the GPU engine: NVRTC-compiled kernels behind the same trait), [`topk`] (deterministic top-k).
 
 pub mod corpus;
 pub mod cpu;
+#[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
 pub mod matrix;
@@ -96,18 +97,27 @@ pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
     match device {
         Device::Cpu => Ok((Box::new(cpu_scorer()?), None)),
         Device::Reference => Ok((Box::new(ReferenceScorer), None)),
-        Device::Cuda(n) => {
-            cuda::check_available(n)?;
-            Err(cuda::unavailable(n))
-        }
-        Device::Auto => match cuda::check_available(0) {
-            Ok(()) => Err(cuda::unavailable(0)),
+        Device::Cuda(n) => Ok((gpu_scorer(n)?, None)),
+        Device::Auto => match gpu_scorer(0) {
+            Ok(s) => Ok((s, None)),
             Err(e) => Ok((
-                Box::new(CpuScorer::new()),
+                Box::new(cpu_scorer()?),
                 Some(format!("no usable GPU ({e}); scoring on the CPU")),
             )),
         },
     }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_scorer(ordinal: usize) -> Result<Box<dyn Scorer>> {
+    Ok(Box::new(cuda::CudaScorer::new(ordinal)?))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_scorer(ordinal: usize) -> Result<Box<dyn Scorer>> {
+    Err(Error::DeviceUnavailable(format!(
+        "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"
+    )))
 }
 
 /// The CPU scorer: the best flavour, or the one named by `TILEMAXSIM_CPU_KERNEL`.

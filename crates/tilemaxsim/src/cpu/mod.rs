@@ -355,7 +355,9 @@ pub fn measure_ceilings(threads: usize) -> Result<CpuCeilings> {
         // One call on every thread at once (broadcast), so no thread runs two.
         let run = || {
             let t = Instant::now();
-            let sink: f32 = rayon::broadcast(|ctx| peak_call(isa, iters, ctx.index() as f32)).into_iter().sum();
+            let sink: f32 = rayon::broadcast(|ctx| peak_call(isa, iters, ctx.index() as f32))
+                .into_iter()
+                .sum();
             std::hint::black_box(sink);
             per_call * nt as f64 / t.elapsed().as_secs_f64() / 1e9
         };

@@ -1,21 +1,547 @@
-//! The CUDA engine's place: it implements the same [`crate::Scorer`] trait over device memory
-//! (kernels as `.cu` files compiled by NVRTC). It is not built yet; until it is, asking for a
-//! CUDA device is a clear error and `auto` falls back to the CPU.
+//! The CUDA engine: the same [`Scorer`] trait over device memory. Kernels are `.cu` files in
+//! `kernels/`, compiled by NVRTC at first use and cached on disk (`compile.rs`). The driver and
+//! NVRTC are loaded at run time, so one binary runs on machines with no CUDA at all: there,
+//! [`devices`] is empty and asking for a GPU is a clear error.
+//!
+//! Three levels of use: [`CudaScorer`] as a [`Scorer`] on host data (uploads per call); a
+//! [`DeviceCorpus`] uploaded once and scored many times; and [`CudaScorer::score_raw`] on device
+//! memory the caller owns (raw pointers and a stream, as PyTorch hands them over), in the
+//! device's primary context.
 
+mod compile;
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
+    LaunchConfig, PushKernelArg,
+};
+
+pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
+
+use crate::corpus::Corpus;
 use crate::error::{Error, Result};
+use crate::matrix::{DType, Matrix};
+use crate::scorer::{Docs, Scorer};
 
-/// GPUs this build can use. None yet: the CUDA engine is not part of this build.
-pub fn devices() -> Vec<String> {
-    Vec::new()
+/// Threads per block of `maxsim_tiled` (kernels/maxsim.cu: THREADS).
+const TILED_THREADS: u32 = 256;
+/// Largest grid y dimension: queries per launch.
+const MAX_QUERIES_PER_LAUNCH: usize = 65_535;
+
+fn drv(what: &str) -> impl Fn(DriverError) -> Error + '_ {
+    move |e| {
+        if format!("{e:?}").contains("OUT_OF_MEMORY") {
+            Error::OutOfMemory(format!("GPU: {what}"))
+        } else {
+            Error::DeviceUnavailable(format!("CUDA error in {what}: {e:?}"))
+        }
+    }
 }
 
-/// Why CUDA cannot be used by this build.
-pub fn unavailable(ordinal: usize) -> Error {
-    Error::DeviceUnavailable(format!(
-        "cuda:{ordinal} requested, but this build of tilemaxsim has no CUDA engine yet; use --device cpu"
-    ))
+/// Whether the CUDA driver library can be loaded on this machine.
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to open the shared library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
-pub(crate) fn check_available(ordinal: usize) -> Result<()> {
-    Err(unavailable(ordinal))
+/// One GPU as the driver describes it.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: usize,
+    pub multiprocessors: i32,
 }
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (sm_{}{}, {} SMs, {:.1} GiB)",
+            self.name,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.multiprocessors,
+            self.total_memory as f64 / (1u64 << 30) as f64
+        )
+    }
+}
+
+fn info(ctx: &CudaContext) -> Result<GpuInfo> {
+    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    Ok(GpuInfo {
+        ordinal: ctx.ordinal(),
+        name: ctx.name().map_err(drv("device name"))?,
+        compute_capability: ctx
+            .compute_capability()
+            .map_err(drv("compute capability"))?,
+        total_memory: ctx.total_mem().map_err(drv("memory size"))?,
+        multiprocessors: ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(drv("SM count"))?,
+    })
+}
+
+/// The GPUs this machine has (empty when there is no CUDA driver or no device).
+pub fn devices() -> Result<Vec<GpuInfo>> {
+    if !driver_available() {
+        return Ok(Vec::new());
+    }
+    let n = match CudaContext::device_count() {
+        Ok(n) => n as usize,
+        Err(_) => return Ok(Vec::new()), // e.g. a driver without a device
+    };
+    (0..n)
+        .map(|i| info(&*CudaContext::new(i).map_err(drv("context"))?))
+        .collect()
+}
+
+/// Why GPU `ordinal` cannot be used, or `Ok` when it can.
+pub fn check_available(ordinal: usize) -> Result<()> {
+    if !driver_available() {
+        return Err(Error::DeviceUnavailable(format!(
+            "cuda:{ordinal}: no CUDA driver (libcuda) on this machine"
+        )));
+    }
+    let n = CudaContext::device_count().map_err(drv("device count"))? as usize;
+    if ordinal >= n {
+        return Err(Error::DeviceUnavailable(format!(
+            "cuda:{ordinal}: this machine has {n} CUDA device(s)"
+        )));
+    }
+    if !nvrtc_available() {
+        return Err(Error::DeviceUnavailable(format!(
+            "cuda:{ordinal}: libnvrtc not found (needed to compile the kernels)"
+        )));
+    }
+    Ok(())
+}
+
+/// A corpus in GPU memory: the packed tokens (as stored: f32, f16 or bf16) and the offsets.
+pub struct DeviceCorpus {
+    tokens: CudaSlice<u8>,
+    offsets: CudaSlice<i64>,
+    dtype: DType,
+    dim: usize,
+    len: usize,
+    bytes: usize,
+}
+
+impl DeviceCorpus {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// Bytes of token embeddings on the device.
+    pub fn size_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Queries in GPU memory: f32 tokens (widened exactly from any input dtype) and offsets.
+pub struct DeviceQueries {
+    tokens: CudaSlice<f32>,
+    offsets: CudaSlice<i64>,
+    len: usize,
+    dim: usize,
+}
+
+impl DeviceQueries {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+struct Kernels {
+    f32: CudaFunction,
+    f16: CudaFunction,
+    bf16: CudaFunction,
+    read_ceiling: CudaFunction,
+}
+
+/// The GPU scorer on one device.
+pub struct CudaScorer {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    kernels: Kernels,
+    info: GpuInfo,
+    cache_hit: bool,
+}
+
+impl CudaScorer {
+    /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the cache).
+    pub fn new(ordinal: usize) -> Result<Self> {
+        check_available(ordinal)?;
+        let ctx = CudaContext::new(ordinal).map_err(drv("context"))?;
+        // One stream, ordered by us: cudarc's per-buffer event tracking is not needed.
+        // SAFETY: every buffer of this scorer is used on `stream` only.
+        unsafe { ctx.disable_event_tracking() };
+        let info = info(&ctx)?;
+        let (major, minor) = info.compute_capability;
+        if major < 8 {
+            return Err(Error::DeviceUnavailable(format!(
+                "cuda:{ordinal} is sm_{major}{minor}; tilemaxsim needs sm_80 or newer"
+            )));
+        }
+        let (ptx, cache_hit) = compile::compile(arch_name(major, minor))?;
+        let module = ctx.load_module(ptx).map_err(drv("loading the kernels"))?;
+        let f = |name: &str| module.load_function(name).map_err(drv("kernel lookup"));
+        let kernels = Kernels {
+            f32: f("maxsim_tiled_f32")?,
+            f16: f("maxsim_tiled_f16")?,
+            bf16: f("maxsim_tiled_bf16")?,
+            read_ceiling: f("read_ceiling")?,
+        };
+        let stream = ctx.default_stream();
+        Ok(CudaScorer {
+            ctx,
+            stream,
+            _module: module,
+            kernels,
+            info,
+            cache_hit,
+        })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Whether the kernels came from the on-disk cache (no NVRTC compile at this start).
+    pub fn kernels_from_cache(&self) -> bool {
+        self.cache_hit
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Copy a corpus to the GPU.
+    pub fn upload(&self, corpus: &Corpus) -> Result<DeviceCorpus> {
+        let bytes = corpus.tokens().elements().as_bytes();
+        let offsets: Vec<i64> = corpus.offsets().iter().map(|&o| o as i64).collect();
+        Ok(DeviceCorpus {
+            tokens: self
+                .stream
+                .clone_htod(bytes)
+                .map_err(drv("corpus upload"))?,
+            offsets: self
+                .stream
+                .clone_htod(&offsets)
+                .map_err(drv("corpus upload"))?,
+            dtype: corpus.dtype(),
+            dim: corpus.dim(),
+            len: corpus.len(),
+            bytes: bytes.len(),
+        })
+    }
+
+    /// Copy queries to the GPU (as f32). Checks them like every scorer does.
+    pub fn upload_queries(&self, queries: &[Matrix<'_>], dim: usize) -> Result<DeviceQueries> {
+        let mut tokens = Vec::new();
+        let mut offsets = vec![0i64];
+        for (i, q) in queries.iter().enumerate() {
+            if q.rows() == 0 {
+                return Err(Error::EmptyQuery { index: i });
+            }
+            if q.dim() != dim {
+                return Err(Error::DimMismatch {
+                    what: format!("query {i}"),
+                    expected: dim,
+                    got: q.dim(),
+                });
+            }
+            q.check_finite(&format!("query {i}"), 0)?;
+            tokens.extend(q.to_f32_vec());
+            offsets.push((tokens.len() / dim) as i64);
+        }
+        Ok(DeviceQueries {
+            tokens: self
+                .stream
+                .clone_htod(&tokens)
+                .map_err(drv("query upload"))?,
+            offsets: self
+                .stream
+                .clone_htod(&offsets)
+                .map_err(drv("query upload"))?,
+            len: queries.len(),
+            dim,
+        })
+    }
+
+    /// Allocate `len` f32 on the device (for scores).
+    pub fn alloc_scores(&self, len: usize) -> Result<CudaSlice<f32>> {
+        // SAFETY: every element is written by a scoring launch before it is read.
+        unsafe { self.stream.alloc::<f32>(len.max(1)) }.map_err(drv("score buffer"))
+    }
+
+    /// Enqueue scoring on the scorer's stream: `out[q * n + i]` for the `n` documents `docs`
+    /// (`None`: all). Asynchronous; `out` must hold `queries.len() * n` floats.
+    pub fn score_device(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        if queries.dim != corpus.dim {
+            return Err(Error::DimMismatch {
+                what: "queries".into(),
+                expected: corpus.dim,
+                got: queries.dim,
+            });
+        }
+        let n = docs.map_or(corpus.len, |d| d.len());
+        if out.len() < queries.len * n {
+            return Err(Error::Argument(format!(
+                "score buffer holds {} floats, needs {}",
+                out.len(),
+                queries.len * n
+            )));
+        }
+        let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
+        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
+        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
+        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
+        let di = docs.map(|d| d.device_ptr(&self.stream));
+        let (o, _g5) = out.device_ptr(&self.stream);
+        // SAFETY: the pointers are live device allocations of the sizes the kernel reads
+        // (queries.len + 1 offsets, corpus.len + 1 offsets, n indices < corpus.len, Q × n outputs).
+        unsafe {
+            self.launch_tiled(
+                None,
+                RawArgs {
+                    q_tokens: qt,
+                    q_offsets: qo,
+                    num_queries: queries.len,
+                    d_tokens: dt,
+                    d_offsets: dof,
+                    doc_index: di.as_ref().map_or(0, |d| d.0),
+                    num_docs: n,
+                    dim: corpus.dim,
+                    dtype: corpus.dtype,
+                    out: o,
+                },
+            )
+        }
+    }
+
+    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's).
+    ///
+    /// # Safety
+    /// Every pointer must be a live device allocation in this device's primary context:
+    /// `q_tokens` f32 `[Tq, dim]` contiguous with `num_queries + 1` i64 `q_offsets`; `d_tokens`
+    /// `[T, dim]` of `dtype`, contiguous, with i64 `d_offsets`; `doc_index` 0 or `num_docs` i64
+    /// indices into the corpus; `out` room for `num_queries × num_docs` f32. Every query and
+    /// document must have at least one token. `stream` must belong to this context.
+    pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs) -> Result<()> {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.launch_tiled(stream, args) }
+    }
+
+    unsafe fn launch_tiled(&self, stream: Option<CUstream>, a: RawArgs) -> Result<()> {
+        if a.num_docs == 0 || a.num_queries == 0 {
+            return Ok(());
+        }
+        if a.num_docs > i32::MAX as usize || a.dim > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{} documents per launch is over the limit",
+                a.num_docs
+            )));
+        }
+        let borrowed;
+        let stream: &Arc<CudaStream> = match stream {
+            // SAFETY: the caller guarantees the stream belongs to this context and outlives the call.
+            Some(s) => {
+                borrowed = unsafe { self.ctx.wrap_borrowed_stream(s) };
+                &borrowed
+            }
+            None => &self.stream,
+        };
+        let func = match a.dtype {
+            DType::F32 => &self.kernels.f32,
+            DType::F16 => &self.kernels.f16,
+            DType::BF16 => &self.kernels.bf16,
+        };
+        let (num_docs, dim) = (a.num_docs as i32, a.dim as i32);
+        let mut start = 0;
+        while start < a.num_queries {
+            let count = (a.num_queries - start).min(MAX_QUERIES_PER_LAUNCH);
+            let q_offsets = a.q_offsets + (start * 8) as u64;
+            let out = a.out + (start * a.num_docs * 4) as u64;
+            let cfg = LaunchConfig {
+                grid_dim: (a.num_docs as u32, count as u32, 1),
+                block_dim: (TILED_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = stream.launch_builder(func);
+            b.arg(&a.q_tokens)
+                .arg(&q_offsets)
+                .arg(&a.d_tokens)
+                .arg(&a.d_offsets)
+                .arg(&a.doc_index)
+                .arg(&num_docs)
+                .arg(&dim)
+                .arg(&out);
+            // SAFETY: the argument list matches `maxsim_tiled_*` in kernels/maxsim.cu; the
+            // pointers are valid per this function's contract.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim launch"))?;
+            start += count;
+        }
+        Ok(())
+    }
+
+    /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
+    /// (use several times the L2 size), median of `reps` timed runs after a warm-up.
+    pub fn measure_read_ceiling(&self, bytes: usize, reps: usize) -> Result<f64> {
+        let n16 = bytes / 16;
+        let buf = self
+            .stream
+            .alloc_zeros::<u8>(n16 * 16)
+            .map_err(drv("ceiling buffer"))?;
+        let sink = self
+            .stream
+            .alloc_zeros::<u32>(1)
+            .map_err(drv("ceiling buffer"))?;
+        let (p, _g) = buf.device_ptr(&self.stream);
+        let (s, _g2) = sink.device_ptr(&self.stream);
+        let n = n16 as i64;
+        let blocks = (self.info.multiprocessors.max(1) as u32) * 32;
+        let times = self.time_ms(reps, || {
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.stream.launch_builder(&self.kernels.read_ceiling);
+            b.arg(&p).arg(&n).arg(&s);
+            // SAFETY: `p` holds n16 16-byte vectors, `s` one u32.
+            unsafe { b.launch(cfg) }
+                .map(|_| ())
+                .map_err(drv("read ceiling"))
+        })?;
+        Ok((n16 * 16) as f64 / median(&times) / 1e6)
+    }
+
+    /// Time `work` (enqueued on the scorer's stream) with CUDA events: one warm-up, then
+    /// `reps` timed runs; milliseconds per run.
+    pub fn time_ms(&self, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        work()?;
+        self.synchronize()?;
+        let mut out = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = self
+                .ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv("event"))?;
+            let end = self
+                .ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv("event"))?;
+            start.record(&self.stream).map_err(drv("event"))?;
+            work()?;
+            end.record(&self.stream).map_err(drv("event"))?;
+            end.synchronize().map_err(drv("event"))?;
+            out.push(start.elapsed_ms(&end).map_err(drv("event"))? as f64);
+        }
+        Ok(out)
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(drv("synchronize"))
+    }
+
+    /// Copy scores back to the host.
+    pub fn download(&self, scores: &CudaSlice<f32>, out: &mut [f32]) -> Result<()> {
+        let view = scores.slice(0..out.len());
+        self.stream
+            .memcpy_dtoh(&view, out)
+            .map_err(drv("score download"))?;
+        self.synchronize()
+    }
+}
+
+/// Arguments of a raw scoring launch (device pointers as `u64`); see [`CudaScorer::score_raw`].
+#[derive(Clone, Copy, Debug)]
+pub struct RawArgs {
+    pub q_tokens: u64,
+    pub q_offsets: u64,
+    pub num_queries: usize,
+    pub d_tokens: u64,
+    pub d_offsets: u64,
+    /// 0 for "documents `0..num_docs`", else `num_docs` i64 indices.
+    pub doc_index: u64,
+    pub num_docs: usize,
+    pub dim: usize,
+    pub dtype: DType,
+    pub out: u64,
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+impl Scorer for CudaScorer {
+    fn name(&self) -> String {
+        format!(
+            "cuda:{}-{}",
+            self.info.ordinal,
+            arch_name(
+                self.info.compute_capability.0,
+                self.info.compute_capability.1
+            )
+        )
+    }
+
+    fn score_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &Corpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.check(queries, corpus, &docs, out.len())?;
+        let n = docs.count(corpus);
+        if n == 0 {
+            return Ok(());
+        }
+        let dc = self.upload(corpus)?;
+        let dq = self.upload_queries(queries, corpus.dim())?;
+        let index: Vec<i64> = (0..n).map(|i| docs.index(i) as i64).collect();
+        let di = match docs {
+            Docs::All => None,
+            _ => Some(
+                self.stream
+                    .clone_htod(&index)
+                    .map_err(drv("candidate upload"))?,
+            ),
+        };
+        let mut scores = self.alloc_scores(out.len())?;
+        self.score_device(&dq, &dc, di.as_ref(), &mut scores)?;
+        self.download(&scores, out)
+    }
+}
+
+// CUDA handles are used from one thread at a time through the stream; cudarc's types are
+// Send + Sync, so the scorer is too.
+const _: fn() = || {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CudaScorer>();
+};

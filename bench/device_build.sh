@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Build here what a device run needs (the device has no Rust toolchain) into .dev/ (ignored by
+# .gitignore), which the device tool's `carry` takes along.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .dev
+cargo build --release -p tilemaxsim-cli
+cp target/release/tilemaxsim .dev/
+for t in gpu cuda_kernels_compile; do
+  exe=$(cargo test -p tilemaxsim --test "$t" --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import sys, json
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])' | tail -1)
+  cp "$exe" ".dev/test-$t" && strip ".dev/test-$t"
+done
+ls -la .dev

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One device call: GPU tests against the float64 reference, compute-sanitizer memcheck and
+# racecheck, `info`, and `bench --device cuda`. Build first with bench/device_build.sh, then run
+# this on the device with `.dev` carried. Logs land in $OUT (or ./gpu-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1 TILEMAXSIM_REQUIRE_NVRTC=1
+log="$OUT/gpu_check.log"
+{
+  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  echo "== info"; .dev/tilemaxsim info
+  echo "== kernel compile (NVRTC, sm_80 + sm_90)"; .dev/test-cuda_kernels_compile 2>&1 | tail -3
+  echo "== GPU tests"; .dev/test-gpu --test-threads 1 2>&1 | tail -12
+  echo "== compute-sanitizer memcheck"
+  TILEMAXSIM_GPU_CASES=12 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
+  echo "memcheck exit: ${PIPESTATUS[0]}"
+  echo "== compute-sanitizer racecheck"
+  TILEMAXSIM_GPU_CASES=6 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
+  echo "racecheck exit: ${PIPESTATUS[0]}"
+  echo "== second start uses the kernel cache"; .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  echo "== bench"; .dev/tilemaxsim bench --device cuda "$@" 2>&1
+} 2>&1 | tee "$log"

@@ -1,0 +1,134 @@
+//! Kernel sources (the `.cu` files under `kernels/`, embedded in the binary) compiled by NVRTC
+//! for the device's architecture at first use, and cached on disk keyed by a hash of the
+//! source, the architecture, the NVRTC version and the options, so a second start does not
+//! recompile. Needs only libnvrtc at run time, no CUDA headers.
+
+use std::path::PathBuf;
+
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+
+use crate::error::{Error, Result};
+
+const COMMON: &str = include_str!("../../kernels/common.cuh");
+const MAXSIM: &str = include_str!("../../kernels/maxsim.cu");
+
+/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined (NVRTC gets one string).
+pub fn source() -> String {
+    MAXSIM.replace("#include \"common.cuh\"", COMMON)
+}
+
+/// Whether libnvrtc can be loaded on this machine.
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only tries to open the shared library; nothing is called through it.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// NVRTC's (major, minor) version.
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    if !nvrtc_available() {
+        return Err(Error::DeviceUnavailable("libnvrtc not found".into()));
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present; the two pointers are valid for writes.
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    if r != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::DeviceUnavailable(format!(
+            "nvrtcVersion failed: {r:?}"
+        )));
+    }
+    Ok((major, minor))
+}
+
+/// `sm_XY` for a compute capability (a static string, as NVRTC's options need).
+pub fn arch_name(major: i32, minor: i32) -> &'static str {
+    match (major, minor) {
+        (8, 0) => "sm_80",
+        (8, 6) => "sm_86",
+        (8, 7) => "sm_87",
+        (8, 9) => "sm_89",
+        (9, 0) => "sm_90",
+        (10, 0) => "sm_100",
+        (12, 0) => "sm_120",
+        // Newer parts run sm_90 PTX through the driver's JIT.
+        _ if major >= 9 => "sm_90",
+        _ => "sm_80",
+    }
+}
+
+fn options(arch: &'static str) -> CompileOptions {
+    CompileOptions {
+        arch: Some(arch),
+        fmad: Some(true),
+        options: vec!["--std=c++17".into(), "-default-device".into()],
+        ..Default::default()
+    }
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TILEMAXSIM_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("tilemaxsim"))
+}
+
+/// FNV-1a: a stable hash (std's hasher is not stable across releases).
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for p in parts {
+        for &b in p.iter().chain(&[0xffu8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Compile without the cache (what CI runs for each target architecture).
+pub fn compile_uncached(arch: &'static str) -> Result<Ptx> {
+    if !nvrtc_available() {
+        return Err(Error::DeviceUnavailable(
+            "libnvrtc not found; install the CUDA runtime or `pip install nvidia-cuda-nvrtc-cu12`"
+                .into(),
+        ));
+    }
+    compile_ptx_with_opts(source(), options(arch)).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::DeviceUnavailable(format!(
+            "NVRTC failed for {arch}:\n{}",
+            log.to_string_lossy()
+        )),
+        other => Error::DeviceUnavailable(format!("NVRTC failed for {arch}: {other}")),
+    })
+}
+
+/// The compiled kernels for `arch`, from the disk cache when present. The boolean says
+/// whether the cache was hit.
+pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
+    let (major, minor) = nvrtc_version()?;
+    let src = source();
+    let key = fnv1a(&[
+        src.as_bytes(),
+        arch.as_bytes(),
+        format!("{major}.{minor}").as_bytes(),
+        format!("{:?}", options(arch)).as_bytes(),
+    ]);
+    let path = cache_dir().map(|d| d.join(format!("kernels-{arch}-{key:016x}.ptx")));
+    let cached = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    if let Some(text) = cached.filter(|t| t.contains(".entry")) {
+        return Ok((Ptx::from_src(text), true));
+    }
+    let ptx = compile_uncached(arch)?;
+    if let Some(p) = &path {
+        // The cache is an optimization: failing to write it is not an error.
+        if let Some(dir) = p.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        if std::fs::write(&tmp, ptx.to_src()).is_ok() && std::fs::rename(&tmp, p).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok((ptx, false))
+}

@@ -1,0 +1,184 @@
+//! The CUDA engine against the float64 reference, on the device (bench/gpu_check.sh runs it
+//! there). Without a usable GPU every test prints a notice and passes.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::*;
+use cudarc::driver::DevicePtr;
+use rand::Rng;
+use tilemaxsim::cuda::{CudaScorer, RawArgs};
+use tilemaxsim::{Corpus, DType, Docs, Matrix, OwnedElements, Scorer};
+
+fn gpu() -> Option<CudaScorer> {
+    match CudaScorer::new(0) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(
+                std::env::var_os("TILEMAXSIM_REQUIRE_GPU").is_none(),
+                "TILEMAXSIM_REQUIRE_GPU is set but: {e}"
+            );
+            eprintln!("NOTICE: no usable GPU ({e}); GPU test skipped");
+            None
+        }
+    }
+}
+
+const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// Score through `score_into` with a NaN-poisoned output, then check against the reference.
+fn check(gpu: &CudaScorer, label: &str, queries: &[Matrix<'_>], corpus: &Corpus, docs: Docs<'_>) {
+    let n = docs.count(corpus);
+    let mut out = vec![f32::NAN; queries.len() * n];
+    gpu.score_into(queries, corpus, docs.clone(), &mut out)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let idx: Vec<usize> = (0..n).map(|i| docs.index(i)).collect();
+    for (qi, q) in queries.iter().enumerate() {
+        assert_close(
+            &format!("{label} q{qi}"),
+            *q,
+            corpus,
+            &idx,
+            &out[qi * n..(qi + 1) * n],
+        );
+    }
+}
+
+#[test]
+fn random_shapes_match_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(7);
+    let dims = [1usize, 3, 64, 96, 127, 128, 129, 768, 1024];
+    // Fewer cases under compute-sanitizer (it slows kernels by 10-100x).
+    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    for case in 0..cases {
+        let dim = dims[case % dims.len()];
+        let dtype = DTYPES[case % 3];
+        let qdtype = DTYPES[(case / 3) % 3];
+        let n_docs = r.random_range(1..40);
+        let max_len = if case % 7 == 0 { 2048 } else { 200 };
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| {
+                if i == 0 {
+                    1
+                } else {
+                    r.random_range(1..=max_len)
+                }
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let nq_choices = [1usize, 2, 31, 32, 33, 100];
+        let qs: Vec<OwnedElements> = (0..r.random_range(1..4))
+            .map(|_| {
+                let nq = if case % 11 == 5 {
+                    1100
+                } else {
+                    nq_choices[r.random_range(0..nq_choices.len())]
+                };
+                random_query(&mut r, nq, dim, qdtype, 1.0)
+            })
+            .collect();
+        let queries: Vec<Matrix<'_>> = qs
+            .iter()
+            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
+            .collect();
+        let label = format!(
+            "case {case}: d={dim} {dtype} docs, {qdtype} queries, lens {:?}",
+            &lens[..lens.len().min(4)]
+        );
+        check(&gpu, &label, &queries, &corpus, Docs::All);
+        let list: Vec<usize> = (0..n_docs * 2).map(|_| r.random_range(0..n_docs)).collect();
+        check(
+            &gpu,
+            &format!("{label} (candidates)"),
+            &queries,
+            &corpus,
+            Docs::List(&list),
+        );
+        check(
+            &gpu,
+            &format!("{label} (range)"),
+            &queries,
+            &corpus,
+            Docs::Range(n_docs / 2..n_docs),
+        );
+    }
+}
+
+#[test]
+fn fp32_inputs_stay_exact() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(11);
+    let lens: Vec<usize> = (0..500).map(|_| 128).collect();
+    let corpus = random_corpus(&mut r, &lens, 128, DType::F32, 1.0);
+    let q = random_query(&mut r, 32, 128, DType::F32, 1.0);
+    let qm = Matrix::new(q.as_elements(), 128).unwrap();
+    let got = gpu.score(qm, &corpus).unwrap();
+    for (j, s) in got.iter().enumerate() {
+        let want = tilemaxsim::reference::maxsim_f64(qm, corpus.doc(j));
+        let rel = (*s as f64 - want).abs() / want.abs().max(1e-30);
+        assert!(
+            rel <= 1e-5,
+            "doc {j}: {s} vs {want} (relative error {rel:e})"
+        );
+    }
+}
+
+#[test]
+fn raw_device_pointers_on_a_caller_stream() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(3);
+    let corpus = random_corpus(&mut r, &[5, 1, 17], 64, DType::F16, 1.0);
+    let q = random_query(&mut r, 9, 64, DType::F32, 1.0);
+    let qm = Matrix::new(q.as_elements(), 64).unwrap();
+    let dc = gpu.upload(&corpus).unwrap();
+    let dq = gpu.upload_queries(&[qm], 64).unwrap();
+    // Owned elsewhere: allocate with cudarc directly and hand over raw pointers.
+    let stream = gpu.stream().context().new_stream().unwrap();
+    let qt: Vec<f32> = qm.to_f32_vec();
+    let q_dev = stream.clone_htod(&qt).unwrap();
+    let q_off = stream.clone_htod(&[0i64, 9]).unwrap();
+    let d_bytes = stream
+        .clone_htod(corpus.tokens().elements().as_bytes())
+        .unwrap();
+    let offs: Vec<i64> = corpus.offsets().iter().map(|&o| o as i64).collect();
+    let d_off = stream.clone_htod(&offs).unwrap();
+    let out = stream.alloc_zeros::<f32>(3).unwrap();
+    stream.synchronize().unwrap();
+    let p = |s: &cudarc::driver::CudaSlice<u8>| s.device_ptr(&stream).0;
+    let args = RawArgs {
+        q_tokens: q_dev.device_ptr(&stream).0,
+        q_offsets: q_off.device_ptr(&stream).0,
+        num_queries: 1,
+        d_tokens: p(&d_bytes),
+        d_offsets: d_off.device_ptr(&stream).0,
+        doc_index: 0,
+        num_docs: 3,
+        dim: 64,
+        dtype: DType::F16,
+        out: out.device_ptr(&stream).0,
+    };
+    // SAFETY: all pointers are live allocations of the sizes RawArgs describes.
+    unsafe { gpu.score_raw(Some(stream.cu_stream()), args) }.unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    assert_close("raw", qm, &corpus, &[0, 1, 2], &got);
+    drop((dc, dq));
+}
+
+#[test]
+fn errors_not_panics() {
+    let Some(gpu) = gpu() else { return };
+    let c = Corpus::from_lengths(vec![0.5f32; 8], 4, &[2]).unwrap();
+    let q3 = [0.1f32; 3];
+    assert!(gpu.score(Matrix::new(&q3[..], 3).unwrap(), &c).is_err());
+    let empty: [f32; 0] = [];
+    assert!(gpu.score(Matrix::new(&empty[..], 4).unwrap(), &c).is_err());
+    let q = [0.1f32; 4];
+    assert!(
+        gpu.score_subset(Matrix::new(&q[..], 4).unwrap(), &c, &[1])
+            .is_err()
+    );
+}
