@@ -19,5 +19,6 @@ log="$OUT/gpu_check.log"
   TILEMAXSIM_GPU_CASES=6 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
   echo "racecheck exit: ${PIPESTATUS[0]}"
   echo "== second start uses the kernel cache"; .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
-  echo "== bench"; .dev/tilemaxsim bench --device cuda "$@" 2>&1
+  echo "== bench (kernel chosen per shape)"; .dev/tilemaxsim bench --device cuda "$@" 2>&1
+  echo "== bench (general tiled kernel only: the ablation)"; .dev/tilemaxsim bench --device cuda --kernel tiled --dtype f16 "$@" 2>&1
 } 2>&1 | tee "$log"

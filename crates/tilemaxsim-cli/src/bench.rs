@@ -43,7 +43,8 @@ pub struct BenchArgs {
     /// CPU worker threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,
-    /// CPU kernel flavour: avx512, avx2 or portable (default: the best this CPU has).
+    /// Kernel: on the CPU avx512, avx2 or portable (default: the best this CPU has); on a GPU
+    /// `tiled` to force the general kernel (default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// Print JSON on stdout instead of a table.
@@ -94,10 +95,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     {
         bail!("--nq, --dim, --docs, --queries and --reps must all be at least 1");
     }
+    let tiled_only = args.kernel.as_deref() == Some("tiled");
     let gpu = match args.device {
-        Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?),
+        Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?.tiled_only(tiled_only)),
         Device::Auto => match tilemaxsim::cuda::CudaScorer::new(0) {
-            Ok(g) => Some(g),
+            Ok(g) => Some(g.tiled_only(tiled_only)),
             Err(e) => {
                 eprintln!("notice: no usable GPU ({e}); benchmarking the CPU");
                 None

@@ -48,6 +48,7 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
             .collect::<Result<_, _>>()?;
         let dq = gpu.upload_queries(&queries, case.dim)?;
         let mut out = gpu.alloc_scores(case.queries * corpus.len())?;
+        let kernel = gpu.kernel_for(&dq, &device[0]);
         let mut turn = 0;
         let times = gpu.time_ms(args.reps, || {
             turn = (turn + 1) % copies;
@@ -65,7 +66,11 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
         let flops = 2.0 * (args.nq * case.dim * tokens * case.queries) as f64;
         let gbps = corpus.size_bytes() as f64 / secs / 1e9;
         results.push(CaseResult {
-            name: case_name(args, case),
+            name: format!(
+                "{} [{}]",
+                case_name(args, case),
+                kernel.name().trim_start_matches("maxsim_")
+            ),
             dtype: case.dtype.to_string(),
             nq: args.nq,
             dim: case.dim,
@@ -93,7 +98,12 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
                 "(kernels compiled)"
             }
         ),
-        kernel: "maxsim_tiled".into(),
+        kernel: if args.kernel.as_deref() == Some("tiled") {
+            "maxsim_tiled only"
+        } else {
+            "auto"
+        }
+        .into(),
         threads: 0,
         ceiling_gflops: 0.0,
         ceiling_read_gbps: read,

@@ -105,3 +105,153 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, i64 n, unsi
     }
     if (x == 0x9e3779b9u) sink[0] = x;
 }
+
+// ---------------------------------------------------------------------------------------------
+// maxsim_mma: the tensor-core fast path for f16/bf16 documents and queries of the same type,
+// Nq <= 32 (two 16-row m-tiles) and d in {32, 64, 96, 128}.
+//
+// One warp scores one (query, document) pair at a time and walks its tasks with a grid stride
+// (a persistent grid sized to the device's occupancy). The query's A fragments stay in
+// registers across tasks; document tokens go straight from memory into B fragments with
+// 16-byte streaming loads, four 8-token tiles in flight, no shared memory: every byte of the
+// document is read from memory once. The trick that makes the direct loads possible: the dot
+// product does not care about the order of the k dimension, so k is permuted consistently for
+// Q and D such that each thread's B fragment elements for two k16 steps are 8 consecutive
+// halves in memory (thread c of a quad reads halves c*8 .. c*8+7 of each 32-wide chunk).
+// mma.sync m16n8k16 accumulates in f32; the running max of each query row is kept in the
+// C-fragment layout, reduced across the quad at the end of the document, then summed.
+template <bool BF> struct Mma;
+template <> struct Mma<false> {
+    static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct Mma<true> {
+    static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+struct U4 { unsigned x, y, z, w; };
+
+__device__ __forceinline__ U4 ld_stream(const void* p) {
+    U4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+#define MMA_TILES 4
+#define MMA_THREADS 128
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_mma_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+{
+    constexpr int D = KCH * 32;
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+
+    unsigned a[2][KCH][2][4];
+    int cur_q = -1, nq = 0;
+    for (i64 task = warp; task < tasks; task += nwarps) {
+        const int qi = (int)(task / num_docs);
+        const int pair = (int)(task % num_docs);
+        if (qi != cur_q) {
+            cur_q = qi;
+            nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+            const unsigned* q = (const unsigned*)(qpad + (i64)qi * 32 * D);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int kb = 0; kb < 2; ++kb) {
+                        const int w = (ch * 32 + c * 8 + kb * 4) / 2;  // word index in a row
+                        const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                        const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                        a[mt][ch][kb][0] = r0[w];
+                        a[mt][ch][kb][1] = r8[w];
+                        a[mt][ch][kb][2] = r0[w + 1];
+                        a[mt][ch][kb][3] = r8[w + 1];
+                    }
+        }
+        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+        const i64 d0 = d_offsets[doc];
+        const int nd = (int)(d_offsets[doc + 1] - d0);
+        const u16* base = d_tokens + d0 * D;
+
+        float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+        for (int t0 = 0; t0 < nd; t0 += 8 * MMA_TILES) {
+            U4 b[MMA_TILES][KCH];
+#pragma unroll
+            for (int tt = 0; tt < MMA_TILES; ++tt) {
+                const int tok = t0 + tt * 8 + g;
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch) {
+                    if (tok < nd) b[tt][ch] = ld_stream(base + (i64)tok * D + ch * 32 + c * 8);
+                    else b[tt][ch] = U4{0u, 0u, 0u, 0u};
+                }
+            }
+#pragma unroll
+            for (int tt = 0; tt < MMA_TILES; ++tt) {
+                if (t0 + tt * 8 < nd) {  // uniform across the warp
+                    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+                    for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            Mma<BF>::run(acc[mt], a[mt][ch][0], b[tt][ch].x, b[tt][ch].y);
+                            Mma<BF>::run(acc[mt], a[mt][ch][1], b[tt][ch].z, b[tt][ch].w);
+                        }
+                    const int col = t0 + tt * 8 + 2 * c;
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        const float v0 = col < nd ? acc[mt][0] : NEG_INF;
+                        const float v1 = col + 1 < nd ? acc[mt][1] : NEG_INF;
+                        const float v2 = col < nd ? acc[mt][2] : NEG_INF;
+                        const float v3 = col + 1 < nd ? acc[mt][3] : NEG_INF;
+                        best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
+                        best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                    }
+                }
+            }
+        }
+        float s = 0.f;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            const float m0 = warp_max_xor(best[mt][0], 2);
+            const float m8 = warp_max_xor(best[mt][1], 2);
+            if (mt * 16 + g < nq) s += m0;
+            if (mt * 16 + g + 8 < nq) s += m8;
+        }
+        // The four lanes of a quad hold the same sum: add over the eight quads.
+        for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) out[(i64)qi * num_docs + pair] = s;
+    }
+}
+
+#define INSTANTIATE_MMA(NAME, BF, KCH)                                                         \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS) NAME(                           \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+    {                                                                                          \
+        maxsim_mma_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out); \
+    }
+
+INSTANTIATE_MMA(maxsim_mma_f16_d32, false, 1)
+INSTANTIATE_MMA(maxsim_mma_f16_d64, false, 2)
+INSTANTIATE_MMA(maxsim_mma_f16_d96, false, 3)
+INSTANTIATE_MMA(maxsim_mma_f16_d128, false, 4)
+INSTANTIATE_MMA(maxsim_mma_bf16_d32, true, 1)
+INSTANTIATE_MMA(maxsim_mma_bf16_d64, true, 2)
+INSTANTIATE_MMA(maxsim_mma_bf16_d96, true, 3)
+INSTANTIATE_MMA(maxsim_mma_bf16_d128, true, 4)

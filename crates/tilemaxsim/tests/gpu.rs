@@ -182,3 +182,55 @@ fn errors_not_panics() {
             .is_err()
     );
 }
+
+#[test]
+fn tensor_core_path_matches_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(21);
+    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    for case in 0..cases {
+        let dim = [32usize, 64, 96, 128][case % 4];
+        let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
+        let n_docs = r.random_range(1..300);
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| match i % 5 {
+                0 => 1,
+                1 => r.random_range(1..9),
+                2 => r.random_range(30..40),
+                3 if case % 6 == 0 => r.random_range(1000..8193),
+                _ => r.random_range(1..300),
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let qs: Vec<OwnedElements> = (0..r.random_range(1..5))
+            .map(|_| {
+                let nq = r.random_range(1..=32);
+                random_query(&mut r, nq, dim, dtype, 1.0)
+            })
+            .collect();
+        let queries: Vec<Matrix<'_>> = qs
+            .iter()
+            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
+            .collect();
+        let dq = gpu.upload_queries(&queries, dim).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!(
+            gpu.kernel_for(&dq, &dc),
+            tilemaxsim::cuda::Kernel::Mma,
+            "case {case} should take the tensor-core path"
+        );
+        let label = format!("mma case {case}: d={dim} {dtype} {} docs", n_docs);
+        check(&gpu, &label, &queries, &corpus, Docs::All);
+        let list: Vec<usize> = (0..n_docs + 5).map(|_| r.random_range(0..n_docs)).collect();
+        check(
+            &gpu,
+            &format!("{label} (candidates)"),
+            &queries,
+            &corpus,
+            Docs::List(&list),
+        );
+    }
+}

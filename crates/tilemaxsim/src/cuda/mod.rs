@@ -149,12 +149,67 @@ impl DeviceCorpus {
     }
 }
 
-/// Queries in GPU memory: f32 tokens (widened exactly from any input dtype) and offsets.
+/// Queries in GPU memory: f32 tokens (widened exactly from any input dtype) and offsets, plus,
+/// when every query can take the tensor-core path, the raw 16-bit tokens padded to 32 rows each.
 pub struct DeviceQueries {
     tokens: CudaSlice<f32>,
     offsets: CudaSlice<i64>,
     len: usize,
     dim: usize,
+    mma: Option<(DType, CudaSlice<u16>)>,
+}
+
+/// Query tokens per query the tensor-core kernel holds (two m16 tiles).
+const MMA_MAX_NQ: usize = 32;
+/// Embedding dimensions the tensor-core kernel is instantiated for (kernels/maxsim.cu).
+const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
+const MMA_THREADS: u32 = 128;
+
+/// The queries' 16-bit tokens padded to `[Q][32][d]`, when the tensor-core kernel can take them
+/// exactly: all f16 or all bf16 (so the products are exact), Nq ≤ 32, d instantiated.
+fn mma_queries(queries: &[Matrix<'_>], dim: usize) -> Option<(DType, Vec<u16>)> {
+    use crate::matrix::Elements;
+    let dtype = queries.first()?.dtype();
+    if dtype == DType::F32 || !MMA_DIMS.contains(&dim) {
+        return None;
+    }
+    let mut out = vec![0u16; queries.len() * MMA_MAX_NQ * dim];
+    for (q, block) in queries.iter().zip(out.chunks_exact_mut(MMA_MAX_NQ * dim)) {
+        if q.dtype() != dtype || q.rows() > MMA_MAX_NQ {
+            return None;
+        }
+        let n = q.rows() * dim;
+        match q.elements() {
+            Elements::F16(v) => block[..n]
+                .iter_mut()
+                .zip(v)
+                .for_each(|(o, x)| *o = x.to_bits()),
+            Elements::BF16(v) => block[..n]
+                .iter_mut()
+                .zip(v)
+                .for_each(|(o, x)| *o = x.to_bits()),
+            Elements::F32(_) => return None,
+        }
+    }
+    Some((dtype, out))
+}
+
+/// Which kernel scores a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Tensor cores, f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}.
+    Mma,
+    /// CUDA-core FMA, every shape and dtype, exact for f32.
+    Tiled,
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Mma => "maxsim_mma",
+            Kernel::Tiled => "maxsim_tiled",
+        }
+    }
 }
 
 impl DeviceQueries {
@@ -171,6 +226,8 @@ struct Kernels {
     f16: CudaFunction,
     bf16: CudaFunction,
     read_ceiling: CudaFunction,
+    /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
+    mma: Vec<((DType, usize), CudaFunction, u32)>,
 }
 
 /// The GPU scorer on one device.
@@ -181,6 +238,7 @@ pub struct CudaScorer {
     kernels: Kernels,
     info: GpuInfo,
     cache_hit: bool,
+    tiled_only: bool,
 }
 
 impl CudaScorer {
@@ -201,11 +259,22 @@ impl CudaScorer {
         let (ptx, cache_hit) = compile::compile(arch_name(major, minor))?;
         let module = ctx.load_module(ptx).map_err(drv("loading the kernels"))?;
         let f = |name: &str| module.load_function(name).map_err(drv("kernel lookup"));
+        let mut mma = Vec::new();
+        for dtype in [DType::F16, DType::BF16] {
+            for dim in MMA_DIMS {
+                let func = f(&format!("maxsim_mma_{dtype}_d{dim}"))?;
+                let per_sm = func
+                    .occupancy_max_active_blocks_per_multiprocessor(MMA_THREADS, 0, None)
+                    .map_err(drv("occupancy"))?;
+                mma.push(((dtype, dim), func, per_sm.max(1)));
+            }
+        }
         let kernels = Kernels {
             f32: f("maxsim_tiled_f32")?,
             f16: f("maxsim_tiled_f16")?,
             bf16: f("maxsim_tiled_bf16")?,
             read_ceiling: f("read_ceiling")?,
+            mma,
         };
         let stream = ctx.default_stream();
         Ok(CudaScorer {
@@ -215,7 +284,26 @@ impl CudaScorer {
             kernels,
             info,
             cache_hit,
+            tiled_only: false,
         })
+    }
+
+    /// Use only the general tiled kernel (for the ablation and for tests of it).
+    pub fn tiled_only(mut self, yes: bool) -> Self {
+        self.tiled_only = yes;
+        self
+    }
+
+    /// The kernel `score_device` will use for these queries on this corpus.
+    pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
+        match &queries.mma {
+            Some((dtype, _))
+                if !self.tiled_only && *dtype == corpus.dtype && MMA_DIMS.contains(&corpus.dim) =>
+            {
+                Kernel::Mma
+            }
+            _ => Kernel::Tiled,
+        }
     }
 
     pub fn info(&self) -> &GpuInfo {
@@ -270,7 +358,15 @@ impl CudaScorer {
             tokens.extend(q.to_f32_vec());
             offsets.push((tokens.len() / dim) as i64);
         }
+        let mma = match mma_queries(queries, dim) {
+            Some((dtype, data)) => Some((
+                dtype,
+                self.stream.clone_htod(&data).map_err(drv("query upload"))?,
+            )),
+            None => None,
+        };
         Ok(DeviceQueries {
+            mma,
             tokens: self
                 .stream
                 .clone_htod(&tokens)
@@ -314,6 +410,9 @@ impl CudaScorer {
                 queries.len * n
             )));
         }
+        if self.kernel_for(queries, corpus) == Kernel::Mma {
+            return self.launch_mma(queries, corpus, docs, n, out);
+        }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
         let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
         let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
@@ -339,6 +438,71 @@ impl CudaScorer {
                 },
             )
         }
+    }
+
+    fn launch_mma(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        n: usize,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let Some((dtype, qpad)) = &queries.mma else {
+            return Err(Error::Argument(
+                "queries were not packed for the tensor-core kernel".into(),
+            ));
+        };
+        let Some((_, func, per_sm)) = self
+            .kernels
+            .mma
+            .iter()
+            .find(|(k, _, _)| *k == (*dtype, corpus.dim))
+        else {
+            return Err(Error::Argument(format!(
+                "no tensor-core kernel for {dtype} d = {}",
+                corpus.dim
+            )));
+        };
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{n} documents per launch is over the limit"
+            )));
+        }
+        let (qp, _g1) = qpad.device_ptr(&self.stream);
+        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
+        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
+        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
+        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
+        let (o, _g5) = out.device_ptr(&self.stream);
+        let (nq, nd) = (queries.len as i32, n as i32);
+        // A persistent grid: exactly what is resident at once, each warp striding over tasks.
+        let warps_needed = (queries.len * n) as u64;
+        let blocks = (self.info.multiprocessors.max(1) as u64 * *per_sm as u64)
+            .min(warps_needed.div_ceil(4))
+            .max(1) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (MMA_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(func);
+        b.arg(&qp)
+            .arg(&qo)
+            .arg(&nq)
+            .arg(&dt)
+            .arg(&dof)
+            .arg(&di)
+            .arg(&nd)
+            .arg(&o);
+        // SAFETY: the arguments match `maxsim_mma_*` in kernels/maxsim.cu: `qp` holds
+        // 32 × d halves per query, the offsets cover every query and document, `di` is null or
+        // `n` indices < corpus.len (checked by the caller), `o` holds Q × n floats.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_mma launch"))?;
+        Ok(())
     }
 
     /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's).
