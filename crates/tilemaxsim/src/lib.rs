@@ -13,12 +13,12 @@
 //! use tilemaxsim::{Corpus, Matrix, Scorer, CpuScorer};
 //!
 //! // Two documents of 2 and 1 tokens, d = 2.
-//! let corpus = Corpus::from_lengths(vec![1.0f32, 0.0, 0.0, 1.0, 0.6, 0.8], 2, &[2, 1])?;
+//! let corpus = Corpus::from_lengths(vec![1.0f32, 0.0, 0.0, 1.0, 0.5, 0.25], 2, &[2, 1])?;
 //! let query_data = [1.0f32, 0.0, 0.0, 1.0];
 //! let query = Matrix::new(&query_data[..], 2)?;
 //! let scorer = CpuScorer::new();
 //! let scores = scorer.score(query, &corpus)?;
-//! assert_eq!(scores, vec![2.0, 1.4]);
+//! assert_eq!(scores, vec![2.0, 0.75]); // doc 1: max 0.5 for q_0, 0.25 for q_1
 //! let best = scorer.top_k(query, &corpus, 1)?;
 //! assert_eq!(best[0].doc, 0);
 //! # Ok::<(), tilemaxsim::Error>(())
