@@ -145,7 +145,10 @@ __device__ __forceinline__ U4 ld_stream(const void* p) {
     return v;
 }
 
+// Tiles of 8 tokens loaded per step (overridable for experiments: TILEMAXSIM_KERNEL_DEFINES).
+#ifndef MMA_TILES
 #define MMA_TILES 4
+#endif
 #define MMA_THREADS 128
 
 template <bool BF, int KCH>
@@ -162,9 +165,23 @@ __device__ __forceinline__ void maxsim_mma_impl(
 
     unsigned a[2][KCH][2][4];
     int cur_q = -1, nq = 0;
+    // The next task's document extent is loaded one task ahead, so the dependent loads
+    // (candidate index, then offsets) overlap the current document's work.
+    auto extent = [&](i64 t, i64& start, int& len) {
+        const int p = (int)(t % num_docs);
+        const i64 doc = doc_index ? doc_index[p] : (i64)p;
+        start = d_offsets[doc];
+        len = (int)(d_offsets[doc + 1] - start);
+    };
+    i64 d0 = 0;
+    int nd = 0;
+    if (warp < tasks) extent(warp, d0, nd);
     for (i64 task = warp; task < tasks; task += nwarps) {
         const int qi = (int)(task / num_docs);
         const int pair = (int)(task % num_docs);
+        i64 next_d0 = 0;
+        int next_nd = 0;
+        if (task + nwarps < tasks) extent(task + nwarps, next_d0, next_nd);
         if (qi != cur_q) {
             cur_q = qi;
             nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
@@ -184,9 +201,6 @@ __device__ __forceinline__ void maxsim_mma_impl(
                         a[mt][ch][kb][3] = r8[w + 1];
                     }
         }
-        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-        const i64 d0 = d_offsets[doc];
-        const int nd = (int)(d_offsets[doc + 1] - d0);
         const u16* base = d_tokens + d0 * D;
 
         float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
@@ -236,6 +250,8 @@ __device__ __forceinline__ void maxsim_mma_impl(
         // The four lanes of a quad hold the same sum: add over the eight quads.
         for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         if (lane == 0) out[(i64)qi * num_docs + pair] = s;
+        d0 = next_d0;
+        nd = next_nd;
     }
 }
 
