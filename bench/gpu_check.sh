@@ -20,5 +20,6 @@ log="$OUT/gpu_check.log"
   echo "racecheck exit: ${PIPESTATUS[0]}"
   echo "== second start uses the kernel cache"; .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   echo "== bench (kernel chosen per shape)"; .dev/tilemaxsim bench --device cuda "$@" 2>&1
-  echo "== bench (general tiled kernel only: the ablation)"; .dev/tilemaxsim bench --device cuda --kernel tiled --dtype f16 "$@" 2>&1
+  echo "== ablation: the paper's kernel family on one shape (f16, Nq=32, Nd=128, d=128, B=100K)"
+  for k in mma tiled v2 v1; do .dev/tilemaxsim bench --device cuda --kernel $k --dtype f16 "$@" 2>&1 | sed -n 3p; done
 } 2>&1 | tee "$log"

@@ -44,7 +44,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,
     /// Kernel: on the CPU avx512, avx2 or portable (default: the best this CPU has); on a GPU
-    /// `tiled` to force the general kernel (default: chosen per shape).
+    /// mma, tiled, v1 or v2 (the paper's ablation family; default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// Print JSON on stdout instead of a table.
@@ -95,11 +95,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
     {
         bail!("--nq, --dim, --docs, --queries and --reps must all be at least 1");
     }
-    let tiled_only = args.kernel.as_deref() == Some("tiled");
+    let forced = match (&args.kernel, args.device) {
+        (Some(k), Device::Cuda(_) | Device::Auto) if k.parse::<Isa>().is_err() => {
+            Some(k.parse::<tilemaxsim::cuda::Kernel>()?)
+        }
+        _ => None,
+    };
     let gpu = match args.device {
-        Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?.tiled_only(tiled_only)),
+        Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?.force_kernel(forced)),
         Device::Auto => match tilemaxsim::cuda::CudaScorer::new(0) {
-            Ok(g) => Some(g.tiled_only(tiled_only)),
+            Ok(g) => Some(g.force_kernel(forced)),
             Err(e) => {
                 eprintln!("notice: no usable GPU ({e}); benchmarking the CPU");
                 None

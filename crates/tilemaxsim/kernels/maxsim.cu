@@ -94,6 +94,117 @@ INSTANTIATE(maxsim_tiled_f32, F32)
 INSTANTIATE(maxsim_tiled_f16, F16)
 INSTANTIATE(maxsim_tiled_bf16, BF16)
 
+// ---------------------------------------------------------------------------------------------
+// The paper's ablation family, on CUDA cores, same arguments as maxsim_tiled (one block of
+// ABL_THREADS per (document, query) pair):
+// - maxsim_v1 (per query token): each thread owns one query token and streams the whole
+//   document from global memory (through L1), so a document is read once per query token.
+// - maxsim_v2 (per document): document tiles of 32 tokens x 64 dims are staged in shared memory
+//   once per query-token group; each thread still owns one query token.
+// The multi-query tiling (V2-MQ) is maxsim_tiled on CUDA cores and maxsim_mma on tensor cores.
+#define ABL_THREADS 128
+
+__device__ __forceinline__ float block_sum_128(float v, float* partial) {
+    v = warp_sum(v);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float s = 0.f;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < ABL_THREADS / 32; ++w) s += partial[w];
+    return s;
+}
+
+template <typename E>
+__device__ __forceinline__ void maxsim_v1_impl(
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets,
+    const typename E::T* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, int dim, float* __restrict__ out)
+{
+    __shared__ float partial[ABL_THREADS / 32];
+    const int pair = blockIdx.x, qi = blockIdx.y;
+    const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+    const i64 d0 = d_offsets[doc];
+    const int nd = (int)(d_offsets[doc + 1] - d0);
+    const i64 q0 = q_offsets[qi];
+    const int nq = (int)(q_offsets[qi + 1] - q0);
+    float sum = 0.f;
+    for (int i = threadIdx.x; i < nq; i += ABL_THREADS) {
+        const float* q = q_tokens + (q0 + i) * dim;
+        float m = NEG_INF;
+        for (int j = 0; j < nd; ++j) {
+            const typename E::T* d = d_tokens + (d0 + j) * dim;
+            float s = 0.f;
+            for (int k = 0; k < dim; ++k) s = fmaf(q[k], E::load(d + k), s);
+            m = fmaxf(m, s);
+        }
+        sum += m;
+    }
+    const float total = block_sum_128(sum, partial);
+    if (threadIdx.x == 0) out[(i64)qi * num_docs + pair] = total;
+}
+
+template <typename E>
+__device__ __forceinline__ void maxsim_v2_impl(
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets,
+    const typename E::T* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, int dim, float* __restrict__ out)
+{
+    __shared__ float sd[32][64 + 1];
+    __shared__ float partial[ABL_THREADS / 32];
+    const int pair = blockIdx.x, qi = blockIdx.y;
+    const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+    const i64 d0 = d_offsets[doc];
+    const int nd = (int)(d_offsets[doc + 1] - d0);
+    const i64 q0 = q_offsets[qi];
+    const int nq = (int)(q_offsets[qi + 1] - q0);
+    float sum = 0.f;
+    for (int i0 = 0; i0 < nq; i0 += ABL_THREADS) {
+        const int i = i0 + threadIdx.x;
+        const float* q = q_tokens + (q0 + (i < nq ? i : 0)) * dim;
+        float m = NEG_INF;
+        for (int jc = 0; jc < nd; jc += 32) {
+            float acc[32];
+#pragma unroll
+            for (int jj = 0; jj < 32; ++jj) acc[jj] = 0.f;
+            for (int kc = 0; kc < dim; kc += 64) {
+                for (int e = threadIdx.x; e < 32 * 64; e += ABL_THREADS) {
+                    const int r = e / 64, c = e % 64;
+                    sd[r][c] = (jc + r < nd && kc + c < dim) ? E::load(d_tokens + (d0 + jc + r) * dim + kc + c) : 0.f;
+                }
+                __syncthreads();
+                const int kn = dim - kc < 64 ? dim - kc : 64;
+                for (int k = 0; k < kn; ++k) {
+                    const float qk = q[kc + k];
+#pragma unroll
+                    for (int jj = 0; jj < 32; ++jj) acc[jj] = fmaf(qk, sd[jj][k], acc[jj]);
+                }
+                __syncthreads();
+            }
+#pragma unroll
+            for (int jj = 0; jj < 32; ++jj)
+                if (jc + jj < nd) m = fmaxf(m, acc[jj]);
+        }
+        if (i < nq) sum += m;
+    }
+    const float total = block_sum_128(sum, partial);
+    if (threadIdx.x == 0) out[(i64)qi * num_docs + pair] = total;
+}
+
+#define INSTANTIATE_ABL(NAME, IMPL, E)                                                         \
+    extern "C" __global__ void __launch_bounds__(ABL_THREADS) NAME(                           \
+        const float* q_tokens, const i64* q_offsets, const E::T* d_tokens, const i64* d_offsets, \
+        const i64* doc_index, int num_docs, int dim, float* out)                               \
+    {                                                                                          \
+        IMPL<E>(q_tokens, q_offsets, d_tokens, d_offsets, doc_index, num_docs, dim, out);      \
+    }
+
+INSTANTIATE_ABL(maxsim_v1_f32, maxsim_v1_impl, F32)
+INSTANTIATE_ABL(maxsim_v1_f16, maxsim_v1_impl, F16)
+INSTANTIATE_ABL(maxsim_v1_bf16, maxsim_v1_impl, BF16)
+INSTANTIATE_ABL(maxsim_v2_f32, maxsim_v2_impl, F32)
+INSTANTIATE_ABL(maxsim_v2_f16, maxsim_v2_impl, F16)
+INSTANTIATE_ABL(maxsim_v2_bf16, maxsim_v2_impl, BF16)
+
 // The device's streaming read ceiling: 16-byte loads, grid-stride, nothing written unless the
 // impossible happens (so the compiler keeps every load).
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, i64 n, unsigned* __restrict__ sink)

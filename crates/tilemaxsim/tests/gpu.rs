@@ -234,3 +234,38 @@ fn tensor_core_path_matches_the_reference() {
         );
     }
 }
+
+#[test]
+fn ablation_kernels_match_the_reference() {
+    let Some(_) = gpu() else { return };
+    let mut r = rng(31);
+    for kernel in [
+        tilemaxsim::cuda::Kernel::V1,
+        tilemaxsim::cuda::Kernel::V2,
+        tilemaxsim::cuda::Kernel::Tiled,
+    ] {
+        let gpu = CudaScorer::new(0).unwrap().force_kernel(Some(kernel));
+        for case in 0..12 {
+            let dim = [1usize, 3, 64, 127, 128, 200][case % 6];
+            let dtype = DTYPES[case % 3];
+            let n_docs = r.random_range(1..20);
+            let lens: Vec<usize> = (0..n_docs)
+                .map(|i| if i == 0 { 1 } else { r.random_range(1..100) })
+                .collect();
+            let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+            let nq = [1usize, 7, 33, 130][case % 4];
+            let q = random_query(&mut r, nq, dim, dtype, 1.0);
+            let qm = Matrix::new(q.as_elements(), dim).unwrap();
+            let dq = gpu.upload_queries(&[qm], dim).unwrap();
+            let dc = gpu.upload(&corpus).unwrap();
+            assert_eq!(gpu.kernel_for(&dq, &dc), kernel);
+            check(
+                &gpu,
+                &format!("{} case {case}: d={dim} {dtype} nq={nq}", kernel.name()),
+                &[qm],
+                &corpus,
+                Docs::All,
+            );
+        }
+    }
+}

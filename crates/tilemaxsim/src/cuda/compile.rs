@@ -59,9 +59,19 @@ fn options(arch: &'static str) -> CompileOptions {
     let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
     // Experiments only: comma-separated `NAME=VALUE` macro overrides (e.g. MMA_TILES=8).
     if let Ok(defines) = std::env::var("TILEMAXSIM_KERNEL_DEFINES") {
-        options.extend(defines.split(',').filter(|d| !d.trim().is_empty()).map(|d| format!("-D{}", d.trim())));
+        options.extend(
+            defines
+                .split(',')
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| format!("-D{}", d.trim())),
+        );
     }
-    CompileOptions { arch: Some(arch), fmad: Some(true), options, ..Default::default() }
+    CompileOptions {
+        arch: Some(arch),
+        fmad: Some(true),
+        options,
+        ..Default::default()
+    }
 }
 
 fn cache_dir() -> Option<PathBuf> {

@@ -194,13 +194,19 @@ fn mma_queries(queries: &[Matrix<'_>], dim: usize) -> Option<(DType, Vec<u16>)> 
     Some((dtype, out))
 }
 
-/// Which kernel scores a launch.
+/// Which kernel scores a launch: the production pair (chosen per shape) and the paper's
+/// ablation family (chosen by name, for `bench --kernel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
-    /// Tensor cores, f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}.
+    /// Tensor cores (the paper's V2-MQ on mma.sync), f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}.
     Mma,
-    /// CUDA-core FMA, every shape and dtype, exact for f32.
+    /// Query tile × document tile through shared memory on CUDA cores: every shape and dtype,
+    /// exact for f32.
     Tiled,
+    /// The paper's V1: one thread per query token, the document streamed from memory per token.
+    V1,
+    /// The paper's V2: document tiles staged in shared memory, one thread per query token.
+    V2,
 }
 
 impl Kernel {
@@ -208,6 +214,31 @@ impl Kernel {
         match self {
             Kernel::Mma => "maxsim_mma",
             Kernel::Tiled => "maxsim_tiled",
+            Kernel::V1 => "maxsim_v1",
+            Kernel::V2 => "maxsim_v2",
+        }
+    }
+
+    fn threads(self) -> u32 {
+        match self {
+            Kernel::Tiled => TILED_THREADS,
+            Kernel::Mma => MMA_THREADS,
+            Kernel::V1 | Kernel::V2 => 128,
+        }
+    }
+}
+
+impl std::str::FromStr for Kernel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim_start_matches("maxsim_") {
+            "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
+            "tiled" => Ok(Kernel::Tiled),
+            "v1" => Ok(Kernel::V1),
+            "v2" => Ok(Kernel::V2),
+            other => Err(Error::Argument(format!(
+                "unknown GPU kernel {other:?}: expected mma, tiled, v1 or v2"
+            ))),
         }
     }
 }
@@ -222,9 +253,8 @@ impl DeviceQueries {
 }
 
 struct Kernels {
-    f32: CudaFunction,
-    f16: CudaFunction,
-    bf16: CudaFunction,
+    /// (kernel, dtype) → function, for the kernels with the f32-query signature.
+    general: Vec<((Kernel, DType), CudaFunction)>,
     read_ceiling: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     mma: Vec<((DType, usize), CudaFunction, u32)>,
@@ -238,7 +268,7 @@ pub struct CudaScorer {
     kernels: Kernels,
     info: GpuInfo,
     cache_hit: bool,
-    tiled_only: bool,
+    force: Option<Kernel>,
 }
 
 impl CudaScorer {
@@ -270,9 +300,11 @@ impl CudaScorer {
             }
         }
         let kernels = Kernels {
-            f32: f("maxsim_tiled_f32")?,
-            f16: f("maxsim_tiled_f16")?,
-            bf16: f("maxsim_tiled_bf16")?,
+            general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
+                .into_iter()
+                .flat_map(|k| [DType::F32, DType::F16, DType::BF16].map(|d| (k, d)))
+                .map(|(k, d)| Ok(((k, d), f(&format!("{}_{d}", k.name()))?)))
+                .collect::<Result<_>>()?,
             read_ceiling: f("read_ceiling")?,
             mma,
         };
@@ -284,13 +316,14 @@ impl CudaScorer {
             kernels,
             info,
             cache_hit,
-            tiled_only: false,
+            force: None,
         })
     }
 
-    /// Use only the general tiled kernel (for the ablation and for tests of it).
-    pub fn tiled_only(mut self, yes: bool) -> Self {
-        self.tiled_only = yes;
+    /// Use this kernel for every launch it can take (`None`: choose per shape). Forcing `Mma`
+    /// still falls back to `Tiled` where the tensor-core kernel does not apply.
+    pub fn force_kernel(mut self, kernel: Option<Kernel>) -> Self {
+        self.force = kernel;
         self
     }
 
@@ -298,11 +331,16 @@ impl CudaScorer {
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
         match &queries.mma {
             Some((dtype, _))
-                if !self.tiled_only && *dtype == corpus.dtype && MMA_DIMS.contains(&corpus.dim) =>
+                if matches!(self.force, None | Some(Kernel::Mma))
+                    && *dtype == corpus.dtype
+                    && MMA_DIMS.contains(&corpus.dim) =>
             {
                 Kernel::Mma
             }
-            _ => Kernel::Tiled,
+            _ => match self.force {
+                Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+                _ => Kernel::Tiled,
+            },
         }
     }
 
@@ -410,7 +448,8 @@ impl CudaScorer {
                 queries.len * n
             )));
         }
-        if self.kernel_for(queries, corpus) == Kernel::Mma {
+        let kernel = self.kernel_for(queries, corpus);
+        if kernel == Kernel::Mma {
             return self.launch_mma(queries, corpus, docs, n, out);
         }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
@@ -422,7 +461,8 @@ impl CudaScorer {
         // SAFETY: the pointers are live device allocations of the sizes the kernel reads
         // (queries.len + 1 offsets, corpus.len + 1 offsets, n indices < corpus.len, Q × n outputs).
         unsafe {
-            self.launch_tiled(
+            self.launch_general(
+                kernel,
                 None,
                 RawArgs {
                     q_tokens: qt,
@@ -515,10 +555,16 @@ impl CudaScorer {
     /// document must have at least one token. `stream` must belong to this context.
     pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs) -> Result<()> {
         // SAFETY: forwarded to the caller.
-        unsafe { self.launch_tiled(stream, args) }
+        unsafe { self.launch_general(Kernel::Tiled, stream, args) }
     }
 
-    unsafe fn launch_tiled(&self, stream: Option<CUstream>, a: RawArgs) -> Result<()> {
+    /// Launch one of the kernels with the f32-query signature (`Tiled`, `V1`, `V2`).
+    unsafe fn launch_general(
+        &self,
+        kernel: Kernel,
+        stream: Option<CUstream>,
+        a: RawArgs,
+    ) -> Result<()> {
         if a.num_docs == 0 || a.num_queries == 0 {
             return Ok(());
         }
@@ -537,10 +583,16 @@ impl CudaScorer {
             }
             None => &self.stream,
         };
-        let func = match a.dtype {
-            DType::F32 => &self.kernels.f32,
-            DType::F16 => &self.kernels.f16,
-            DType::BF16 => &self.kernels.bf16,
+        let Some((_, func)) = self
+            .kernels
+            .general
+            .iter()
+            .find(|(k, _)| *k == (kernel, a.dtype))
+        else {
+            return Err(Error::Argument(format!(
+                "{} has no variant for the raw-pointer signature",
+                kernel.name()
+            )));
         };
         let (num_docs, dim) = (a.num_docs as i32, a.dim as i32);
         let mut start = 0;
@@ -550,7 +602,7 @@ impl CudaScorer {
             let out = a.out + (start * a.num_docs * 4) as u64;
             let cfg = LaunchConfig {
                 grid_dim: (a.num_docs as u32, count as u32, 1),
-                block_dim: (TILED_THREADS, 1, 1),
+                block_dim: (kernel.threads(), 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = stream.launch_builder(func);
