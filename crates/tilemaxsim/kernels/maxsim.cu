@@ -266,7 +266,8 @@ template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_mma_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
     const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out,
+    unsigned long long* __restrict__ next_task)
 {
     constexpr int D = KCH * 32;
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -284,15 +285,26 @@ __device__ __forceinline__ void maxsim_mma_impl(
         start = d_offsets[doc];
         len = (int)(d_offsets[doc + 1] - start);
     };
+    // Dynamic scheduling: every warp starts on task `warp`, then takes the next unclaimed task
+    // from a counter (zeroed before the launch), so documents of uneven length do not leave
+    // warps idle at the end. The claim and the extent of the next task are fetched one task
+    // ahead, so their latency overlaps the current document.
+    auto claim = [&]() -> i64 {
+        unsigned long long t = 0;
+        if (lane == 0) t = atomicAdd(next_task, 1ull);
+        return nwarps + (i64)__shfl_sync(0xffffffffu, t, 0);
+    };
     i64 d0 = 0;
     int nd = 0;
     if (warp < tasks) extent(warp, d0, nd);
-    for (i64 task = warp; task < tasks; task += nwarps) {
+    i64 next = warp < tasks ? claim() : tasks;
+    for (i64 task = warp; task < tasks;) {
         const int qi = (int)(task / num_docs);
         const int pair = (int)(task % num_docs);
         i64 next_d0 = 0;
         int next_nd = 0;
-        if (task + nwarps < tasks) extent(task + nwarps, next_d0, next_nd);
+        if (next < tasks) extent(next, next_d0, next_nd);
+        const i64 after = next < tasks ? claim() : tasks;
         if (qi != cur_q) {
             cur_q = qi;
             nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
@@ -363,15 +375,18 @@ __device__ __forceinline__ void maxsim_mma_impl(
         if (lane == 0) out[(i64)qi * num_docs + pair] = s;
         d0 = next_d0;
         nd = next_nd;
+        task = next;
+        next = after;
     }
 }
 
 #define INSTANTIATE_MMA(NAME, BF, KCH)                                                         \
     extern "C" __global__ void __launch_bounds__(MMA_THREADS) NAME(                           \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
-        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out,                  \
+        unsigned long long* next_task)                                                         \
     {                                                                                          \
-        maxsim_mma_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out); \
+        maxsim_mma_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, next_task); \
     }
 
 INSTANTIATE_MMA(maxsim_mma_f16_d32, false, 1)

@@ -268,6 +268,8 @@ pub struct CudaScorer {
     kernels: Kernels,
     info: GpuInfo,
     cache_hit: bool,
+    /// The tensor-core kernel's task counter (zeroed before each launch, on the stream).
+    task_counter: std::sync::Mutex<CudaSlice<u64>>,
     force: Option<Kernel>,
 }
 
@@ -309,6 +311,8 @@ impl CudaScorer {
             mma,
         };
         let stream = ctx.default_stream();
+        let task_counter =
+            std::sync::Mutex::new(stream.alloc_zeros::<u64>(1).map_err(drv("task counter"))?);
         Ok(CudaScorer {
             ctx,
             stream,
@@ -316,6 +320,7 @@ impl CudaScorer {
             kernels,
             info,
             cache_hit,
+            task_counter,
             force: None,
         })
     }
@@ -529,6 +534,12 @@ impl CudaScorer {
             block_dim: (MMA_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
+        let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
+        self.stream
+            .memset_zeros(&mut *counter)
+            .map_err(drv("task counter"))?;
+        let (tc, _g6) = counter.device_ptr(&self.stream);
         let mut b = self.stream.launch_builder(func);
         b.arg(&qp)
             .arg(&qo)
@@ -537,7 +548,8 @@ impl CudaScorer {
             .arg(&dof)
             .arg(&di)
             .arg(&nd)
-            .arg(&o);
+            .arg(&o)
+            .arg(&tc);
         // SAFETY: the arguments match `maxsim_mma_*` in kernels/maxsim.cu: `qp` holds
         // 32 × d halves per query, the offsets cover every query and document, `di` is null or
         // `n` indices < corpus.len (checked by the caller), `o` holds Q × n floats.
