@@ -286,10 +286,14 @@ __device__ __forceinline__ void maxsim_mma_impl(
         len = (int)(d_offsets[doc + 1] - start);
     };
     // Dynamic scheduling: every warp starts on task `warp`, then takes the next unclaimed task
-    // from a counter (zeroed before the launch), so documents of uneven length do not leave
+    // from a counter (zeroed before the launch; the host passes it only when there are many
+    // tasks per warp), so documents of uneven length do not leave
     // warps idle at the end. The claim and the extent of the next task are fetched one task
     // ahead, so their latency overlaps the current document.
+    // With few tasks per warp (next_task == null) the schedule stays static: task += nwarps.
+    i64 task_static = warp;
     auto claim = [&]() -> i64 {
+        if (!next_task) return task_static += nwarps;
         unsigned long long t = 0;
         if (lane == 0) t = atomicAdd(next_task, 1ull);
         return nwarps + (i64)__shfl_sync(0xffffffffu, t, 0);

@@ -534,12 +534,20 @@ impl CudaScorer {
             block_dim: (MMA_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        // Dynamic task scheduling pays (uneven documents, tails) when each warp has several
+        // tasks; with few, the counter's reset and claims cost more than they save.
+        let resident_warps = blocks as u64 * (MMA_THREADS as u64 / 32);
+        let dynamic = warps_needed > 4 * resident_warps;
         // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
         let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
-        self.stream
-            .memset_zeros(&mut *counter)
-            .map_err(drv("task counter"))?;
-        let (tc, _g6) = counter.device_ptr(&self.stream);
+        let tc = if dynamic {
+            self.stream
+                .memset_zeros(&mut *counter)
+                .map_err(drv("task counter"))?;
+            counter.device_ptr(&self.stream).0
+        } else {
+            0u64
+        };
         let mut b = self.stream.launch_builder(func);
         b.arg(&qp)
             .arg(&qo)
