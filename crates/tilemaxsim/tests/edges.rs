@@ -6,16 +6,7 @@ mod common;
 use common::*;
 use tilemaxsim::reference::maxsim_f64;
 use tilemaxsim::topk::{Hit, rank_order};
-use tilemaxsim::{Corpus, CpuScorer, DType, Isa, Matrix, OwnedElements, ReferenceScorer, Scorer};
-
-fn all_scorers() -> Vec<Box<dyn Scorer>> {
-    let mut v: Vec<Box<dyn Scorer>> = Isa::available()
-        .into_iter()
-        .map(|i| Box::new(CpuScorer::with_isa(i).unwrap()) as Box<dyn Scorer>)
-        .collect();
-    v.push(Box::new(ReferenceScorer));
-    v
-}
+use tilemaxsim::{Corpus, CpuScorer, DType, Matrix, OwnedElements, Scorer};
 
 /// Top-k from a full sort of reference scores.
 fn expected_top_k(query: Matrix<'_>, corpus: &Corpus, docs: &[usize], k: usize) -> Vec<usize> {

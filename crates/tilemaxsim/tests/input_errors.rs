@@ -1,16 +1,10 @@
 //! Bad scorer input is a clear error for every scorer, never a panic and never a silent
 //! wrong answer.
 
-use tilemaxsim::{Corpus, CpuScorer, Docs, Error, Isa, Matrix, ReferenceScorer, Scorer};
+mod common;
 
-fn scorers() -> Vec<Box<dyn Scorer>> {
-    let mut v: Vec<Box<dyn Scorer>> = Isa::available()
-        .into_iter()
-        .map(|i| Box::new(CpuScorer::with_isa(i).unwrap()) as Box<dyn Scorer>)
-        .collect();
-    v.push(Box::new(ReferenceScorer));
-    v
-}
+use common::all_scorers;
+use tilemaxsim::{Corpus, Docs, Error, Matrix};
 
 #[test]
 fn every_scorer_rejects_bad_input() {
@@ -23,7 +17,7 @@ fn every_scorer_rejects_bad_input() {
     let mut inf = [0.1f32; 8];
     inf[1] = f32::INFINITY;
     let good = Matrix::new(&q4[..], 4).unwrap();
-    for s in scorers() {
+    for s in all_scorers() {
         let name = s.name();
         assert!(
             matches!(

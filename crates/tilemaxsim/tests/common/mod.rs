@@ -5,7 +5,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tilemaxsim::reference::{maxsim_abs_f64, maxsim_f64};
-use tilemaxsim::{Corpus, DType, Matrix, OwnedElements};
+use tilemaxsim::{Corpus, CpuScorer, DType, Isa, Matrix, OwnedElements, ReferenceScorer, Scorer};
 
 pub fn rng(seed: u64) -> StdRng {
     StdRng::seed_from_u64(seed)
@@ -72,4 +72,14 @@ pub fn assert_close(
             doc.rows()
         );
     }
+}
+
+/// Every CPU flavour this machine has, plus the float64 reference.
+pub fn all_scorers() -> Vec<Box<dyn Scorer>> {
+    let mut v: Vec<Box<dyn Scorer>> = Isa::available()
+        .into_iter()
+        .map(|i| Box::new(CpuScorer::with_isa(i).expect("available flavour")) as Box<dyn Scorer>)
+        .collect();
+    v.push(Box::new(ReferenceScorer));
+    v
 }
