@@ -537,7 +537,7 @@ impl CudaScorer {
         // Dynamic task scheduling pays (uneven documents, tails) when each warp has several
         // tasks; with few, the counter's reset and claims cost more than they save.
         let resident_warps = blocks as u64 * (MMA_THREADS as u64 / 32);
-        let dynamic = warps_needed > 4 * resident_warps;
+        let dynamic = warps_needed > 16 * resident_warps;
         // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
         let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
         let tc = if dynamic {

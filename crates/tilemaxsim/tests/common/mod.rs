@@ -83,3 +83,93 @@ pub fn all_scorers() -> Vec<Box<dyn Scorer>> {
     v.push(Box::new(ReferenceScorer));
     v
 }
+
+/// The float64 reference for every (query, document) pair of a corpus, computed once (on all
+/// cores) so that many scorers and many call paths can be checked against it cheaply. Holds
+/// the same numbers [`assert_close`] computes: [`maxsim_f64`] and [`tolerance`].
+pub struct Expected {
+    n: usize,
+    /// `want[q * n + j]`, `tol[q * n + j]`: query `q`, document `j`.
+    want: Vec<f64>,
+    tol: Vec<f64>,
+    doc_lens: Vec<usize>,
+}
+
+impl Expected {
+    pub fn new(queries: &[Matrix<'_>], corpus: &Corpus) -> Self {
+        let n = corpus.len();
+        let pairs: Vec<(usize, usize)> = (0..queries.len())
+            .flat_map(|q| (0..n).map(move |j| (q, j)))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let chunk = pairs.len().div_ceil(threads).max(1);
+        let results: Vec<(f64, f64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = pairs
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|&(q, j)| {
+                                let doc = corpus.doc(j);
+                                (maxsim_f64(queries[q], doc), tolerance(queries[q], doc))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("reference thread"))
+                .collect()
+        });
+        Expected {
+            n,
+            want: results.iter().map(|r| r.0).collect(),
+            tol: results.iter().map(|r| r.1).collect(),
+            doc_lens: (0..n).map(|j| corpus.doc_len(j)).collect(),
+        }
+    }
+
+    /// The reference score of query `q` against document `j`.
+    pub fn want(&self, q: usize, j: usize) -> f64 {
+        self.want[q * self.n + j]
+    }
+
+    /// Assert `scores[i]` matches the reference for query `q` and document `docs[i]`, within
+    /// the tolerance of [`assert_close`] (and finite, so a NaN-poisoned unwritten score fails).
+    pub fn assert_close(&self, label: &str, q: usize, docs: &[usize], scores: &[f32]) {
+        assert_eq!(scores.len(), docs.len(), "{label}: wrong number of scores");
+        for (i, (&j, &s)) in docs.iter().zip(scores).enumerate() {
+            let (want, tol) = (self.want[q * self.n + j], self.tol[q * self.n + j]);
+            assert!(
+                s.is_finite() && (s as f64 - want).abs() <= tol,
+                "{label}: query {q} score[{i}] (doc {j}, {} tokens) = {s}, reference {want}, \
+                 tolerance {tol:e}",
+                self.doc_lens[j]
+            );
+        }
+    }
+}
+
+/// `len` NaNs: an output buffer in which any element a scorer fails to write stays NaN.
+pub fn poisoned(len: usize) -> Vec<f32> {
+    vec![f32::NAN; len]
+}
+
+/// Top-k straight from the specification, independent of the library's `topk` module: a full
+/// sort by score descending (IEEE comparison, so -0 and +0 tie), ties to the lower index.
+pub fn spec_top_k(scored: impl IntoIterator<Item = (usize, f64)>, k: usize) -> Vec<(usize, f64)> {
+    let mut v: Vec<(usize, f64)> = scored.into_iter().collect();
+    v.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .expect("no NaN scores")
+            .then(a.0.cmp(&b.0))
+    });
+    v.truncate(k);
+    v
+}
+
+/// Hits as (doc, score) pairs, for comparing with [`spec_top_k`].
+pub fn hit_pairs(hits: &[tilemaxsim::Hit]) -> Vec<(usize, f64)> {
+    hits.iter().map(|h| (h.doc, f64::from(h.score))).collect()
+}
