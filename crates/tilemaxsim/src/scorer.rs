@@ -42,7 +42,11 @@ impl Docs<'_> {
         let len = corpus.len();
         match self {
             Docs::All => Ok(()),
-            Docs::Range(r) if r.start <= r.end && r.end <= len => Ok(()),
+            Docs::Range(r) if r.start > r.end => Err(Error::Argument(format!(
+                "document range {}..{} is reversed",
+                r.start, r.end
+            ))),
+            Docs::Range(r) if r.end <= len => Ok(()),
             Docs::Range(r) => Err(Error::DocIndex {
                 index: r.end.max(r.start),
                 len,
@@ -80,8 +84,12 @@ pub fn check_queries(queries: &[Matrix<'_>], corpus: &Corpus) -> Result<()> {
 /// Allocate a result buffer, reporting failure as an error rather than aborting.
 pub fn alloc_scores(len: usize) -> Result<Vec<f32>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| Error::OutOfMemory(format!("{len} scores ({} MB)", len * 4 / 1_000_000)))?;
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::OutOfMemory(format!(
+            "{len} scores ({} MB)",
+            len.saturating_mul(4) / 1_000_000
+        ))
+    })?;
     v.resize(len, 0.0);
     Ok(v)
 }
@@ -130,7 +138,7 @@ pub trait Scorer: Send + Sync {
 
     /// Scores of a batch of queries against every document: `Q × N`, row-major by query.
     fn score_batch(&self, queries: &[Matrix<'_>], corpus: &Corpus) -> Result<Vec<f32>> {
-        let mut out = alloc_scores(queries.len() * corpus.len())?;
+        let mut out = alloc_scores(queries.len().saturating_mul(corpus.len()))?;
         self.score_into(queries, corpus, Docs::All, &mut out)?;
         Ok(out)
     }

@@ -13,11 +13,12 @@ pub struct Hit {
 /// The ranking order: higher score first, ties to the lower document index, NaN last.
 #[inline]
 pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
+    // `+ 0.0` folds -0.0 into +0.0 so the two zeros tie and fall back to the doc index.
     let key = |h: &Hit| {
         if h.score.is_nan() {
             f32::NEG_INFINITY
         } else {
-            h.score
+            h.score + 0.0
         }
     };
     match (a.score.is_nan(), b.score.is_nan()) {
@@ -45,7 +46,7 @@ pub fn merge_top_k(best: &mut Vec<Hit>, more: impl IntoIterator<Item = Hit>, k: 
     // Candidates that cannot beat the current k-th are skipped; the rest are buffered up to
     // 2k and cut back to k, so the whole merge is linear in the number of candidates.
     let mut cutoff = (best.len() == k).then(|| best[k - 1]);
-    let cap = 2 * k.max(16);
+    let cap = k.max(16).saturating_mul(2);
     for h in more {
         if cutoff.is_some_and(|c| rank_order(&h, &c) != Ordering::Less) {
             continue;

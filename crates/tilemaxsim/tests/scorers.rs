@@ -148,12 +148,12 @@ fn case() -> impl Strategy<Value = Case> {
                     _ => false,
                 };
                 while nqs.iter().sum::<usize>() * lengths.iter().sum::<usize>() * dim > WORK {
-                    let done = if keep_docs {
-                        halve(&mut nqs) || halve(&mut lengths)
+                    let (first, second) = if keep_docs {
+                        (&mut nqs, &mut lengths)
                     } else {
-                        halve(&mut lengths) || halve(&mut nqs)
+                        (&mut lengths, &mut nqs)
                     };
-                    if !done {
+                    if !(halve(first) || halve(second)) {
                         break;
                     }
                 }
@@ -298,7 +298,12 @@ fn check_all_scorers(label: &str, queries: &[Matrix<'_>], corpus: &Corpus) {
     for (name, s) in cpu_scorers() {
         let out = score_all(s, queries, corpus);
         for q in 0..queries.len() {
-            expected.assert_close(&format!("{name} {label}"), q, &idx, &out[q * n..(q + 1) * n]);
+            expected.assert_close(
+                &format!("{name} {label}"),
+                q,
+                &idx,
+                &out[q * n..(q + 1) * n],
+            );
         }
     }
 }
@@ -376,7 +381,11 @@ fn query_views_into_a_larger_matrix() {
         let corpus = random_corpus(&mut r, &[1, 9, 30], dim, dtype, 1.0);
         let big = random_query(&mut r, 40, dim, dtype, 1.0);
         let whole = Matrix::new(big.as_elements(), dim).unwrap();
-        let views = [whole.rows_range(1..2), whole.rows_range(3..40), whole.rows_range(0..17)];
+        let views = [
+            whole.rows_range(1..2),
+            whole.rows_range(3..40),
+            whole.rows_range(0..17),
+        ];
         check_all_scorers(&format!("{dtype} views"), &views, &corpus);
     }
 }
@@ -392,8 +401,16 @@ fn int_values(r: &mut StdRng, len: usize, lo: i32, hi: i32) -> Vec<f32> {
 }
 
 /// Reference scores of `query` against every document, with the full-sort top-k.
-fn reference_top_k(query: Matrix<'_>, corpus: &Corpus, docs: &[usize], k: usize) -> Vec<(usize, f64)> {
-    spec_top_k(docs.iter().map(|&j| (j, maxsim_f64(query, corpus.doc(j)))), k)
+fn reference_top_k(
+    query: Matrix<'_>,
+    corpus: &Corpus,
+    docs: &[usize],
+    k: usize,
+) -> Vec<(usize, f64)> {
+    spec_top_k(
+        docs.iter().map(|&j| (j, maxsim_f64(query, corpus.doc(j)))),
+        k,
+    )
 }
 
 #[test]
@@ -415,9 +432,16 @@ fn exact_ties_rank_by_lower_index() {
     let n = lens.len();
     for dtype in DTYPES {
         // Integers up to 4 are exact in every dtype.
-        let corpus = Corpus::from_lengths(OwnedElements::from_f32(&data, dtype), dim, &lens).unwrap();
-        let qv = [int_values(&mut r, 3 * dim, -3, 3), int_values(&mut r, dim, -3, 3)];
-        let qo: Vec<OwnedElements> = qv.iter().map(|v| OwnedElements::from_f32(v, dtype)).collect();
+        let corpus =
+            Corpus::from_lengths(OwnedElements::from_f32(&data, dtype), dim, &lens).unwrap();
+        let qv = [
+            int_values(&mut r, 3 * dim, -3, 3),
+            int_values(&mut r, dim, -3, 3),
+        ];
+        let qo: Vec<OwnedElements> = qv
+            .iter()
+            .map(|v| OwnedElements::from_f32(v, dtype))
+            .collect();
         let qs = matrices(&qo, dim);
         let all: Vec<usize> = (0..n).collect();
         let subsets: [&[usize]; 5] = [
@@ -435,7 +459,11 @@ fn exact_ties_rank_by_lower_index() {
                 for (qi, q) in [qs[0], qs[1], qs[0]].into_iter().enumerate() {
                     let want = reference_top_k(q, &corpus, &all, k);
                     assert_eq!(want.len(), k.min(n));
-                    assert_eq!(hit_pairs(&s.top_k(q, &corpus, k).unwrap()), want, "{label} top_k q{qi}");
+                    assert_eq!(
+                        hit_pairs(&s.top_k(q, &corpus, k).unwrap()),
+                        want,
+                        "{label} top_k q{qi}"
+                    );
                     assert_eq!(hit_pairs(&batch[qi]), want, "{label} top_k_batch q{qi}");
                     for sub in subsets {
                         assert_eq!(
@@ -449,7 +477,11 @@ fn exact_ties_rank_by_lower_index() {
             // Copies and token permutations score bit-identically.
             let scores = s.score(qs[0], &corpus).unwrap();
             for (x, y) in [(1, 3), (1, 4), (1, 7), (1, 10), (0, 5), (2, 8), (6, 9)] {
-                assert_eq!(scores[x].to_bits(), scores[y].to_bits(), "{name} {dtype} docs {x}, {y}");
+                assert_eq!(
+                    scores[x].to_bits(),
+                    scores[y].to_bits(),
+                    "{name} {dtype} docs {x}, {y}"
+                );
             }
         }
     }
@@ -469,7 +501,7 @@ fn top_k_with_k_usize_max_returns_every_document() {
         let got = catch_unwind(AssertUnwindSafe(|| {
             s.top_k_subset(q, &corpus, &[3, 2, 1, 0], usize::MAX)
         }))
-            .unwrap_or_else(|_| panic!("{name}: top_k_subset(k = usize::MAX) panicked"));
+        .unwrap_or_else(|_| panic!("{name}: top_k_subset(k = usize::MAX) panicked"));
         assert_eq!(hit_pairs(&got.unwrap()), want, "{name} top_k_subset");
     }
 }
@@ -483,15 +515,29 @@ fn signed_zero_scores_tie() {
     let corpus = Corpus::from_lengths(vec![-1e-30f32, 0.0], 1, &[1, 1]).unwrap();
     let q = [1e-30f32];
     let q = Matrix::new(&q[..], 1).unwrap();
+    let mut wrong = Vec::new();
     for (name, s) in every_scorer() {
         let scores = s.score(q, &corpus).unwrap();
         assert!(scores.iter().all(|&x| x == 0.0), "{name}: {scores:?}");
         for k in [1, 2] {
-            let docs: Vec<usize> = s.top_k(q, &corpus, k).unwrap().iter().map(|h| h.doc).collect();
-            assert_eq!(docs, [0, 1][..k], "{name} top_k k={k}: scores {scores:?} ({:?})",
-                scores.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            let docs: Vec<usize> = s
+                .top_k(q, &corpus, k)
+                .unwrap()
+                .iter()
+                .map(|h| h.doc)
+                .collect();
+            if docs != [0, 1][..k] {
+                wrong.push(format!(
+                    "{name} top_k(k={k}) = {docs:?} for scores {scores:?}"
+                ));
+            }
         }
     }
+    assert!(
+        wrong.is_empty(),
+        "ties between -0.0 and +0.0 broken by sign:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
@@ -504,7 +550,8 @@ fn top_k_batch_over_several_blocks_matches_a_full_sort() {
     let n = 9000;
     let lens: Vec<usize> = (0..n).map(|j| 1 + j % 3).collect();
     let total: usize = lens.iter().sum();
-    let corpus = Corpus::from_lengths(int_values(&mut r, total * dim, -20, 20), dim, &lens).unwrap();
+    let corpus =
+        Corpus::from_lengths(int_values(&mut r, total * dim, -20, 20), dim, &lens).unwrap();
     // Eight distinct queries, repeated to 4100.
     let distinct: Vec<Vec<f32>> = (0..8)
         .map(|i| int_values(&mut r, (1 + i % 3) * dim, -3, 3))
@@ -569,9 +616,18 @@ impl Scorer for Recording {
 fn top_k_batch_blocks_cover_the_corpus_once_and_merge_in_order() {
     let one = [0.0f32];
     let corpus = Corpus::from_lengths(vec![0.0f32; 9000], 1, &[1; 9000]).unwrap();
-    for (nq, k) in [(4100usize, 1usize), (4100, 37), (4100, 100), (9000, 3), (1, 9000), (2, 5000)] {
+    for (nq, k) in [
+        (4100usize, 1usize),
+        (4100, 37),
+        (4100, 100),
+        (9000, 3),
+        (1, 9000),
+        (2, 5000),
+    ] {
         let queries = vec![Matrix::new(&one[..], 1).unwrap(); nq];
-        let s = Recording { calls: Default::default() };
+        let s = Recording {
+            calls: Default::default(),
+        };
         let got = s.top_k_batch(&queries, &corpus, k).unwrap();
         let calls = s.calls.into_inner().unwrap();
         // Consecutive blocks covering 0..N, each within the memory bound (or k documents).
@@ -580,11 +636,18 @@ fn top_k_batch_blocks_cover_the_corpus_once_and_merge_in_order() {
             assert_eq!(range.start, next, "nq={nq} k={k}: {calls:?}");
             assert!(!range.is_empty());
             assert_eq!(*len, nq * range.len());
-            assert!(*len <= (1 << 24) || range.len() <= k, "nq={nq} k={k}: block of {len} scores");
+            assert!(
+                *len <= (1 << 24) || range.len() <= k,
+                "nq={nq} k={k}: block of {len} scores"
+            );
             next = range.end;
         }
         assert_eq!(next, 9000, "nq={nq} k={k}");
-        assert!(calls.len() >= nq * 9000 / (1 << 24), "nq={nq}: {} blocks", calls.len());
+        assert!(
+            calls.len() >= nq * 9000 / (1 << 24),
+            "nq={nq}: {} blocks",
+            calls.len()
+        );
         assert_eq!(got.len(), nq);
         let want: Vec<Vec<(usize, f64)>> = (0..5)
             .map(|q| spec_top_k((0..9000).map(|j| (j, f64::from(made_up_score(q, j)))), k))
@@ -603,7 +666,12 @@ fn top_k_batch_blocks_cover_the_corpus_once_and_merge_in_order() {
 fn huge_magnitudes() {
     // Products up to ~1e36 and sums up to ~1e37: finite in f32 (max 3.4e38) but far from 1.
     let mut r = rng(9);
-    for (scale, dim, nq) in [(1e15f32, 5usize, 9usize), (1e15, 64, 3), (1e18, 1, 7), (1e18, 3, 2)] {
+    for (scale, dim, nq) in [
+        (1e15f32, 5usize, 9usize),
+        (1e15, 64, 3),
+        (1e18, 1, 7),
+        (1e18, 3, 2),
+    ] {
         for dtype in [DType::F32, DType::BF16] {
             // f16 cannot hold these; bf16 has f32's exponent range.
             let corpus = random_corpus(&mut r, &[1, 2, 17, 64], dim, dtype, scale);
@@ -647,7 +715,10 @@ fn tiny_magnitudes_and_subnormal_products() {
                 // Not flushed to zero: the scores keep subnormal precision.
                 for (name, s) in cpu_scorers() {
                     let out = s.score(qm, &corpus).unwrap();
-                    assert!(out.iter().all(|&x| x != 0.0), "{name} {scale:e} {dtype}: {out:?}");
+                    assert!(
+                        out.iter().all(|&x| x != 0.0),
+                        "{name} {scale:e} {dtype}: {out:?}"
+                    );
                 }
             }
         }
@@ -674,7 +745,9 @@ fn negative_similarities_are_not_clamped_at_zero() {
             let corpus =
                 Corpus::from_lengths(OwnedElements::from_f32(&cv, dtype), dim, &lens).unwrap();
             for nq in [1usize, 3, 17, 33] {
-                let qv: Vec<f32> = (0..nq * dim).map(|_| r.random_range(0.01f32..1.0)).collect();
+                let qv: Vec<f32> = (0..nq * dim)
+                    .map(|_| r.random_range(0.01f32..1.0))
+                    .collect();
                 let qo = OwnedElements::from_f32(&qv, dtype);
                 let qm = Matrix::new(qo.as_elements(), dim).unwrap();
                 let expected = Expected::new(&[qm], &corpus);
@@ -689,7 +762,8 @@ fn negative_similarities_are_not_clamped_at_zero() {
         }
     }
     // Exact: the max over a document's tokens of negative similarities.
-    let corpus = Corpus::from_lengths(vec![-1.0f32, -0.5, -2.0, -1.0, -4.0, -4.0], 2, &[2, 1]).unwrap();
+    let corpus =
+        Corpus::from_lengths(vec![-1.0f32, -0.5, -2.0, -1.0, -4.0, -4.0], 2, &[2, 1]).unwrap();
     let q = [1.0f32, 1.0, 0.5, 0.0];
     for (name, s) in every_scorer() {
         let got = s.score(Matrix::new(&q[..], 2).unwrap(), &corpus).unwrap();
@@ -716,7 +790,13 @@ fn a_query_identical_to_a_document_finds_it() {
             };
             let q = unit(&mut r, nq);
             let docs: Vec<Vec<f32>> = (0..6)
-                .map(|j| if j == 2 || j == 4 { q.clone() } else { unit(&mut r, 1 + j * 3) })
+                .map(|j| {
+                    if j == 2 || j == 4 {
+                        q.clone()
+                    } else {
+                        unit(&mut r, 1 + j * 3)
+                    }
+                })
                 .collect();
             let data: Vec<f32> = docs.iter().flatten().copied().collect();
             let lens: Vec<usize> = docs.iter().map(|d| d.len() / dim).collect();
@@ -737,8 +817,17 @@ fn a_query_identical_to_a_document_finds_it() {
                 let scores = s.score(qm, &corpus).unwrap();
                 expected.assert_close(&label, 0, &[0, 1, 2, 3, 4, 5], &scores);
                 assert_eq!(scores[2].to_bits(), scores[4].to_bits(), "{label}");
-                let top: Vec<usize> = s.top_k(qm, &corpus, 3).unwrap().iter().map(|h| h.doc).collect();
-                assert_eq!(&top[..2], &[2, 4], "{label}: the copies first, lower index first");
+                let top: Vec<usize> = s
+                    .top_k(qm, &corpus, 3)
+                    .unwrap()
+                    .iter()
+                    .map(|h| h.doc)
+                    .collect();
+                assert_eq!(
+                    &top[..2],
+                    &[2, 4],
+                    "{label}: the copies first, lower index first"
+                );
             }
         }
     }
