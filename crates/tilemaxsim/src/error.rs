@@ -60,6 +60,14 @@ pub enum Error {
     #[error("{path}: {message}")]
     Format { path: PathBuf, message: String },
 
+    /// A line of a text file (TREC qrels, TREC run) that does not follow its format.
+    #[error("{path}, line {line}: {reason}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+
     /// An I/O error, with the file it happened on.
     #[error("{path}: {source}")]
     Io {
@@ -92,6 +100,14 @@ impl Error {
         Error::Format {
             path: path.into(),
             message: message.into(),
+        }
+    }
+
+    pub(crate) fn parse(path: impl Into<PathBuf>, line: usize, reason: impl Into<String>) -> Self {
+        Error::Parse {
+            path: path.into(),
+            line,
+            reason: reason.into(),
         }
     }
 }

@@ -27,16 +27,20 @@
 //! Where things live: [`matrix`] (element types, borrowed matrices), [`corpus`] (the packed
 //! corpus, its file format, imports), [`scorer`] (the [`Scorer`] trait every backend
 //! implements), [`reference`] (the float64 oracle), [`cpu`] (the SIMD CPU engine), `cuda`
-//! (the GPU engine: NVRTC-compiled kernels behind the same trait), [`topk`] (deterministic top-k).
+//! (the GPU engine: NVRTC-compiled kernels behind the same trait, and `cuda::GpuIndex`: sharded,
+//! resident or streamed GPU search), [`search`] (the [`Searcher`] trait: top-k over a corpus
+//! prepared once), [`topk`] (deterministic top-k).
 
 pub mod corpus;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+pub mod eval;
 pub mod matrix;
 pub mod reference;
 pub mod scorer;
+pub mod search;
 pub mod topk;
 
 pub use corpus::Corpus;
@@ -45,6 +49,7 @@ pub use error::{Error, Result};
 pub use matrix::{DType, Elements, Matrix, OwnedElements};
 pub use reference::ReferenceScorer;
 pub use scorer::{Docs, Scorer};
+pub use search::{Residency, SearchOptions, Searcher, searcher_for};
 pub use topk::Hit;
 
 /// Where to score.
@@ -108,6 +113,18 @@ pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
     }
 }
 
+/// How many GPUs the engine can use here (0 without the driver or the `cuda` feature).
+pub fn gpu_count() -> usize {
+    #[cfg(feature = "cuda")]
+    {
+        cuda::devices().map_or(0, |d| d.len())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        0
+    }
+}
+
 #[cfg(feature = "cuda")]
 fn gpu_scorer(ordinal: usize) -> Result<Box<dyn Scorer>> {
     Ok(Box::new(cuda::CudaScorer::new(ordinal)?))
@@ -121,7 +138,7 @@ fn gpu_scorer(ordinal: usize) -> Result<Box<dyn Scorer>> {
 }
 
 /// The CPU scorer: the best flavour, or the one named by `TILEMAXSIM_CPU_KERNEL`.
-fn cpu_scorer() -> Result<CpuScorer> {
+pub(crate) fn cpu_scorer() -> Result<CpuScorer> {
     match std::env::var(cpu::KERNEL_ENV) {
         Ok(name) if !name.is_empty() => CpuScorer::with_isa(name.parse()?),
         _ => Ok(CpuScorer::new()),

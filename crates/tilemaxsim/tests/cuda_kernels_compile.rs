@@ -25,6 +25,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_tiled_f16",
             "maxsim_tiled_bf16",
             "read_ceiling",
+            "topk_select",
+            "maxsim_mma_f16_d128",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

@@ -11,10 +11,12 @@ use crate::error::{Error, Result};
 
 const COMMON: &str = include_str!("../../kernels/common.cuh");
 const MAXSIM: &str = include_str!("../../kernels/maxsim.cu");
+const TOPK: &str = include_str!("../../kernels/topk.cu");
 
-/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined (NVRTC gets one string).
+/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined, then `topk.cu` (NVRTC
+/// gets one string).
 pub fn source() -> String {
-    MAXSIM.replace("#include \"common.cuh\"", COMMON)
+    MAXSIM.replace("#include \"common.cuh\"", COMMON) + TOPK
 }
 
 /// Whether libnvrtc can be loaded on this machine.
@@ -135,7 +137,10 @@ pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
         if let Some(dir) = p.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        // Unique per process and call: two threads may compile at once (one per GPU).
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = p.with_extension(format!("tmp{}-{seq}", std::process::id()));
         if std::fs::write(&tmp, ptx.to_src()).is_ok() && std::fs::rename(&tmp, p).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }

@@ -9,6 +9,7 @@
 //! device's primary context.
 
 mod compile;
+mod index;
 
 use std::sync::Arc;
 
@@ -19,11 +20,13 @@ use cudarc::driver::{
 };
 
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
+pub use index::GpuIndex;
 
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
 use crate::scorer::{Docs, Scorer};
+use crate::topk::{Hit, rank_order};
 
 /// Threads per block of `maxsim_tiled` (kernels/maxsim.cu: THREADS).
 const TILED_THREADS: u32 = 256;
@@ -256,6 +259,7 @@ struct Kernels {
     /// (kernel, dtype) → function, for the kernels with the f32-query signature.
     general: Vec<((Kernel, DType), CudaFunction)>,
     read_ceiling: CudaFunction,
+    topk: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     mma: Vec<((DType, usize), CudaFunction, u32)>,
 }
@@ -308,6 +312,7 @@ impl CudaScorer {
                 .map(|(k, d)| Ok(((k, d), f(&format!("{}_{d}", k.name()))?)))
                 .collect::<Result<_>>()?,
             read_ceiling: f("read_ceiling")?,
+            topk: f("topk_select")?,
             mma,
         };
         let stream = ctx.default_stream();
@@ -364,20 +369,33 @@ impl CudaScorer {
 
     /// Copy a corpus to the GPU.
     pub fn upload(&self, corpus: &Corpus) -> Result<DeviceCorpus> {
-        let bytes = corpus.tokens().elements().as_bytes();
-        let offsets: Vec<i64> = corpus.offsets().iter().map(|&o| o as i64).collect();
+        self.upload_range(corpus, 0..corpus.len())
+    }
+
+    /// Copy documents `docs` of a corpus to the GPU (as a corpus of `docs.len()` documents).
+    pub fn upload_range(
+        &self,
+        corpus: &Corpus,
+        docs: std::ops::Range<usize>,
+    ) -> Result<DeviceCorpus> {
+        Docs::Range(docs.clone()).check(corpus)?;
+        let offsets = corpus.offsets();
+        let row = corpus.dim() * corpus.dtype().size();
+        let (first, last) = (offsets[docs.start], offsets[docs.end]);
+        let bytes = &corpus.tokens().elements().as_bytes()[first * row..last * row];
+        let rel: Vec<i64> = offsets[docs.start..=docs.end]
+            .iter()
+            .map(|&o| (o - first) as i64)
+            .collect();
         Ok(DeviceCorpus {
             tokens: self
                 .stream
                 .clone_htod(bytes)
                 .map_err(drv("corpus upload"))?,
-            offsets: self
-                .stream
-                .clone_htod(&offsets)
-                .map_err(drv("corpus upload"))?,
+            offsets: self.stream.clone_htod(&rel).map_err(drv("corpus upload"))?,
             dtype: corpus.dtype(),
             dim: corpus.dim(),
-            len: corpus.len(),
+            len: docs.len(),
             bytes: bytes.len(),
         })
     }
@@ -642,6 +660,73 @@ impl CudaScorer {
         Ok(())
     }
 
+    /// The `k` best of each of the `rows` rows of `n` scores in `scores` (row-major), selected on
+    /// the device (kernels/topk.cu) and returned best first, ties to the lower index. Document
+    /// indices are offset by `first_doc`. Synchronizes the stream.
+    pub fn top_k_device(
+        &self,
+        scores: &CudaSlice<f32>,
+        rows: usize,
+        n: usize,
+        k: usize,
+        first_doc: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        let k = k.min(n);
+        if rows == 0 || k == 0 {
+            return Ok(vec![Vec::new(); rows]);
+        }
+        if scores.len() < rows * n || n > i32::MAX as usize || rows > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "top-k over {rows} × {n} scores does not fit the buffer or the launch"
+            )));
+        }
+        // SAFETY: the kernel writes all k entries of every row (1 <= k <= n).
+        let mut index =
+            unsafe { self.stream.alloc::<i32>(rows * k) }.map_err(drv("top-k buffer"))?;
+        let mut best =
+            unsafe { self.stream.alloc::<f32>(rows * k) }.map_err(drv("top-k buffer"))?;
+        let (n32, k32) = (n as i32, k as i32);
+        let mut b = self.stream.launch_builder(&self.kernels.topk);
+        b.arg(scores)
+            .arg(&n32)
+            .arg(&k32)
+            .arg(&mut index)
+            .arg(&mut best);
+        let cfg = LaunchConfig {
+            grid_dim: (rows as u32, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: matches `topk_select` in kernels/topk.cu: `scores` holds rows × n floats, the
+        // outputs rows × k each, and 1 <= k <= n.
+        unsafe { b.launch(cfg) }.map_err(drv("topk_select launch"))?;
+        let index = self
+            .stream
+            .clone_dtoh(&index)
+            .map_err(drv("top-k download"))?;
+        let best = self
+            .stream
+            .clone_dtoh(&best)
+            .map_err(drv("top-k download"))?;
+        self.synchronize()?;
+        Ok(index
+            .chunks(k)
+            .zip(best.chunks(k))
+            .map(|(ix, sc)| {
+                let mut hits: Vec<Hit> = ix
+                    .iter()
+                    .zip(sc)
+                    .map(|(&doc, &score)| Hit {
+                        doc: first_doc + doc as usize,
+                        score,
+                    })
+                    .collect();
+                hits.sort_unstable_by(rank_order);
+                hits
+            })
+            .collect())
+    }
+
     /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
     /// (use several times the L2 size), median of `reps` timed runs after a warm-up.
     pub fn measure_read_ceiling(&self, bytes: usize, reps: usize) -> Result<f64> {
@@ -672,6 +757,22 @@ impl CudaScorer {
                 .map_err(drv("read ceiling"))
         })?;
         Ok((n16 * 16) as f64 / median(&times) / 1e6)
+    }
+
+    /// The host→device copy rate in GB/s from page-locked memory: `bytes` copied `reps` times
+    /// after a warm-up, timed with CUDA events, median.
+    pub fn measure_h2d(&self, bytes: usize, reps: usize) -> Result<f64> {
+        // SAFETY: the copied bytes are never interpreted.
+        let host =
+            unsafe { self.ctx.alloc_pinned::<u8>(bytes.max(1)) }.map_err(drv("pinned buffer"))?;
+        let mut dev =
+            unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.map_err(drv("copy buffer"))?;
+        let times = self.time_ms(reps, || {
+            self.stream
+                .memcpy_htod(&host, &mut dev)
+                .map_err(drv("host to device copy"))
+        })?;
+        Ok(bytes as f64 / median(&times) / 1e6)
     }
 
     /// Time `work` (enqueued on the scorer's stream) with CUDA events: one warm-up, then
