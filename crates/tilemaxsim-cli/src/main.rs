@@ -1,8 +1,10 @@
-//! The `tilemaxsim` command: bench, score, search, corpus import/info, info.
+//! The `tilemaxsim` command: bench, score, search, eval, corpus import/info, info.
 
 mod bench;
 mod bench_gpu;
+mod bench_search;
 mod corpus_cmd;
+mod eval_cmd;
 mod info;
 mod load;
 mod progress;
@@ -27,10 +29,14 @@ struct Cli {
 enum Command {
     /// Benchmark scoring on seeded synthetic data: a table of ms, docs/s, GB/s, GFLOP/s, % of ceiling.
     Bench(bench::BenchArgs),
+    /// Benchmark end-to-end top-k search: latency per batch, streamed and multi-GPU throughput.
+    BenchSearch(bench_search::SearchBenchArgs),
     /// Score queries against a corpus (all documents or a candidate list).
     Score(score::ScoreArgs),
     /// Top-k documents per query, written as a TREC run file.
     Search(search::SearchArgs),
+    /// Evaluate a TREC run against qrels: nDCG@10, MRR@10, Recall@10/100/1000, MAP (trec_eval's rules).
+    Eval(eval_cmd::EvalArgs),
     /// Build or describe corpus files.
     #[command(subcommand)]
     Corpus(corpus_cmd::CorpusCommand),
@@ -42,8 +48,10 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(a) => bench::run(a),
+        Command::BenchSearch(a) => bench_search::run(a),
         Command::Score(a) => score::run(a),
         Command::Search(a) => search::run(a),
+        Command::Eval(a) => eval_cmd::run(a),
         Command::Corpus(c) => corpus_cmd::run(c),
         Command::Info => info::run(),
     };

@@ -1,0 +1,287 @@
+//! `tilemaxsim bench-search`: end-to-end top-k search on seeded synthetic corpora, wall clock
+//! from the queries on the host to the hits on the host (after a warm-up, median and p99):
+//! single queries and batches against resident corpora; on a GPU also the streamed corpus
+//! against the measured host→device copy rate, and, with several GPUs, one GPU against all.
+//! Large corpora repeat a block of 100,000 distinct documents (the work is the same; duplicate
+//! documents only add ties, which the top-k breaks by index).
+
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+use tilemaxsim::{Corpus, DType, Device, Matrix, OwnedElements, Residency, SearchOptions};
+
+use crate::synth::{self, Lengths};
+
+#[derive(clap::Args, Debug)]
+pub struct SearchBenchArgs {
+    /// auto, cpu or cuda[:N].
+    #[arg(long, default_value = "auto")]
+    device: Device,
+    /// Corpus sizes (documents); default 100000,500000 on a GPU, 10000 on the CPU.
+    #[arg(long, value_delimiter = ',')]
+    docs: Vec<usize>,
+    /// Query batch sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,32")]
+    batches: Vec<usize>,
+    /// Documents per query returned.
+    #[arg(long, short = 'k', default_value_t = 10)]
+    top_k: usize,
+    #[arg(long, default_value_t = 32)]
+    nq: usize,
+    #[arg(long, default_value_t = 128)]
+    doc_len: usize,
+    #[arg(long, default_value_t = 128)]
+    dim: usize,
+    #[arg(long, default_value = "f16")]
+    dtype: DType,
+    /// Timed searches per case (after one warm-up).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// GPU cases: the streamed corpus (documents; 0 skips).
+    #[arg(long, default_value_t = 500_000)]
+    stream_docs: usize,
+    /// GPU cases: the corpus sharded over every GPU when there are several (0 skips).
+    #[arg(long, default_value_t = 1_000_000)]
+    multi_docs: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print JSON on stdout instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    searcher: String,
+    docs: usize,
+    batch: usize,
+    ms_p50: f64,
+    ms_p99: f64,
+    queries_per_s: f64,
+    docs_per_s: f64,
+    gb_per_s: f64,
+}
+
+#[derive(Serialize)]
+struct SearchReport {
+    device: String,
+    /// Host→device copy rate from page-locked memory (GPU runs), GB/s.
+    h2d_gbps: Option<f64>,
+    rows: Vec<Row>,
+}
+
+/// Distinct documents generated; larger corpora repeat them.
+const BLOCK_DOCS: usize = 100_000;
+
+fn corpus(a: &SearchBenchArgs, docs: usize) -> Result<Corpus> {
+    let block = synth::corpus(
+        docs.min(BLOCK_DOCS),
+        Lengths::Fixed(a.doc_len),
+        a.dim,
+        a.dtype,
+        a.seed,
+    )?;
+    if docs <= BLOCK_DOCS {
+        return Ok(block);
+    }
+    let src = block.tokens().elements();
+    let total = docs * a.doc_len * a.dim;
+    let elements = match OwnedElements::from_elements(src) {
+        OwnedElements::F32(v) => OwnedElements::F32(cycle(&v, total)),
+        OwnedElements::F16(v) => OwnedElements::F16(cycle(&v, total)),
+        OwnedElements::BF16(v) => OwnedElements::BF16(cycle(&v, total)),
+    };
+    Ok(Corpus::from_lengths(
+        elements,
+        a.dim,
+        &vec![a.doc_len; docs],
+    )?)
+}
+
+fn cycle<T: Copy + Send + Sync>(v: &[T], total: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut out = vec![v[0]; total];
+    out.par_chunks_mut(v.len()).for_each(|c| {
+        let n = c.len();
+        c.copy_from_slice(&v[..n]);
+    });
+    out
+}
+
+fn queries(a: &SearchBenchArgs, count: usize) -> Vec<OwnedElements> {
+    (0..count)
+        .map(|i| {
+            OwnedElements::from_f32(
+                &synth::unit_rows(a.nq, a.dim, a.seed.wrapping_add(1 + i as u64) << 32),
+                a.dtype,
+            )
+        })
+        .collect()
+}
+
+/// Time `reps` searches of `batch` queries (rotating through 4 distinct batches).
+fn time_search(
+    a: &SearchBenchArgs,
+    name: &str,
+    searcher: &dyn tilemaxsim::Searcher,
+    corpus: &Corpus,
+    batch: usize,
+) -> Result<Row> {
+    let owned = queries(a, 4 * batch);
+    let mats: Vec<Matrix<'_>> = owned
+        .iter()
+        .map(|q| Matrix::new(q.as_elements(), a.dim))
+        .collect::<Result<_, _>>()?;
+    let batches: Vec<&[Matrix<'_>]> = mats.chunks(batch).collect();
+    searcher.search(batches[0], a.top_k)?;
+    let mut ms = Vec::with_capacity(a.reps);
+    for r in 0..a.reps {
+        let t = Instant::now();
+        let hits = searcher.search(batches[r % batches.len()], a.top_k)?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        if hits.len() != batch || hits.iter().any(|h| h.len() != a.top_k.min(corpus.len())) {
+            bail!("{name}: wrong number of hits");
+        }
+    }
+    ms.sort_by(f64::total_cmp);
+    let p50 = ms[ms.len() / 2];
+    let p99 = ms[((ms.len() - 1) as f64 * 0.99).round() as usize];
+    Ok(Row {
+        name: name.to_string(),
+        searcher: searcher.name(),
+        docs: corpus.len(),
+        batch,
+        ms_p50: p50,
+        ms_p99: p99,
+        queries_per_s: batch as f64 / p50 * 1e3,
+        docs_per_s: (batch * corpus.len()) as f64 / p50 * 1e3,
+        gb_per_s: corpus.size_bytes() as f64 / p50 / 1e6,
+    })
+}
+
+pub fn run(a: SearchBenchArgs) -> Result<()> {
+    if a.top_k == 0 || a.reps == 0 || a.nq == 0 || a.dim == 0 || a.doc_len == 0 {
+        bail!("--top-k, --reps, --nq, --dim and --doc-len must be at least 1");
+    }
+    if a.batches.contains(&0) || a.docs.contains(&0) {
+        bail!("--batches and --docs must be at least 1");
+    }
+    let gpus = tilemaxsim::gpu_count();
+    let on_gpu = match a.device {
+        Device::Cuda(_) => true,
+        Device::Auto => gpus > 0,
+        _ => false,
+    };
+    if a.device == Device::Auto && !on_gpu {
+        eprintln!("notice: no usable GPU; benchmarking search on the CPU");
+    }
+    let device = match a.device {
+        Device::Auto if on_gpu => Device::Cuda(0),
+        Device::Auto => Device::Cpu,
+        d => d,
+    };
+    let ordinal = match device {
+        Device::Cuda(n) => n,
+        _ => 0,
+    };
+    let sizes = if a.docs.is_empty() {
+        if on_gpu {
+            vec![100_000, 500_000]
+        } else {
+            vec![10_000]
+        }
+    } else {
+        a.docs.clone()
+    };
+    let mut report = SearchReport {
+        device: device.to_string(),
+        h2d_gbps: None,
+        rows: Vec::new(),
+    };
+    let bar = if a.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        crate::progress::spinner("searching")
+    };
+    let resident = SearchOptions {
+        devices: vec![ordinal],
+        residency: Residency::Resident,
+        ..Default::default()
+    };
+    for &docs in &sizes {
+        bar.set_message(format!("{docs} documents"));
+        let c = corpus(&a, docs)?;
+        let (s, _) = tilemaxsim::searcher_for(device, &c, &resident)?;
+        for &batch in &a.batches {
+            report
+                .rows
+                .push(time_search(&a, "resident", s.as_ref(), &c, batch)?);
+        }
+    }
+    if on_gpu {
+        let gpu = tilemaxsim::cuda::CudaScorer::new(ordinal)?;
+        report.h2d_gbps = Some(gpu.measure_h2d(1 << 30, 10)?);
+        drop(gpu);
+        if a.stream_docs > 0 {
+            bar.set_message("streamed corpus");
+            let c = corpus(&a, a.stream_docs)?;
+            let options = SearchOptions {
+                devices: vec![ordinal],
+                residency: Residency::Stream,
+                ..Default::default()
+            };
+            let (s, _) = tilemaxsim::searcher_for(device, &c, &options)?;
+            let batch = *a.batches.iter().max().unwrap_or(&1);
+            report
+                .rows
+                .push(time_search(&a, "streamed", s.as_ref(), &c, batch)?);
+        }
+        if a.multi_docs > 0 && gpus > 1 {
+            bar.set_message("sharded corpus");
+            let c = corpus(&a, a.multi_docs)?;
+            for devices in [vec![0], (0..gpus).collect()] {
+                let options = SearchOptions {
+                    devices,
+                    residency: Residency::Resident,
+                    ..Default::default()
+                };
+                let (s, _) = tilemaxsim::searcher_for(device, &c, &options)?;
+                for &batch in &a.batches {
+                    let name = format!("{} GPU(s)", options.devices.len());
+                    report
+                        .rows
+                        .push(time_search(&a, &name, s.as_ref(), &c, batch)?);
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    if let Some(h2d) = report.h2d_gbps {
+        println!("host→device copy (pinned): {h2d:.1} GB/s");
+    }
+    println!(
+        "{:<10} {:>9} {:>6} {:>9} {:>9} {:>11} {:>11} {:>9}  searcher",
+        "case", "docs", "batch", "p50 ms", "p99 ms", "queries/s", "docs/s", "GB/s"
+    );
+    for r in &report.rows {
+        println!(
+            "{:<10} {:>9} {:>6} {:>9.3} {:>9.3} {:>11.1} {:>11} {:>9.1}  {}",
+            r.name,
+            r.docs,
+            r.batch,
+            r.ms_p50,
+            r.ms_p99,
+            r.queries_per_s,
+            crate::progress::si(r.docs_per_s),
+            r.gb_per_s,
+            r.searcher
+        );
+    }
+    Ok(())
+}
