@@ -14,4 +14,7 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])' | tail -1)
   cp "$exe" ".dev/test-$t" && strip ".dev/test-$t"
 done
+# Real data for the device's Cranfield checks (../shared does not travel).
+mkdir -p .dev/cranfield
+cp ../shared/data/cranfield/{corpus.safetensors,queries.safetensors,doc_ids.txt,query_ids.txt,qrels.txt,ref_run.trec} .dev/cranfield/
 ls -la .dev
