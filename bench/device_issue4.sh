@@ -32,6 +32,8 @@ mkdir -p $R
   $B eval --qrels $C/qrels.txt --run $R/f16.trec 2>&1 | tail -12
   echo "== bench-search (resident latency, streamed vs copy rate, 1 vs all GPUs)"
   timeout 200 $B bench-search --device cuda 2>&1
+  echo "== scoring alone (no top-k), f16, Nq=32, Nd=128, d=128"
+  for n in 100000 500000; do timeout 60 $B bench --device cuda --dtype f16 --docs $n --reps 10 2>&1 | sed -n 3p; done
   echo "== end-to-end peers"
   timeout 150 python3 bench/search_peers.py --json "$OUT/search_peers.json" 2>"$OUT/search_peers.err"
   tail -3 "$OUT/search_peers.err"

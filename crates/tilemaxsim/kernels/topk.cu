@@ -1,13 +1,20 @@
 // ---------------------------------------------------------------------------------------------
-// topk_select: the k best of each row of a [Q][n] score matrix, in the library's order (score
-// descending, -0 == +0, ties to the lower index, NaN last). One block per query row.
+// Top-k of each row of a [rows][n] score matrix, in the library's order: score descending,
+// -0 == +0, ties to the lower index, NaN last. Two kernels, so that one query's row is spread
+// over the whole GPU instead of one SM:
 //
-// Each score maps to an order-preserving 32-bit key (NaN to 0, the lowest). A radix select of
-// four 8-bit passes finds T, the k-th largest key, and `take`, how many keys equal to T belong
-// in the top k. A last pass writes every key above T (there are k - take of them) to slots
-// [0, k - take) in any order, and the first `take` keys equal to T in index order (a block-wide
-// ordered count) to [k - take, k), each with its score. The host sorts the k hits. Needs 1 <= k <= n.
+//   topk_segments  grid (rows, segments): the top min(k, segment) of each segment of at most
+//                  TOPK_SEGMENT scores, held in registers across the passes of a radix select.
+//                  With one segment (n <= TOPK_SEGMENT) this is the answer.
+//   topk_merge     grid (rows): the top k of the segments' candidates, on 64-bit keys that
+//                  carry the index (unique keys, so ties need no ordering pass).
+//
+// The global top k lies in the union of the segments' top k (the order is total), so the two
+// steps are exact. Scores map to order-preserving 32-bit keys (NaN to 0, the lowest). The host
+// sorts the k hits of a row.
 #define TOPK_THREADS 1024
+#define TOPK_ITEMS 8
+#define TOPK_SEGMENT (TOPK_THREADS * TOPK_ITEMS)
 
 __device__ __forceinline__ unsigned topk_key(float f) {
     unsigned b = __float_as_uint(f);
@@ -16,72 +23,169 @@ __device__ __forceinline__ unsigned topk_key(float f) {
     return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_select(
-    const float* __restrict__ scores, int n, int k, int* __restrict__ out_index,
+// Warp 0: the bin of a 256-bin histogram that holds the take-th largest key (counting from bin
+// 255 down), and how many keys lie in the bins above it. Needs 1 <= take <= the total count.
+__device__ __forceinline__ void topk_digit(const unsigned* hist, unsigned take, unsigned* s_digit,
+                                           unsigned* s_above) {
+    const unsigned lane = threadIdx.x & 31u;
+    unsigned c[8], sum = 0u;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) { c[j] = hist[255u - 8u * lane - j]; sum += c[j]; }
+    unsigned incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= (unsigned)o) incl += v;
+    }
+    unsigned above = incl - sum;
+    if (above < take && take <= incl) {
+        for (int j = 0; j < 8; ++j) {
+            if (above + c[j] >= take) { *s_digit = 255u - 8u * lane - j; *s_above = above; break; }
+            above += c[j];
+        }
+    }
+}
+
+// Row blockIdx.x, segment blockIdx.y = scores [s * seg, min(n, (s + 1) * seg)), seg <=
+// TOPK_SEGMENT. Writes kk = min(k, seg) entries at out + (row * gridDim.y + s) * kk: the segment's
+// top min(k, len) (row-local indices; those above the k-th key first, then the ties, each group
+// in index order), padded with (-1, NaN), which rank below every real score in topk_merge.
+extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_segments(
+    const float* __restrict__ scores, int n, int seg, int k, int* __restrict__ out_index,
     float* __restrict__ out_score)
 {
     __shared__ unsigned hist[256];
-    __shared__ unsigned s_prefix, s_take, s_gt, s_eq_taken;
-    __shared__ unsigned warp_count[TOPK_THREADS / 32];
-    const float* row = scores + (i64)blockIdx.x * n;
-    int* out = out_index + (i64)blockIdx.x * k;
-    float* out_s = out_score + (i64)blockIdx.x * k;
-    const int tid = threadIdx.x;
+    __shared__ unsigned s_digit, s_above;
+    __shared__ unsigned warp_sum[TOPK_THREADS / 32];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const i64 row = blockIdx.x;
+    const int start = blockIdx.y * seg;
+    const int len = min(seg, n - start);
+    const int kk = min(k, seg);
+    const unsigned want = (unsigned)min(k, len);
+    const float* src = scores + row * n + start;
+    const i64 base = (row * gridDim.y + blockIdx.y) * (i64)kk;
+    int* out = out_index + base;
+    float* out_s = out_score + base;
 
-    unsigned prefix = 0u, mask = 0u, take = (unsigned)k;
+    // Thread t holds scores [t * ITEMS, (t + 1) * ITEMS) of the segment: index order is
+    // (thread, item) order, which the ordered writes below rely on.
+    unsigned key[TOPK_ITEMS];
+#pragma unroll
+    for (int j = 0; j < TOPK_ITEMS; ++j) {
+        const int i = tid * TOPK_ITEMS + j;
+        key[j] = i < len ? topk_key(src[i]) : 0u;
+    }
+    unsigned prefix = 0u, mask = 0u, take = want;
     for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int i = tid; i < 256; i += TOPK_THREADS) hist[i] = 0u;
+        if (tid < 256) hist[tid] = 0u;
         __syncthreads();
-        for (int i = tid; i < n; i += TOPK_THREADS) {
-            const unsigned key = topk_key(row[i]);
-            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+#pragma unroll
+        for (int j = 0; j < TOPK_ITEMS; ++j) {
+            if (tid * TOPK_ITEMS + j < len && (key[j] & mask) == prefix)
+                atomicAdd(&hist[(key[j] >> shift) & 255u], 1u);
         }
         __syncthreads();
-        if (tid == 0) {
-            // The digit of the k-th key: walk the bins from the top until `take` is reached.
-            unsigned above = 0u, digit = 0u;
-            for (int b = 255; b >= 0; --b) {
-                if (above + hist[b] >= take) { digit = (unsigned)b; break; }
-                above += hist[b];
-            }
-            s_prefix = prefix | (digit << shift);
-            s_take = take - above;
-        }
+        if (warp == 0) topk_digit(hist, take, &s_digit, &s_above);
         __syncthreads();
-        prefix = s_prefix;
-        take = s_take;
+        prefix |= s_digit << shift;
+        take -= s_above;
         mask |= 255u << shift;
     }
-    // prefix is T; `take` keys equal to T join the k - take keys above it.
-    const unsigned above = (unsigned)k - take;
-    if (tid == 0) { s_gt = 0u; s_eq_taken = 0u; }
+    // prefix is T, the want-th key; `take` keys equal to T join the want - take keys above it.
+    // One block-wide scan of (above, equal) counts, packed as 16-bit halves, ranks every
+    // selected score in index order.
+    unsigned gt = 0u, eq = 0u;
+#pragma unroll
+    for (int j = 0; j < TOPK_ITEMS; ++j) {
+        if (tid * TOPK_ITEMS + j < len) { gt += key[j] > prefix; eq += key[j] == prefix; }
+    }
+    const unsigned mine = (gt << 16) | eq;
+    unsigned incl = mine;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+    }
+    if (lane == 31) warp_sum[warp] = incl;
     __syncthreads();
-    const int lane = tid & 31, warp = tid >> 5;
-    for (int base = 0; base < n; base += TOPK_THREADS) {
-        const int i = base + tid;
-        const unsigned key = i < n ? topk_key(row[i]) : 0u;
-        const bool gt = i < n && key > prefix;
-        const bool eq = i < n && key == prefix;
-        if (gt) {
-            const unsigned slot = atomicAdd(&s_gt, 1u);
-            out[slot] = i;
-            out_s[slot] = row[i];
+    if (warp == 0) {
+        const unsigned w = warp_sum[lane];
+        unsigned wi = w;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned v = __shfl_up_sync(0xffffffffu, wi, o);
+            if (lane >= o) wi += v;
         }
-        const unsigned ballot = __ballot_sync(0xffffffffu, eq);
-        if (lane == 0) warp_count[warp] = __popc(ballot);
-        __syncthreads();
-        unsigned before = s_eq_taken + __popc(ballot & ((1u << lane) - 1u));
-        unsigned total = 0u;
-        for (int w = 0; w < TOPK_THREADS / 32; ++w) {
-            if (w < warp) before += warp_count[w];
-            total += warp_count[w];
+        warp_sum[lane] = wi - w;
+    }
+    __syncthreads();
+    const unsigned before = warp_sum[warp] + incl - mine;
+    unsigned r_gt = before >> 16, r_eq = before & 0xffffu;
+    const unsigned above = want - take;
+#pragma unroll
+    for (int j = 0; j < TOPK_ITEMS; ++j) {
+        const int i = tid * TOPK_ITEMS + j;
+        if (i >= len) break;
+        if (key[j] > prefix) {
+            out[r_gt] = start + i;
+            out_s[r_gt] = src[i];
+            ++r_gt;
+        } else if (key[j] == prefix) {
+            if (r_eq < take) {
+                out[above + r_eq] = start + i;
+                out_s[above + r_eq] = src[i];
+            }
+            ++r_eq;
         }
-        if (eq && before < take) {
-            out[above + before] = i;
-            out_s[above + before] = row[i];
+    }
+    for (int t = (int)want + tid; t < kk; t += TOPK_THREADS) {
+        out[t] = -1;
+        out_s[t] = __uint_as_float(0x7fffffffu);
+    }
+}
+
+// Row blockIdx.x: the top k of its m candidates (index, score) at row * m, written to
+// out + row * k in any order. Keys are (score key, ~index): unique, so exactly k are >= the k-th.
+// Needs 1 <= k <= the number of real (index >= 0) candidates.
+extern "C" __global__ void __launch_bounds__(TOPK_THREADS) topk_merge(
+    const int* __restrict__ cand_index, const float* __restrict__ cand_score, int m, int k,
+    int* __restrict__ out_index, float* __restrict__ out_score)
+{
+    __shared__ unsigned hist[256];
+    __shared__ unsigned s_digit, s_above, s_slot;
+    const int tid = threadIdx.x;
+    const i64 row = blockIdx.x;
+    const int* ci = cand_index + row * m;
+    const float* cs = cand_score + row * m;
+    int* out = out_index + row * k;
+    float* out_s = out_score + row * k;
+    typedef unsigned long long u64;
+
+    u64 prefix = 0ull, mask = 0ull;
+    unsigned take = (unsigned)k;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        if (tid < 256) hist[tid] = 0u;
+        __syncthreads();
+        for (int i = tid; i < m; i += TOPK_THREADS) {
+            const u64 key = ((u64)topk_key(cs[i]) << 32) | (unsigned)~ci[i];
+            if ((key & mask) == prefix) atomicAdd(&hist[(unsigned)(key >> shift) & 255u], 1u);
         }
         __syncthreads();
-        if (tid == 0) s_eq_taken += total;
+        if (tid < 32) topk_digit(hist, take, &s_digit, &s_above);
         __syncthreads();
+        prefix |= (u64)s_digit << shift;
+        take -= s_above;
+        mask |= 255ull << shift;
+    }
+    if (tid == 0) s_slot = 0u;
+    __syncthreads();
+    for (int i = tid; i < m; i += TOPK_THREADS) {
+        const u64 key = ((u64)topk_key(cs[i]) << 32) | (unsigned)~ci[i];
+        if (key >= prefix) {
+            const unsigned slot = atomicAdd(&s_slot, 1u);
+            out[slot] = ci[i];
+            out_s[slot] = cs[i];
+        }
     }
 }

@@ -66,6 +66,11 @@ pub struct SearchOptions {
     pub residency: Residency,
     /// Token bytes per streamed chunk (a document larger than this is a chunk of its own).
     pub chunk_bytes: usize,
+    /// Streamed shards: page-lock the corpus's memory where it lies (an in-memory corpus, or a
+    /// memory map the host can hold) so chunks are copied to the GPU straight from it. When
+    /// that is off or fails (a map larger than RAM), chunks are staged through pinned buffers
+    /// by the host cores, which can be slower than the copy engine.
+    pub pin_corpus: bool,
 }
 
 impl Default for SearchOptions {
@@ -74,6 +79,7 @@ impl Default for SearchOptions {
             devices: Vec::new(),
             residency: Residency::Auto,
             chunk_bytes: 256 << 20,
+            pin_corpus: true,
         }
     }
 }

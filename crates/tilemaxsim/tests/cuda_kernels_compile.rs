@@ -25,7 +25,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_tiled_f16",
             "maxsim_tiled_bf16",
             "read_ceiling",
-            "topk_select",
+            "topk_segments",
+            "topk_merge",
             "maxsim_mma_f16_d128",
         ] {
             assert!(

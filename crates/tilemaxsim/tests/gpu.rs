@@ -276,13 +276,15 @@ fn ablation_kernels_match_the_reference() {
 fn device_top_k_matches_the_host_selection() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(11);
-    // Small rows only under compute-sanitizer.
+    // Smaller rows under compute-sanitizer (still several segments of the two-kernel path).
     let largest = if std::env::var_os("TILEMAXSIM_SANITIZER").is_some() {
-        5000
+        20_000
     } else {
         usize::MAX
     };
-    let sizes = [1usize, 2, 5, 1000, 1023, 1025, 4096, 100_003, 300_000];
+    let sizes = [
+        1usize, 2, 5, 1000, 1023, 1025, 8191, 8192, 8193, 20_000, 100_003, 300_000,
+    ];
     for (case, &n) in sizes.iter().filter(|&&n| n <= largest).enumerate() {
         let rows = 1 + case % 3;
         let scores: Vec<f32> = (0..rows * n)
@@ -296,27 +298,54 @@ fn device_top_k_matches_the_host_selection() {
             })
             .collect();
         let dev = gpu.stream().clone_htod(&scores).expect("upload scores");
-        for k in [1usize, 7, 100, 1000, n, n + 5] {
-            let got = gpu
-                .top_k_device(&dev, rows, n, k, 17)
-                .unwrap_or_else(|e| panic!("n {n} k {k}: {e}"));
+        let want = |q: usize, k: usize| {
+            tilemaxsim::topk::top_k_of(
+                scores[q * n..(q + 1) * n]
+                    .iter()
+                    .enumerate()
+                    .map(|(doc, &score)| tilemaxsim::Hit {
+                        doc: doc + 17,
+                        score,
+                    }),
+                k,
+            )
+        };
+        let key = |h: &[tilemaxsim::Hit]| -> Vec<(usize, u32)> {
+            h.iter().map(|h| (h.doc, h.score.to_bits())).collect()
+        };
+        for k in [1usize, 7, 100, 1000, 9000, n] {
+            let k = k.min(n);
+            // Outputs poisoned: an unwritten entry is a document far out of range.
+            let mut index = gpu
+                .stream()
+                .clone_htod(&vec![i32::MAX; rows * k])
+                .expect("poisoned index");
+            let mut best = gpu
+                .stream()
+                .clone_htod(&vec![f32::NAN; rows * k])
+                .expect("poisoned scores");
+            gpu.top_k_enqueue(
+                &dev,
+                rows,
+                n,
+                k,
+                &mut index.slice_mut(..),
+                &mut best.slice_mut(..),
+            )
+            .unwrap_or_else(|e| panic!("n {n} k {k}: {e}"));
+            let ix = gpu.stream().clone_dtoh(&index).expect("download");
+            let sc = gpu.stream().clone_dtoh(&best).expect("download");
+            gpu.synchronize().expect("sync");
+            let got = tilemaxsim::cuda::hits_from(&ix, &sc, k, 17);
             assert_eq!(got.len(), rows);
             for (q, hits) in got.iter().enumerate() {
-                let want = tilemaxsim::topk::top_k_of(
-                    scores[q * n..(q + 1) * n]
-                        .iter()
-                        .enumerate()
-                        .map(|(doc, &score)| tilemaxsim::Hit {
-                            doc: doc + 17,
-                            score,
-                        }),
-                    k,
-                );
-                let key = |h: &[tilemaxsim::Hit]| -> Vec<(usize, u32)> {
-                    h.iter().map(|h| (h.doc, h.score.to_bits())).collect()
-                };
-                assert_eq!(key(hits), key(&want), "n {n} k {k} row {q}");
+                assert_eq!(key(hits), key(&want(q, k)), "n {n} k {k} row {q}");
             }
+        }
+        // k past n gives all n, through the allocating entry point.
+        let got = gpu.top_k_device(&dev, rows, n, n + 5, 17).expect("k > n");
+        for (q, hits) in got.iter().enumerate() {
+            assert_eq!(key(hits), key(&want(q, n)), "n {n} k {} row {q}", n + 5);
         }
     }
 }
@@ -353,19 +382,39 @@ fn gpu_index_resident_streamed_and_sharded_agree() {
         let k = 50;
         let row = dim * dtype.size();
         let modes = [
-            ("resident", vec![0usize], Residency::Resident),
-            ("streamed", vec![0], Residency::Stream),
-            ("two shards", vec![0, 0], Residency::Resident),
-            ("three streamed shards", vec![0, 0, 0], Residency::Stream),
+            ("resident", vec![0usize], Residency::Resident, true),
+            (
+                "streamed, pinned in place",
+                vec![0],
+                Residency::Stream,
+                true,
+            ),
+            ("streamed, staged", vec![0], Residency::Stream, false),
+            ("two shards", vec![0, 0], Residency::Resident, true),
+            (
+                "three streamed shards",
+                vec![0, 0, 0],
+                Residency::Stream,
+                true,
+            ),
+            ("two staged shards", vec![0, 0], Residency::Stream, false),
         ];
         let mut first: Option<Vec<Vec<tilemaxsim::Hit>>> = None;
-        for (name, devices, residency) in modes {
+        for (name, devices, residency, pin_corpus) in modes {
             let options = SearchOptions {
                 devices,
                 residency,
                 chunk_bytes: 1000 * row,
+                pin_corpus,
             };
             let index = GpuIndex::new(&corpus, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let streamed = index.shards().iter().filter(|s| s.2).count();
+            let pinned = index.pinned_in_place();
+            assert_eq!(
+                pinned,
+                pin_corpus && streamed > 0,
+                "{name}: corpus pinned in place {pinned}"
+            );
             let got = index
                 .search(&queries, k)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));

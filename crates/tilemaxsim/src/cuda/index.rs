@@ -8,10 +8,10 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 use rayon::prelude::*;
 
-use super::{CudaScorer, DeviceCorpus, drv};
+use super::{CudaScorer, DeviceCorpus, TopKBuffers, drv, grow, hits_from};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -29,15 +29,75 @@ const HEADROOM: usize = 1 << 30;
 pub struct GpuIndex<'c> {
     corpus: &'c Corpus,
     shards: Vec<Shard>,
+    /// The corpus's token memory page-locked in place, when shards stream from it.
+    pinned: Option<PinnedInPlace>,
+}
+
+/// Host memory page-locked for every context (`cuMemHostRegister`, portable, read-only) until
+/// dropped, so the copy engine reads it directly.
+struct PinnedInPlace {
+    ptr: *mut std::ffi::c_void,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the pointer is only handed back to the driver (unregister), from any thread.
+unsafe impl Send for PinnedInPlace {}
+unsafe impl Sync for PinnedInPlace {}
+
+impl PinnedInPlace {
+    /// Page-lock the pages holding `bytes`; `None` when the device cannot register read-only
+    /// memory or the driver refuses (not enough memory to lock, for instance).
+    fn new(ctx: &Arc<CudaContext>, bytes: &[u8]) -> Option<Self> {
+        use cudarc::driver::sys;
+        let read_only =
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED;
+        if bytes.is_empty() || ctx.attribute(read_only).ok()? == 0 {
+            return None;
+        }
+        ctx.bind_to_thread().ok()?;
+        const PAGE: usize = 4096;
+        let start = bytes.as_ptr() as usize / PAGE * PAGE;
+        let end = (bytes.as_ptr() as usize + bytes.len()).div_ceil(PAGE) * PAGE;
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_READ_ONLY;
+        let ptr = start as *mut std::ffi::c_void;
+        // SAFETY: [start, end) covers only pages that hold part of `bytes`, which stay mapped
+        // and unchanged while the index (which borrows the corpus) lives; read-only registration
+        // never writes them.
+        let r = unsafe { sys::cuMemHostRegister_v2(ptr, end - start, flags) };
+        (r == sys::CUresult::CUDA_SUCCESS).then(|| PinnedInPlace {
+            ptr,
+            ctx: ctx.clone(),
+        })
+    }
+}
+
+impl Drop for PinnedInPlace {
+    fn drop(&mut self) {
+        // Searches synchronize before they return, so no copy reads these pages any more.
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` was registered by `new` and is unregistered once.
+            unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr) };
+        }
+    }
 }
 
 struct Shard {
     scorer: CudaScorer,
     docs: Range<usize>,
     resident: Option<DeviceCorpus>,
-    /// Streamed shards: the chunks (document ranges) and, once a search has run, the buffers.
+    /// Streamed shards: the chunks (document ranges) they are copied in.
     chunks: Vec<Range<usize>>,
-    staging: Mutex<Option<Staging>>,
+    /// Device buffers kept from one search to the next.
+    work: Mutex<Work>,
+}
+
+/// A shard's reusable buffers: scores, top-k results and (streamed shards, once a search has
+/// run) the staging slots.
+#[derive(Default)]
+struct Work {
+    scores: Option<CudaSlice<f32>>,
+    hits: TopKBuffers,
+    staging: Option<Staging>,
 }
 
 /// Double-buffered streaming state of one shard.
@@ -46,11 +106,16 @@ struct Staging {
     slots: [Slot; 2],
 }
 
+/// One chunk's buffers: page-locked host memory it is staged in, device memory it is copied
+/// to, and the events that order their reuse: `copied` (on the copy stream: the pinned buffer is
+/// free again, the device buffer ready) and `scored` (on the scoring stream: the device buffer
+/// is free again).
 struct Slot {
     tokens: PinnedHostSlice<u8>,
     offsets: PinnedHostSlice<i64>,
     device: DeviceCorpus,
     copied: CudaEvent,
+    scored: CudaEvent,
 }
 
 impl<'c> GpuIndex<'c> {
@@ -81,7 +146,26 @@ impl<'c> GpuIndex<'c> {
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
-        Ok(GpuIndex { corpus, shards })
+        let pinned = match shards
+            .iter()
+            .find(|s| s.resident.is_none() && !s.docs.is_empty())
+        {
+            Some(s) if options.pin_corpus => {
+                PinnedInPlace::new(&s.scorer.ctx, corpus.tokens().elements().as_bytes())
+            }
+            _ => None,
+        };
+        Ok(GpuIndex {
+            corpus,
+            shards,
+            pinned,
+        })
+    }
+
+    /// Whether streamed shards copy straight from the corpus's page-locked memory (else they
+    /// stage chunks through pinned buffers).
+    pub fn pinned_in_place(&self) -> bool {
+        self.pinned.is_some()
     }
 
     pub fn corpus(&self) -> &'c Corpus {
@@ -127,24 +211,14 @@ impl Searcher for GpuIndex<'_> {
             return Err(Error::Argument("k must be at least 1".into()));
         }
         check_queries(queries, self.corpus)?;
+        let pinned = self.pinned.is_some();
         let per_shard: Vec<Vec<Vec<Hit>>> = if self.shards.len() == 1 {
-            vec![self.shards[0].search(self.corpus, queries, k)?]
+            vec![self.shards[0].search(self.corpus, queries, k, pinned)?]
         } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = self
-                    .shards
-                    .iter()
-                    .map(|shard| s.spawn(move || shard.search(self.corpus, queries, k)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Error::DeviceUnavailable("a shard's thread panicked".into()))
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })?
+            self.shards
+                .par_iter()
+                .map(|shard| shard.search(self.corpus, queries, k, pinned))
+                .collect::<Result<_>>()?
         };
         let mut out = vec![Vec::new(); queries.len()];
         for shard in per_shard {
@@ -230,12 +304,19 @@ impl Shard {
             docs,
             resident,
             chunks,
-            staging: Mutex::new(None),
+            work: Mutex::new(Work::default()),
         })
     }
 
-    /// This shard's top-k per query, with corpus-wide document indices.
-    fn search(&self, corpus: &Corpus, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+    /// This shard's top-k per query, with corpus-wide document indices. `pinned`: the corpus's
+    /// memory is page-locked in place (streamed chunks need no staging).
+    fn search(
+        &self,
+        corpus: &Corpus,
+        queries: &[Matrix<'_>],
+        k: usize,
+        pinned: bool,
+    ) -> Result<Vec<Vec<Hit>>> {
         let n = self.docs.len();
         if n == 0 {
             return Ok(vec![Vec::new(); queries.len()]);
@@ -245,91 +326,140 @@ impl Shard {
             None => self.chunks.iter().map(|c| c.len()).max().unwrap_or(1),
         };
         let per_pass = (SCORES_PER_PASS / largest).max(1);
+        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::with_capacity(queries.len());
         for block in queries.chunks(per_pass) {
             let dq = self.scorer.upload_queries(block, corpus.dim())?;
-            match &self.resident {
+            let nq = block.len();
+            let chunks = match &self.resident {
                 Some(dc) => {
-                    let mut scores = self.scorer.alloc_scores(block.len() * n)?;
-                    self.scorer.score_device(&dq, dc, None, &mut scores)?;
-                    out.extend(self.scorer.top_k_device(
-                        &scores,
-                        block.len(),
-                        n,
-                        k,
-                        self.docs.start,
-                    )?);
+                    let Work { scores, hits, .. } = &mut *work;
+                    let scores = grow(self.scorer.stream(), scores, nq * n)?;
+                    self.scorer.score_device(&dq, dc, None, scores)?;
+                    self.select(scores, hits, nq, std::slice::from_ref(&self.docs), 0, k)?;
+                    std::slice::from_ref(&self.docs)
                 }
-                None => out.extend(self.search_streamed(corpus, &dq, block.len(), k)?),
-            }
+                None => {
+                    self.score_streamed(&mut work, corpus, &dq, nq, k, pinned)?;
+                    &self.chunks[..]
+                }
+            };
+            out.extend(self.collect(&work.hits, nq, chunks, k)?);
         }
         Ok(out)
     }
 
-    fn search_streamed(
+    /// Enqueue the top-k of `nq` rows of scores over the documents `chunks[i]` into the result
+    /// buffers, at chunk `i`'s place (`nq × min(k, largest chunk)` entries per chunk).
+    fn select(
         &self,
-        corpus: &Corpus,
-        dq: &super::DeviceQueries,
+        scores: &CudaSlice<f32>,
+        hits: &mut TopKBuffers,
         nq: usize,
+        chunks: &[Range<usize>],
+        i: usize,
+        k: usize,
+    ) -> Result<()> {
+        let stride = nq * k.min(chunks.iter().map(|c| c.len()).max().unwrap_or(1));
+        let stream = self.scorer.stream();
+        let index = grow(stream, &mut hits.index, chunks.len() * stride)?;
+        let score = grow(stream, &mut hits.score, chunks.len() * stride)?;
+        let (n, kc) = (chunks[i].len(), k.min(chunks[i].len()));
+        let at = i * stride..i * stride + nq * kc;
+        self.scorer.top_k_enqueue(
+            scores,
+            nq,
+            n,
+            kc,
+            &mut index.slice_mut(at.clone()),
+            &mut score.slice_mut(at),
+        )
+    }
+
+    /// Wait for the selections of every chunk, download them and merge them per query.
+    fn collect(
+        &self,
+        hits: &TopKBuffers,
+        nq: usize,
+        chunks: &[Range<usize>],
         k: usize,
     ) -> Result<Vec<Vec<Hit>>> {
-        let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.is_none() {
-            *guard = Some(Staging::new(&self.scorer, corpus, &self.chunks)?);
-        }
-        let Some(st) = guard.as_mut() else {
-            return Err(Error::DeviceUnavailable("streaming buffers missing".into()));
+        let stride = nq * k.min(chunks.iter().map(|c| c.len()).max().unwrap_or(1));
+        let (Some(index), Some(score)) = (&hits.index, &hits.score) else {
+            return Err(Error::DeviceUnavailable("top-k buffers missing".into()));
         };
-        let largest = self.chunks.iter().map(|c| c.len()).max().unwrap_or(1);
-        let mut scores = [
-            self.scorer.alloc_scores(nq * largest)?,
-            self.scorer.alloc_scores(nq * largest)?,
-        ];
+        let stream = self.scorer.stream();
+        let total = chunks.len() * stride;
+        let mut ix = vec![0i32; total];
+        let mut sc = vec![0f32; total];
+        stream
+            .memcpy_dtoh(&index.slice(..total), &mut ix)
+            .map_err(drv("top-k download"))?;
+        stream
+            .memcpy_dtoh(&score.slice(..total), &mut sc)
+            .map_err(drv("top-k download"))?;
+        self.scorer.synchronize()?;
         let mut best = vec![Vec::new(); nq];
-        let mut pending: Option<(usize, Range<usize>)> = None;
-        for (i, chunk) in self.chunks.iter().enumerate() {
-            let slot = i % 2;
-            // The slot's last chunk (i - 2) was scored and harvested before chunk i - 1 was
-            // scored, so its pinned and device buffers are free again.
-            st.stage(slot, corpus, chunk.clone())?;
-            // Harvest chunk i - 1 while chunk i is on the copy engine.
-            if let Some((ps, pc)) = pending.take() {
-                self.harvest(&scores[ps], nq, pc, k, &mut best)?;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let kc = k.min(chunk.len());
+            let at = i * stride..i * stride + nq * kc;
+            let hits = hits_from(&ix[at.clone()], &sc[at], kc, chunk.start);
+            for (b, h) in best.iter_mut().zip(hits) {
+                merge_top_k(b, h, k);
             }
-            self.scorer
-                .stream
-                .wait(&st.slots[slot].copied)
-                .map_err(drv("stream wait"))?;
-            self.scorer
-                .score_device(dq, &st.slots[slot].device, None, &mut scores[slot])?;
-            pending = Some((slot, chunk.clone()));
-        }
-        if let Some((ps, pc)) = pending {
-            self.harvest(&scores[ps], nq, pc, k, &mut best)?;
         }
         Ok(best)
     }
 
-    fn harvest(
+    /// Stream the shard's chunks through the two staging slots and enqueue the scoring and
+    /// top-k of each. The host blocks only to reuse a pinned buffer (its copy two chunks back
+    /// has finished); the copy stream waits on the GPU for the scoring that last read a slot's
+    /// device buffer, and the scoring stream for its chunk's copy. So host staging, copies and
+    /// scoring of consecutive chunks overlap.
+    fn score_streamed(
         &self,
-        scores: &CudaSlice<f32>,
+        work: &mut Work,
+        corpus: &Corpus,
+        dq: &super::DeviceQueries,
         nq: usize,
-        chunk: Range<usize>,
         k: usize,
-        best: &mut [Vec<Hit>],
+        pinned: bool,
     ) -> Result<()> {
-        let hits = self
-            .scorer
-            .top_k_device(scores, nq, chunk.len(), k, chunk.start)?;
-        for (b, h) in best.iter_mut().zip(hits) {
-            merge_top_k(b, h, k);
+        let Work {
+            scores,
+            hits,
+            staging,
+        } = work;
+        if staging.is_none() {
+            *staging = Some(Staging::new(&self.scorer, corpus, &self.chunks, pinned)?);
+        }
+        let Some(st) = staging.as_mut() else {
+            return Err(Error::DeviceUnavailable("streaming buffers missing".into()));
+        };
+        let largest = self.chunks.iter().map(|c| c.len()).max().unwrap_or(1);
+        let stream = self.scorer.stream();
+        let scores = grow(stream, scores, nq * largest)?;
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            let slot = &mut st.slots[i % 2];
+            slot.stage(&st.copy, corpus, chunk.clone(), pinned)?;
+            stream.wait(&slot.copied).map_err(drv("stream wait"))?;
+            self.scorer.score_device(dq, &slot.device, None, scores)?;
+            slot.scored.record(stream).map_err(drv("event"))?;
+            self.select(scores, hits, nq, &self.chunks, i, k)?;
         }
         Ok(())
     }
 }
 
 impl Staging {
-    fn new(scorer: &CudaScorer, corpus: &Corpus, chunks: &[Range<usize>]) -> Result<Self> {
+    /// Buffers for the largest chunk; the pinned token buffers only when chunks are staged
+    /// (the corpus is not `pinned` in place).
+    fn new(
+        scorer: &CudaScorer,
+        corpus: &Corpus,
+        chunks: &[Range<usize>],
+        pinned: bool,
+    ) -> Result<Self> {
         let offsets = corpus.offsets();
         let row = corpus.dim() * corpus.dtype().size();
         let max_docs = chunks.iter().map(|c| c.len()).max().unwrap_or(1);
@@ -342,7 +472,8 @@ impl Staging {
         let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
-            let tokens = unsafe { scorer.ctx.alloc_pinned::<u8>(max_bytes) }
+            let staged = if pinned { 1 } else { max_bytes };
+            let tokens = unsafe { scorer.ctx.alloc_pinned::<u8>(staged) }
                 .map_err(drv("pinned staging buffer"))?;
             let offsets = unsafe { scorer.ctx.alloc_pinned::<i64>(max_docs + 1) }
                 .map_err(drv("pinned staging buffer"))?;
@@ -357,12 +488,12 @@ impl Staging {
                 len: 0,
                 bytes: 0,
             };
-            let copied = scorer.ctx.new_event(None).map_err(drv("event"))?;
             Ok(Slot {
                 tokens,
                 offsets,
                 device,
-                copied,
+                copied: scorer.ctx.new_event(None).map_err(drv("event"))?,
+                scored: scorer.ctx.new_event(None).map_err(drv("event"))?,
             })
         };
         let slots = [slot()?, slot()?];
@@ -371,38 +502,50 @@ impl Staging {
         scorer.synchronize()?;
         Ok(Staging { copy, slots })
     }
+}
 
-    /// Copy chunk `docs` into the slot's pinned buffers (all cores), then enqueue its copy to
-    /// the device on the copy stream, recorded by the slot's `copied` event.
-    fn stage(&mut self, slot: usize, corpus: &Corpus, docs: Range<usize>) -> Result<()> {
-        let s = &mut self.slots[slot];
-        // Make sure the slot's previous copy has finished reading the pinned buffers.
-        s.copied.synchronize().map_err(drv("event"))?;
+impl Slot {
+    /// Enqueue on the copy stream, after the scoring that last read the device buffer, the copy
+    /// of chunk `docs` to the device, recorded by `copied`: straight from the corpus when its
+    /// memory is `pinned` in place, else staged into the slot's pinned buffer first (all cores).
+    fn stage(
+        &mut self,
+        copy: &Arc<CudaStream>,
+        corpus: &Corpus,
+        docs: Range<usize>,
+        pinned: bool,
+    ) -> Result<()> {
+        // The slot's previous copy must have finished reading the pinned buffers.
+        self.copied.synchronize().map_err(drv("event"))?;
         let offsets = corpus.offsets();
         let row = corpus.dim() * corpus.dtype().size();
         let (first, last) = (offsets[docs.start], offsets[docs.end]);
         let src = &corpus.tokens().elements().as_bytes()[first * row..last * row];
-        let pinned = s.tokens.as_mut_slice().map_err(drv("pinned buffer"))?;
-        let dst = &mut pinned[..src.len()];
-        const PIECE: usize = 4 << 20;
-        dst.par_chunks_mut(PIECE)
-            .zip(src.par_chunks(PIECE))
-            .for_each(|(d, s)| d.copy_from_slice(s));
-        let off = s.offsets.as_mut_slice().map_err(drv("pinned buffer"))?;
+        if !pinned {
+            let buf = self.tokens.as_mut_slice().map_err(drv("pinned buffer"))?;
+            const PIECE: usize = 4 << 20;
+            buf[..src.len()]
+                .par_chunks_mut(PIECE)
+                .zip(src.par_chunks(PIECE))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+        }
+        let off = self.offsets.as_mut_slice().map_err(drv("pinned buffer"))?;
         for (d, &o) in off.iter_mut().zip(&offsets[docs.start..=docs.end]) {
             *d = (o - first) as i64;
         }
-        s.device.len = docs.len();
-        s.device.bytes = src.len();
-        let copy = &self.copy;
-        let (dt, _g1) = s.device.tokens.device_ptr(copy);
-        let (dof, _g2) = s.device.offsets.device_ptr(copy);
-        let pinned = s.tokens.as_slice().map_err(drv("pinned buffer"))?;
-        let off = s.offsets.as_slice().map_err(drv("pinned buffer"))?;
+        self.device.len = docs.len();
+        self.device.bytes = src.len();
+        copy.wait(&self.scored).map_err(drv("stream wait"))?;
+        let (dt, _g1) = self.device.tokens.device_ptr(copy);
+        let (dof, _g2) = self.device.offsets.device_ptr(copy);
+        let staged = self.tokens.as_slice().map_err(drv("pinned buffer"))?;
+        let from = if pinned { src } else { &staged[..src.len()] };
+        let off = self.offsets.as_slice().map_err(drv("pinned buffer"))?;
         // SAFETY: the destinations hold at least as many bytes as copied (sized for the largest
-        // chunk); the sources are page-locked and stay untouched until `copied` is reached.
+        // chunk) and no kernel reads them until `copied`; the sources are page-locked (the
+        // corpus in place, or the staging buffer) and stay untouched until `copied` is reached.
         unsafe {
-            cudarc::driver::result::memcpy_htod_async(dt, &pinned[..src.len()], copy.cu_stream())
+            cudarc::driver::result::memcpy_htod_async(dt, from, copy.cu_stream())
                 .map_err(drv("chunk copy"))?;
             cudarc::driver::result::memcpy_htod_async(
                 dof,
@@ -411,7 +554,7 @@ impl Staging {
             )
             .map_err(drv("chunk copy"))?;
         }
-        s.copied.record(copy).map_err(drv("event"))
+        self.copied.record(copy).map_err(drv("event"))
     }
 }
 

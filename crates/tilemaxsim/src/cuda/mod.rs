@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
-    LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
+    DeviceRepr, DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
@@ -32,6 +32,9 @@ use crate::topk::{Hit, rank_order};
 const TILED_THREADS: u32 = 256;
 /// Largest grid y dimension: queries per launch.
 const MAX_QUERIES_PER_LAUNCH: usize = 65_535;
+/// Threads per block and scores per segment of the top-k kernels (kernels/topk.cu).
+const TOPK_THREADS: u32 = 1024;
+const TOPK_SEGMENT: usize = 8192;
 
 fn drv(what: &str) -> impl Fn(DriverError) -> Error + '_ {
     move |e| {
@@ -259,7 +262,8 @@ struct Kernels {
     /// (kernel, dtype) → function, for the kernels with the f32-query signature.
     general: Vec<((Kernel, DType), CudaFunction)>,
     read_ceiling: CudaFunction,
-    topk: CudaFunction,
+    topk_segments: CudaFunction,
+    topk_merge: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     mma: Vec<((DType, usize), CudaFunction, u32)>,
 }
@@ -274,6 +278,8 @@ pub struct CudaScorer {
     cache_hit: bool,
     /// The tensor-core kernel's task counter (zeroed before each launch, on the stream).
     task_counter: std::sync::Mutex<CudaSlice<u64>>,
+    /// The candidates between the two top-k kernels, reused (and grown) across calls.
+    topk_scratch: std::sync::Mutex<TopKBuffers>,
     force: Option<Kernel>,
 }
 
@@ -312,7 +318,8 @@ impl CudaScorer {
                 .map(|(k, d)| Ok(((k, d), f(&format!("{}_{d}", k.name()))?)))
                 .collect::<Result<_>>()?,
             read_ceiling: f("read_ceiling")?,
-            topk: f("topk_select")?,
+            topk_segments: f("topk_segments")?,
+            topk_merge: f("topk_merge")?,
             mma,
         };
         let stream = ctx.default_stream();
@@ -326,6 +333,7 @@ impl CudaScorer {
             info,
             cache_hit,
             task_counter,
+            topk_scratch: std::sync::Mutex::new(TopKBuffers::default()),
             force: None,
         })
     }
@@ -675,31 +683,19 @@ impl CudaScorer {
         if rows == 0 || k == 0 {
             return Ok(vec![Vec::new(); rows]);
         }
-        if scores.len() < rows * n || n > i32::MAX as usize || rows > i32::MAX as usize {
-            return Err(Error::Argument(format!(
-                "top-k over {rows} × {n} scores does not fit the buffer or the launch"
-            )));
-        }
-        // SAFETY: the kernel writes all k entries of every row (1 <= k <= n).
+        // SAFETY: top_k_enqueue writes all rows × k entries.
         let mut index =
             unsafe { self.stream.alloc::<i32>(rows * k) }.map_err(drv("top-k buffer"))?;
         let mut best =
             unsafe { self.stream.alloc::<f32>(rows * k) }.map_err(drv("top-k buffer"))?;
-        let (n32, k32) = (n as i32, k as i32);
-        let mut b = self.stream.launch_builder(&self.kernels.topk);
-        b.arg(scores)
-            .arg(&n32)
-            .arg(&k32)
-            .arg(&mut index)
-            .arg(&mut best);
-        let cfg = LaunchConfig {
-            grid_dim: (rows as u32, 1, 1),
-            block_dim: (1024, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: matches `topk_select` in kernels/topk.cu: `scores` holds rows × n floats, the
-        // outputs rows × k each, and 1 <= k <= n.
-        unsafe { b.launch(cfg) }.map_err(drv("topk_select launch"))?;
+        self.top_k_enqueue(
+            scores,
+            rows,
+            n,
+            k,
+            &mut index.slice_mut(..),
+            &mut best.slice_mut(..),
+        )?;
         let index = self
             .stream
             .clone_dtoh(&index)
@@ -709,22 +705,88 @@ impl CudaScorer {
             .clone_dtoh(&best)
             .map_err(drv("top-k download"))?;
         self.synchronize()?;
-        Ok(index
-            .chunks(k)
-            .zip(best.chunks(k))
-            .map(|(ix, sc)| {
-                let mut hits: Vec<Hit> = ix
-                    .iter()
-                    .zip(sc)
-                    .map(|(&doc, &score)| Hit {
-                        doc: first_doc + doc as usize,
-                        score,
-                    })
-                    .collect();
-                hits.sort_unstable_by(rank_order);
-                hits
-            })
-            .collect())
+        Ok(hits_from(&index, &best, k, first_doc))
+    }
+
+    /// Enqueue the top-k selection of each of the `rows` rows of `n` scores: `rows × k` (index,
+    /// score) pairs, unsorted within a row, into `index` and `best`. Needs `1 <= k <= n`.
+    /// Asynchronous. Rows longer than one segment are split over many blocks (`topk_segments`)
+    /// and their candidates merged (`topk_merge`) through a scratch buffer kept by the scorer.
+    pub fn top_k_enqueue(
+        &self,
+        scores: &CudaSlice<f32>,
+        rows: usize,
+        n: usize,
+        k: usize,
+        index: &mut CudaViewMut<'_, i32>,
+        best: &mut CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        let segments = n.div_ceil(TOPK_SEGMENT);
+        if k == 0
+            || k > n
+            || scores.len() < rows * n
+            || index.len() < rows * k
+            || best.len() < rows * k
+            || n > i32::MAX as usize
+            || rows > i32::MAX as usize
+            || segments > 65_535
+        {
+            return Err(Error::Argument(format!(
+                "top-{k} over {rows} × {n} scores does not fit the buffers or the launch"
+            )));
+        }
+        let launch = |rows: usize, segments: usize| LaunchConfig {
+            grid_dim: (rows as u32, segments as u32, 1),
+            block_dim: (TOPK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n32, k32) = (n as i32, k as i32);
+        if segments == 1 {
+            let mut b = self.stream.launch_builder(&self.kernels.topk_segments);
+            b.arg(scores)
+                .arg(&n32)
+                .arg(&n32)
+                .arg(&k32)
+                .arg(index)
+                .arg(best);
+            // SAFETY: matches `topk_segments` (kernels/topk.cu) with one segment of n <=
+            // TOPK_SEGMENT scores per row: reads rows × n, writes rows × min(k, n) = rows × k.
+            return unsafe { b.launch(launch(rows, 1)) }
+                .map(|_| ())
+                .map_err(drv("topk_segments launch"));
+        }
+        let kk = k.min(TOPK_SEGMENT);
+        let m = segments * kk;
+        let mut scratch = self.topk_scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let TopKBuffers {
+            index: ci,
+            score: cs,
+        } = &mut *scratch;
+        let ci = grow(&self.stream, ci, rows * m)?;
+        let cs = grow(&self.stream, cs, rows * m)?;
+        let (seg32, m32) = (TOPK_SEGMENT as i32, m as i32);
+        let mut b = self.stream.launch_builder(&self.kernels.topk_segments);
+        b.arg(scores)
+            .arg(&n32)
+            .arg(&seg32)
+            .arg(&k32)
+            .arg(&mut *ci)
+            .arg(&mut *cs);
+        // SAFETY: matches `topk_segments`: rows × segments blocks, each writing min(k, SEGMENT)
+        // candidates, rows × m in all, which the scratch holds.
+        unsafe { b.launch(launch(rows, segments)) }.map_err(drv("topk_segments launch"))?;
+        let mut b = self.stream.launch_builder(&self.kernels.topk_merge);
+        b.arg(&*ci)
+            .arg(&*cs)
+            .arg(&m32)
+            .arg(&k32)
+            .arg(index)
+            .arg(best);
+        // SAFETY: matches `topk_merge`: reads rows × m candidates, at least k real per row
+        // (k <= n), writes rows × k.
+        unsafe { b.launch(launch(rows, 1)) }
+            .map(|_| ())
+            .map_err(drv("topk_merge launch"))
     }
 
     /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
@@ -827,6 +889,50 @@ pub struct RawArgs {
     pub dim: usize,
     pub dtype: DType,
     pub out: u64,
+}
+
+/// Device (index, score) buffers of top-k results, grown as needed and reused.
+#[derive(Default)]
+pub(crate) struct TopKBuffers {
+    pub index: Option<CudaSlice<i32>>,
+    pub score: Option<CudaSlice<f32>>,
+}
+
+/// The hits of each row of `k` (index, score) pairs from the top-k kernels, best first, with
+/// document indices offset by `first_doc`.
+pub fn hits_from(index: &[i32], score: &[f32], k: usize, first_doc: usize) -> Vec<Vec<Hit>> {
+    index
+        .chunks(k.max(1))
+        .zip(score.chunks(k.max(1)))
+        .map(|(ix, sc)| {
+            let mut hits: Vec<Hit> = ix
+                .iter()
+                .zip(sc)
+                .map(|(&doc, &score)| Hit {
+                    doc: first_doc + doc.max(0) as usize,
+                    score,
+                })
+                .collect();
+            hits.sort_unstable_by(rank_order);
+            hits
+        })
+        .collect()
+}
+
+/// A device buffer of at least `len` elements held in `slot`, reallocated (uninitialized) when
+/// it is smaller.
+pub(crate) fn grow<'a, T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    slot: &'a mut Option<CudaSlice<T>>,
+    len: usize,
+) -> Result<&'a mut CudaSlice<T>> {
+    if slot.as_ref().is_none_or(|b| b.len() < len) {
+        *slot = None;
+        // SAFETY: callers write every element they later read.
+        *slot = Some(unsafe { stream.alloc::<T>(len.max(1)) }.map_err(drv("device buffer"))?);
+    }
+    slot.as_mut()
+        .ok_or_else(|| Error::DeviceUnavailable("device buffer missing".into()))
 }
 
 pub fn median(v: &[f64]) -> f64 {
