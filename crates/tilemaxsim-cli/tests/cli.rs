@@ -127,24 +127,29 @@ fn cranfield_search_reproduces_the_float64_reference_run() {
             .arg("-o")
             .arg(&f32_corpus),
     );
-    for (corpus, kernel_env) in [
-        (d.join("corpus.safetensors"), None),
-        (f32_corpus.clone(), None),
-        (d.join("corpus.safetensors"), Some("portable")),
-    ] {
-        let run = dir.path().join("run.trec");
+    // bf16 rounds the stored f16 values: its rankings are checked against the float64 reference
+    // run on the same bf16 corpus.
+    let bf16_corpus = dir.path().join("corpus-bf16.safetensors");
+    run_ok(
+        bin()
+            .args(["corpus", "import", "--dtype", "bf16", "--safetensors"])
+            .arg(d.join("corpus.safetensors"))
+            .arg("-o")
+            .arg(&bf16_corpus),
+    );
+    let search = |device: &str, corpus: &Path, run: &Path, kernel_env: Option<&str>| {
         let mut cmd = bin();
-        cmd.args(["search", "--device", "cpu", "-k", "100", "--tag", "test"])
+        cmd.args(["search", "--device", device, "-k", "100", "--tag", "test"])
             .arg("--queries")
             .arg(d.join("queries.safetensors"))
             .arg("--corpus")
-            .arg(&corpus)
+            .arg(corpus)
             .arg("--query-ids")
             .arg(d.join("query_ids.txt"))
             .arg("--doc-ids")
             .arg(d.join("doc_ids.txt"))
             .arg("--out")
-            .arg(&run);
+            .arg(run);
         if let Some(k) = kernel_env {
             cmd.env("TILEMAXSIM_CPU_KERNEL", k);
         }
@@ -153,7 +158,22 @@ fn cranfield_search_reproduces_the_float64_reference_run() {
             String::from_utf8_lossy(&out.stderr).contains("queries/s"),
             "search reports throughput"
         );
-        assert_same_rankings(&run, &d.join("ref_run.trec"), 1e-6);
+    };
+    let bf16_ref = dir.path().join("ref-bf16.trec");
+    search("reference", &bf16_corpus, &bf16_ref, None);
+    for (corpus, kernel_env, reference) in [
+        (d.join("corpus.safetensors"), None, d.join("ref_run.trec")),
+        (f32_corpus.clone(), None, d.join("ref_run.trec")),
+        (
+            d.join("corpus.safetensors"),
+            Some("portable"),
+            d.join("ref_run.trec"),
+        ),
+        (bf16_corpus.clone(), None, bf16_ref.clone()),
+    ] {
+        let run = dir.path().join("run.trec");
+        search("cpu", &corpus, &run, kernel_env);
+        assert_same_rankings(&run, &reference, 1e-6);
     }
 }
 
