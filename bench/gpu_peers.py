@@ -18,6 +18,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--bin", default=".dev/tilemaxsim")
 p.add_argument("--json", default=None)
 p.add_argument("--quick", action="store_true")
+p.add_argument("--kernels", default="", help="comma list of our kernels to run by name (bench --kernel); default: the engine's choice")
 args = p.parse_args()
 
 dev = "cuda"
@@ -54,9 +55,11 @@ def relerr(got, want):
     return ((got - want).abs() / want.abs().clamp_min(1e-30)).max().item()
 
 
-def ours(dtype, docs, doc_len, dim=128, queries=1):
+def ours(dtype, docs, doc_len, dim=128, queries=1, kernel=None):
     cmd = [args.bin, "bench", "--device", "cuda", "--json", "--dtype", dtype, "--docs", str(docs),
            "--doc-len", doc_len, "--dim", str(dim), "--queries", str(queries), "--reps", "30"]
+    if kernel:
+        cmd += ["--kernel", kernel]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip()[-300:]
@@ -122,13 +125,14 @@ def run_case(case, dtype_name, B, Nd=128, dim=128, varlen=False, queries=1):
                 rows.append(dict(case=case, impl=name, note=f"failed: {e!r}"[:120]))
     del Ds
     torch.cuda.empty_cache()
-    r, e = ours(dtype_name, B, "32:256" if varlen else str(Nd), dim, queries)
-    if r:
-        rows.append(dict(case=case, impl=f"tilemaxsim {r['name'].split('[')[-1].rstrip(']')}", ms=r["ms"],
-                         mdocs=r["docs_per_s"] / 1e6, gbps=r["gb_per_s"], tflops=r["gflop_per_s"] / 1e3, err=None,
-                         note=f"{r['pct_ceiling']:.1f}% of its read ceiling {r['ceiling']:.0f} GB/s"))
-    else:
-        rows.append(dict(case=case, impl="tilemaxsim", note=f"failed: {e}"))
+    for kernel in [k for k in args.kernels.split(",") if k] or [None]:
+        r, e = ours(dtype_name, B, "32:256" if varlen else str(Nd), dim, queries, kernel)
+        if r:
+            rows.append(dict(case=case, impl=f"tilemaxsim {r['name'].split('[')[-1].rstrip(']')}", ms=r["ms"],
+                             mdocs=r["docs_per_s"] / 1e6, gbps=r["gb_per_s"], tflops=r["gflop_per_s"] / 1e3, err=None,
+                             note=f"{r['pct_ceiling']:.1f}% of its read ceiling {r['ceiling']:.0f} GB/s"))
+        else:
+            rows.append(dict(case=case, impl=f"tilemaxsim {kernel or ''}".strip(), note=f"failed: {e}"))
 
 
 cases = [

@@ -401,3 +401,201 @@ INSTANTIATE_MMA(maxsim_mma_bf16_d32, true, 1)
 INSTANTIATE_MMA(maxsim_mma_bf16_d64, true, 2)
 INSTANTIATE_MMA(maxsim_mma_bf16_d96, true, 3)
 INSTANTIATE_MMA(maxsim_mma_bf16_d128, true, 4)
+
+// ---------------------------------------------------------------------------------------------
+// maxsim_bulk (sm_90+): maxsim_mma's tensor-core math with document tiles brought into shared
+// memory by the copy engine (cp.async.bulk, completion on an mbarrier) instead of per-thread
+// loads. Each warp owns a ring of `stages` buffers of `tile` tokens and walks its tasks (query,
+// document) with a grid stride; lane 0 keeps the ring full, running `stages` tiles ahead across
+// document boundaries, so a warp has up to stages × tile × 2d bytes in flight with no registers
+// held for them. A tile never spans two documents; its task and token range travel with it
+// (BulkMeta, written before the barrier's arrive and read after its wait). Needs d_tokens
+// 16-byte aligned (every document starts on a 2d-byte row, a multiple of 16).
+struct BulkMeta { int qi, pair, tok0, ntok, nd; };
+#define BULK_WARPS 4
+#define BULK_THREADS (BULK_WARPS * 32)
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned r;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void mbar_init(unsigned bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+#endif
+
+struct alignas(16) V4 { unsigned x, y, z, w; };
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_bulk_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int tile)
+{
+#if __CUDA_ARCH__ >= 900
+    constexpr int D = KCH * 32;
+    extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const int stage_halves = tile * D;
+    u16* ring = (u16*)bulk_smem + (i64)wib * stages * stage_halves;
+    unsigned long long* bars =
+        (unsigned long long*)((u16*)bulk_smem + (i64)BULK_WARPS * stages * stage_halves) + wib * stages;
+    BulkMeta* meta = (BulkMeta*)((unsigned long long*)((u16*)bulk_smem + (i64)BULK_WARPS * stages * stage_halves) +
+                                 BULK_WARPS * stages) + wib * stages;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+
+    // Producer (lane 0): the task and token it loads next.
+    i64 p_task = warp, p_d0 = 0;
+    int p_tok = 0, p_nd = 0;
+    auto p_extent = [&]() {
+        if (p_task < tasks) {
+            const int p = (int)(p_task % num_docs);
+            const i64 doc = doc_index ? doc_index[p] : (i64)p;
+            p_d0 = d_offsets[doc];
+            p_nd = (int)(d_offsets[doc + 1] - p_d0);
+        }
+    };
+    auto produce = [&](int s) {
+        const unsigned bar = smem_addr(&bars[s]);
+        BulkMeta m;
+        if (p_task >= tasks) {
+            m.qi = -1; m.pair = 0; m.tok0 = 0; m.ntok = 0; m.nd = 0;
+            meta[s] = m;
+            mbar_arrive(bar);
+            return;
+        }
+        const int ntok = min(tile, p_nd - p_tok);
+        m.qi = (int)(p_task / num_docs); m.pair = (int)(p_task % num_docs);
+        m.tok0 = p_tok; m.ntok = ntok; m.nd = p_nd;
+        meta[s] = m;
+        if (ntok > 0) {
+            const unsigned bytes = (unsigned)ntok * D * 2u;
+            mbar_expect_tx(bar, bytes);
+            bulk_load(smem_addr(ring + (i64)s * stage_halves), d_tokens + (p_d0 + p_tok) * D, bytes, bar);
+        } else {
+            mbar_arrive(bar);
+        }
+        p_tok += ntok;
+        if (p_tok >= p_nd) { p_task += nwarps; p_tok = 0; p_extent(); }
+    };
+    if (lane == 0) {
+        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        p_extent();
+        for (int s = 0; s < stages; ++s) produce(s);
+    }
+    __syncwarp();
+
+    unsigned a[2][KCH][2][4];
+    int cur_q = -1, nq = 0;
+    float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+    for (int i = 0;; ++i) {
+        const int s = i % stages;
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        const BulkMeta m = meta[s];
+        if (m.qi < 0) break;
+        if (m.qi != cur_q) {
+            cur_q = m.qi;
+            nq = (int)(q_offsets[m.qi + 1] - q_offsets[m.qi]);
+            const unsigned* q = (const unsigned*)(qpad + (i64)m.qi * 32 * D);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int kb = 0; kb < 2; ++kb) {
+                        const int w = (ch * 32 + c * 8 + kb * 4) / 2;
+                        const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                        const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                        a[mt][ch][kb][0] = r0[w];
+                        a[mt][ch][kb][1] = r8[w];
+                        a[mt][ch][kb][2] = r0[w + 1];
+                        a[mt][ch][kb][3] = r8[w + 1];
+                    }
+        }
+        if (m.tok0 == 0) {
+            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        }
+        const u16* buf = ring + (i64)s * stage_halves;
+        for (int t0 = 0; t0 < m.ntok; t0 += 8) {
+            V4 b[KCH];
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+                b[ch] = *(const V4*)(buf + (t0 + g) * D + ch * 32 + c * 8);
+            float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    Mma<BF>::run(acc[mt], a[mt][ch][0], b[ch].x, b[ch].y);
+                    Mma<BF>::run(acc[mt], a[mt][ch][1], b[ch].z, b[ch].w);
+                }
+            const int col = t0 + 2 * c;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const float v0 = col < m.ntok ? acc[mt][0] : NEG_INF;
+                const float v1 = col + 1 < m.ntok ? acc[mt][1] : NEG_INF;
+                const float v2 = col < m.ntok ? acc[mt][2] : NEG_INF;
+                const float v3 = col + 1 < m.ntok ? acc[mt][3] : NEG_INF;
+                best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
+                best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+            }
+        }
+        if (m.tok0 + m.ntok >= m.nd) {
+            float sum = 0.f;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const float m0 = warp_max_xor(best[mt][0], 2);
+                const float m8 = warp_max_xor(best[mt][1], 2);
+                if (mt * 16 + g < nq) sum += m0;
+                if (mt * 16 + g + 8 < nq) sum += m8;
+            }
+            for (int o = 4; o < 32; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            if (lane == 0) out[(i64)m.qi * num_docs + m.pair] = sum;
+        }
+        __syncwarp();  // every lane is done with buffer s
+        if (lane == 0) produce(s);
+        __syncwarp();
+    }
+#endif
+}
+
+#define INSTANTIATE_BULK(NAME, BF, KCH)                                                        \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int tile)                                                                              \
+    {                                                                                          \
+        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, tile); \
+    }
+
+INSTANTIATE_BULK(maxsim_bulk_f16_d32, false, 1)
+INSTANTIATE_BULK(maxsim_bulk_f16_d64, false, 2)
+INSTANTIATE_BULK(maxsim_bulk_f16_d96, false, 3)
+INSTANTIATE_BULK(maxsim_bulk_f16_d128, false, 4)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d32, true, 1)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d64, true, 2)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d96, true, 3)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d128, true, 4)

@@ -28,6 +28,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "topk_segments",
             "topk_merge",
             "maxsim_mma_f16_d128",
+            "maxsim_bulk_f16_d128",
+            "maxsim_bulk_bf16_d32",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

@@ -186,6 +186,10 @@ fn errors_not_panics() {
 #[test]
 fn tensor_core_path_matches_the_reference() {
     let Some(gpu) = gpu() else { return };
+    // The bulk-copy variant (sm_90+) on the same cases.
+    let bulk = CudaScorer::new(0)
+        .expect("GPU")
+        .force_kernel(Some(tilemaxsim::cuda::Kernel::Bulk));
     let mut r = rng(21);
     let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
         .ok()
@@ -222,16 +226,22 @@ fn tensor_core_path_matches_the_reference() {
             tilemaxsim::cuda::Kernel::Mma,
             "case {case} should take the tensor-core path"
         );
-        let label = format!("mma case {case}: d={dim} {dtype} {} docs", n_docs);
-        check(&gpu, &label, &queries, &corpus, Docs::All);
         let list: Vec<usize> = (0..n_docs + 5).map(|_| r.random_range(0..n_docs)).collect();
-        check(
-            &gpu,
-            &format!("{label} (candidates)"),
-            &queries,
-            &corpus,
-            Docs::List(&list),
-        );
+        let mut scorers = vec![("mma", &gpu)];
+        if bulk.kernel_for(&dq, &dc) == tilemaxsim::cuda::Kernel::Bulk {
+            scorers.push(("bulk", &bulk));
+        }
+        for (name, scorer) in scorers {
+            let label = format!("{name} case {case}: d={dim} {dtype} {n_docs} docs");
+            check(scorer, &label, &queries, &corpus, Docs::All);
+            check(
+                scorer,
+                &format!("{label} (candidates)"),
+                &queries,
+                &corpus,
+                Docs::List(&list),
+            );
+        }
     }
 }
 

@@ -170,6 +170,10 @@ const MMA_MAX_NQ: usize = 32;
 /// Embedding dimensions the tensor-core kernel is instantiated for (kernels/maxsim.cu).
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
 const MMA_THREADS: u32 = 128;
+/// Threads per block of `maxsim_bulk` (kernels/maxsim.cu: BULK_THREADS, four warps).
+const BULK_THREADS: u32 = 128;
+/// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
+const BULK_BY_DEFAULT: bool = true;
 
 /// The queries' 16-bit tokens padded to `[Q][32][d]`, when the tensor-core kernel can take them
 /// exactly: all f16 or all bf16 (so the products are exact), Nq ≤ 32, d instantiated.
@@ -206,6 +210,9 @@ fn mma_queries(queries: &[Matrix<'_>], dim: usize) -> Option<(DType, Vec<u16>)> 
 pub enum Kernel {
     /// Tensor cores (the paper's V2-MQ on mma.sync), f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}.
     Mma,
+    /// `Mma`'s math with document tiles copied into shared memory by the copy engine
+    /// (`cp.async.bulk`), several tiles in flight per warp: sm_90 and newer.
+    Bulk,
     /// Query tile × document tile through shared memory on CUDA cores: every shape and dtype,
     /// exact for f32.
     Tiled,
@@ -219,6 +226,7 @@ impl Kernel {
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Mma => "maxsim_mma",
+            Kernel::Bulk => "maxsim_bulk",
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
             Kernel::V2 => "maxsim_v2",
@@ -229,6 +237,7 @@ impl Kernel {
         match self {
             Kernel::Tiled => TILED_THREADS,
             Kernel::Mma => MMA_THREADS,
+            Kernel::Bulk => BULK_THREADS,
             Kernel::V1 | Kernel::V2 => 128,
         }
     }
@@ -239,11 +248,12 @@ impl std::str::FromStr for Kernel {
     fn from_str(s: &str) -> Result<Self> {
         match s.trim_start_matches("maxsim_") {
             "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
+            "bulk" | "tma" => Ok(Kernel::Bulk),
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, tiled, v1 or v2"
             ))),
         }
     }
@@ -266,6 +276,8 @@ struct Kernels {
     topk_merge: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     mma: Vec<((DType, usize), CudaFunction, u32)>,
+    /// (dtype, d) → the bulk-copy tensor-core kernel (empty below sm_90).
+    bulk: Vec<((DType, usize), CudaFunction)>,
 }
 
 /// The GPU scorer on one device.
@@ -311,6 +323,14 @@ impl CudaScorer {
                 mma.push(((dtype, dim), func, per_sm.max(1)));
             }
         }
+        let mut bulk = Vec::new();
+        if major >= 9 {
+            for dtype in [DType::F16, DType::BF16] {
+                for dim in MMA_DIMS {
+                    bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
+                }
+            }
+        }
         let kernels = Kernels {
             general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
                 .into_iter()
@@ -321,6 +341,7 @@ impl CudaScorer {
             topk_segments: f("topk_segments")?,
             topk_merge: f("topk_merge")?,
             mma,
+            bulk,
         };
         let stream = ctx.default_stream();
         let task_counter =
@@ -349,11 +370,17 @@ impl CudaScorer {
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
         match &queries.mma {
             Some((dtype, _))
-                if matches!(self.force, None | Some(Kernel::Mma))
+                if matches!(self.force, None | Some(Kernel::Mma | Kernel::Bulk))
                     && *dtype == corpus.dtype
                     && MMA_DIMS.contains(&corpus.dim) =>
             {
-                Kernel::Mma
+                let bulk_ok = !self.kernels.bulk.is_empty()
+                    && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
+                match self.force {
+                    Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
+                    None if bulk_ok && BULK_BY_DEFAULT => Kernel::Bulk,
+                    _ => Kernel::Mma,
+                }
             }
             _ => match self.force {
                 Some(k @ (Kernel::V1 | Kernel::V2)) => k,
@@ -483,6 +510,9 @@ impl CudaScorer {
         if kernel == Kernel::Mma {
             return self.launch_mma(queries, corpus, docs, n, out);
         }
+        if kernel == Kernel::Bulk {
+            return self.launch_bulk(queries, corpus, docs, n, out);
+        }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
         let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
         let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
@@ -588,6 +618,83 @@ impl CudaScorer {
         // 32 × d halves per query, the offsets cover every query and document, `di` is null or
         // `n` indices < corpus.len (checked by the caller), `o` holds Q × n floats.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_mma launch"))?;
+        Ok(())
+    }
+
+    fn launch_bulk(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        n: usize,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let (Some((dtype, qpad)), Some((_, func))) = (
+            &queries.mma,
+            self.kernels
+                .bulk
+                .iter()
+                .find(|(k, _)| *k == (corpus.dtype, corpus.dim)),
+        ) else {
+            return Err(Error::Argument(format!(
+                "no bulk-copy kernel for {} d = {}",
+                corpus.dtype, corpus.dim
+            )));
+        };
+        if *dtype != corpus.dtype {
+            return Err(Error::Argument("queries and corpus differ in dtype".into()));
+        }
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{n} documents per launch is over the limit"
+            )));
+        }
+        let (stages, tile) = bulk_shape();
+        let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("bulk kernel shared memory"))?;
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(BULK_THREADS, smem, None)
+            .map_err(drv("occupancy"))?
+            .max(1);
+        let (qp, _g1) = qpad.device_ptr(&self.stream);
+        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
+        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
+        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
+        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
+        let (o, _g5) = out.device_ptr(&self.stream);
+        let (nq, nd) = (queries.len as i32, n as i32);
+        let (st, ti) = (stages as i32, tile as i32);
+        let warps_needed = (queries.len * n) as u64;
+        let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
+            .min(warps_needed.div_ceil(4))
+            .max(1) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let mut b = self.stream.launch_builder(func);
+        b.arg(&qp)
+            .arg(&qo)
+            .arg(&nq)
+            .arg(&dt)
+            .arg(&dof)
+            .arg(&di)
+            .arg(&nd)
+            .arg(&o)
+            .arg(&st)
+            .arg(&ti);
+        // SAFETY: the arguments match `maxsim_bulk_*` in kernels/maxsim.cu: as for
+        // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
+        // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
         Ok(())
     }
 
@@ -891,6 +998,21 @@ pub struct RawArgs {
     pub out: u64,
 }
 
+/// `maxsim_bulk`'s ring per warp: (stages, tokens per tile), from `TILEMAXSIM_BULK=stages,tile`
+/// when set (experiments), else (2, 64): the best of the sweep on the H100 (bench/results/bulk.log).
+fn bulk_shape() -> (usize, usize) {
+    std::env::var("TILEMAXSIM_BULK")
+        .ok()
+        .and_then(|v| {
+            let (s, t) = v.split_once(',')?;
+            Some((s.trim().parse().ok()?, t.trim().parse().ok()?))
+        })
+        .filter(|&(s, t): &(usize, usize)| {
+            (1..=16).contains(&s) && t % 8 == 0 && (8..=256).contains(&t)
+        })
+        .unwrap_or((2, 64))
+}
+
 /// Device (index, score) buffers of top-k results, grown as needed and reused.
 #[derive(Default)]
 pub(crate) struct TopKBuffers {
@@ -977,6 +1099,22 @@ impl Scorer for CudaScorer {
             ),
         };
         let mut scores = self.alloc_scores(out.len())?;
+        // Poisoned with NaN (all bits set) first: a score the kernel fails to write cannot pass for a result
+        // left in recycled memory by an earlier call (the tests rely on it; the cost is one
+        // write of Q × N floats beside the corpus upload this path makes anyway).
+        {
+            let (p, _g) = scores.device_ptr(&self.stream);
+            // SAFETY: `p` holds at least out.len() f32 on this scorer's stream.
+            unsafe {
+                cudarc::driver::result::memset_d8_async(
+                    p,
+                    0xff,
+                    out.len() * 4,
+                    self.stream.cu_stream(),
+                )
+            }
+            .map_err(drv("poisoning the score buffer"))?;
+        }
         self.score_device(&dq, &dc, di.as_ref(), &mut scores)?;
         self.download(&scores, out)
     }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call for the bulk-copy tensor-core kernel (maxsim_bulk, sm_90): its tests against
+# the float64 reference beside maxsim_mma, compute-sanitizer, a sweep of its ring shape
+# (TILEMAXSIM_BULK=stages,tile), then the GPU peers with both kernels side by side
+# (bench/gpu_peers.py --kernels mma,bulk). Build first with bench/device_build.sh; carry .dev
+# and .whl. Logs in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
+B=.dev/tilemaxsim
+{
+  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+  echo "== tensor-core tests (mma and bulk)"; timeout 150 .dev/test-gpu tensor_core 2>&1 | tail -4
+  echo "== compute-sanitizer memcheck / racecheck (6 cases)"
+  TILEMAXSIM_GPU_CASES=6 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu tensor_core 2>&1 | tail -2
+  echo "memcheck exit: ${PIPESTATUS[0]}"
+  TILEMAXSIM_GPU_CASES=6 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu tensor_core 2>&1 | tail -2
+  echo "racecheck exit: ${PIPESTATUS[0]}"
+  echo "== ring shape sweep (f16, Nq=32, Nd=128, d=128)"
+  for docs in 100000 10000; do
+    timeout 30 $B bench --device cuda --dtype f16 --docs $docs --reps 20 --kernel mma 2>&1 | sed -n 3p
+    for shape in 2,32 3,32 4,32 2,64 3,64 6,16 8,16; do
+      echo -n "bulk $shape: "; TILEMAXSIM_BULK=$shape timeout 30 $B bench --device cuda --dtype f16 --docs $docs --reps 20 --kernel bulk 2>&1 | sed -n 3p
+    done
+  done
+  echo -n "bulk (default shape) U[32,256]: "; timeout 30 $B bench --device cuda --dtype f16 --docs 100000 --doc-len 32:256 --reps 20 --kernel bulk 2>&1 | sed -n 3p
+} 2>&1 | tee "$OUT/bulk.log"
+echo "== peers, both kernels" | tee -a "$OUT/bulk.log"
+timeout 330 bash bench/gpu_peers.sh --kernels mma,bulk 2>&1 | tail -60
