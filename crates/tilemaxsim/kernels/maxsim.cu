@@ -599,3 +599,241 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d32, true, 1)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d64, true, 2)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d96, true, 3)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d128, true, 4)
+
+// ---------------------------------------------------------------------------------------------
+// maxsim_gemm: many query rows against the same documents, the compute-bound case (a batch of
+// queries, or ColPali-style queries of hundreds of tokens), f16/bf16, d in {32, 64, 96, 128}.
+//
+// Queries come as blocks of 32 rows (a query of Nq tokens takes ceil(Nq / 32) blocks, zero
+// rows past its end; `qblock_rows` says how many rows of each block are real). One block of
+// GEMM_WARPS warps takes GEMM_WARPS query blocks (a "query tile") and one document at a time;
+// each warp holds its query block's A fragments in registers, so a document tile of GEMM_BN
+// tokens copied into shared memory once feeds all GEMM_WARPS warps (ldmatrix). Tiles go
+// through a GEMM_STAGES-deep cp.async ring that runs ahead across document boundaries; rows
+// are XOR-swizzled by 16-byte chunk so ldmatrix is free of bank conflicts. The grid is
+// persistent and a multiple of the number of query tiles where it can be, so a block keeps
+// its query tile (A is loaded once) and the blocks working on one document at the same time
+// read it from HBM once, then from L2. Each warp writes its block's partial score
+// (sum over its rows of the max over the document): out[qblock * num_docs + pair]; a query
+// of one block is then final, longer ones are summed by sum_qblocks.
+#define GEMM_WARPS 8
+#define GEMM_THREADS (GEMM_WARPS * 32)
+#define GEMM_BN 128
+#ifndef GEMM_STAGES
+#define GEMM_STAGES 4
+#endif
+// Document tokens a warp multiplies per pass over a tile (8-token n-tiles: NH / 8 of them, so
+// NH / 2 accumulators per thread), and the blocks per SM the registers are bounded for.
+#ifndef GEMM_NH
+#define GEMM_NH 64
+#endif
+#ifndef GEMM_MINB
+#define GEMM_MINB 1
+#endif
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+
+// The swizzled byte offset of 16-byte chunk `ch` of token row `row` in a tile with C chunks per
+// row: 8 consecutive rows at the same logical chunk land in 8 distinct bank groups.
+template <int C> __device__ __forceinline__ unsigned gemm_swz(int row, int ch) {
+    const int x = (C % 8 == 0) ? (row & 7) : ((row >> 1) & 3);
+    return (unsigned)(row * C + (ch ^ x)) * 16u;
+}
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_gemm_impl(
+    const u16* __restrict__ qpad, const int* __restrict__ qblock_rows, int num_qblocks,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+{
+    constexpr int D = KCH * 32;
+    constexpr int C = D / 8;                   // 16-byte chunks per token row
+    constexpr int KS = D / 16;                 // k16 steps
+    constexpr unsigned TILE_BYTES = GEMM_BN * D * 2;
+    extern __shared__ __attribute__((aligned(128))) unsigned char gemm_smem[];
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const int qtiles = (num_qblocks + GEMM_WARPS - 1) / GEMM_WARPS;
+    const i64 tasks = (i64)qtiles * num_docs;
+    const unsigned smem0 = smem_addr(gemm_smem);
+
+    // Producer cursor: the task and tile it copies next, and that task's document extent.
+    i64 p_task = blockIdx.x, p_start = 0;
+    int p_tile = 0, p_nd = 0;
+    auto extent = [&](i64 task, i64& start, int& nd) {
+        const int pair = (int)(task / qtiles);
+        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+        start = d_offsets[doc];
+        nd = (int)(d_offsets[doc + 1] - start);
+    };
+    if (p_task < tasks) extent(p_task, p_start, p_nd);
+    auto issue = [&](int slot) {
+        if (p_task < tasks) {
+            const int tok0 = p_tile * GEMM_BN;
+            const int ntok = min(GEMM_BN, p_nd - tok0);
+            const u16* base = d_tokens + (p_start + tok0) * D;
+            const unsigned dst0 = smem0 + (unsigned)slot * TILE_BYTES;
+#pragma unroll 4
+            for (int idx = threadIdx.x; idx < GEMM_BN * C; idx += GEMM_THREADS) {
+                const int row = idx / C, ch = idx % C;
+                const bool ok = row < ntok;
+                cp_async16(dst0 + gemm_swz<C>(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
+                           ok ? 16u : 0u);
+            }
+            if (++p_tile * GEMM_BN >= p_nd) {
+                p_tile = 0;
+                p_task += gridDim.x;
+                if (p_task < tasks) extent(p_task, p_start, p_nd);
+            }
+        }
+        cp_async_commit();  // empty groups too: the wait count stays uniform
+    };
+#pragma unroll
+    for (int s = 0; s < GEMM_STAGES - 1; ++s) issue(s);
+
+    unsigned a[2][KS][4];
+    int cur_qtile = -1, rows = 0, qblock = 0;
+    i64 c_task = blockIdx.x, c_start = 0;
+    int c_tile = 0, c_nd = 0, slot = 0;
+    float best[2][2];
+    while (c_task < tasks) {
+        cp_async_wait<GEMM_STAGES - 2>();
+        __syncthreads();
+        issue((slot + GEMM_STAGES - 1) % GEMM_STAGES);
+        if (c_tile == 0) {
+            extent(c_task, c_start, c_nd);
+            const int qtile = (int)(c_task % qtiles);
+            if (qtile != cur_qtile) {
+                cur_qtile = qtile;
+                qblock = qtile * GEMM_WARPS + wib;
+                rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
+                if (rows > 0) {
+                    const unsigned* q = (const unsigned*)(qpad + (i64)qblock * 32 * D);
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                        for (int kk = 0; kk < KS; ++kk) {
+                            const unsigned* r0 = q + (mt * 16 + g) * (D / 2) + kk * 8 + c;
+                            const unsigned* r8 = r0 + 8 * (D / 2);
+                            a[mt][kk][0] = r0[0];
+                            a[mt][kk][1] = r8[0];
+                            a[mt][kk][2] = r0[4];
+                            a[mt][kk][3] = r8[4];
+                        }
+                }
+            }
+            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        }
+        const int ntok = min(GEMM_BN, c_nd - c_tile * GEMM_BN);
+        if (rows > 0) {
+            const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
+            const int mi = lane >> 3, r = lane & 7;
+            constexpr int NT = GEMM_NH / 8;
+#pragma unroll
+            for (int h = 0; h < GEMM_BN / GEMM_NH; ++h) {
+                if (h * GEMM_NH >= ntok) break;  // uniform across the block
+                float acc[2][NT][4];
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+                        acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.f;
+#pragma unroll
+                for (int kk = 0; kk < KS; ++kk) {
+                    unsigned b[NT][2];
+#pragma unroll
+                    for (int np = 0; np < NT / 2; ++np) {
+                        const int row = h * GEMM_NH + np * 16 + (mi >> 1) * 8 + r;
+                        ldsm_x4(tile0 + gemm_swz<C>(row, 2 * kk + (mi & 1)), b[2 * np][0], b[2 * np][1],
+                                b[2 * np + 1][0], b[2 * np + 1][1]);
+                    }
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) Mma<BF>::run(acc[mt][nt], a[mt][kk], b[nt][0], b[nt][1]);
+                }
+                if ((h + 1) * GEMM_NH <= ntok) {  // every column a token: no masks
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            best[mt][0] = fmaxf(best[mt][0], fmaxf(acc[mt][nt][0], acc[mt][nt][1]));
+                            best[mt][1] = fmaxf(best[mt][1], fmaxf(acc[mt][nt][2], acc[mt][nt][3]));
+                        }
+                } else {
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt) {
+                        const int col = h * GEMM_NH + nt * 8 + 2 * c;
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            const float v0 = col < ntok ? acc[mt][nt][0] : NEG_INF;
+                            const float v1 = col + 1 < ntok ? acc[mt][nt][1] : NEG_INF;
+                            const float v2 = col < ntok ? acc[mt][nt][2] : NEG_INF;
+                            const float v3 = col + 1 < ntok ? acc[mt][nt][3] : NEG_INF;
+                            best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
+                            best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                        }
+                    }
+                }
+            }
+        }
+        if (++c_tile * GEMM_BN >= c_nd) {  // the document is done
+            if (rows > 0) {
+                float s = 0.f;
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    const float m0 = warp_max_xor(best[mt][0], 2);
+                    const float m8 = warp_max_xor(best[mt][1], 2);
+                    if (mt * 16 + g < rows) s += m0;
+                    if (mt * 16 + g + 8 < rows) s += m8;
+                }
+                for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                if (lane == 0) out[(i64)qblock * num_docs + c_task / qtiles] = s;
+            }
+            c_tile = 0;
+            c_task += gridDim.x;
+        }
+        slot = (slot + 1) % GEMM_STAGES;
+    }
+    cp_async_wait<0>();
+}
+
+#define INSTANTIATE_GEMM(NAME, BF, KCH)                                                        \
+    extern "C" __global__ void __launch_bounds__(GEMM_THREADS, GEMM_MINB) NAME(                       \
+        const u16* qpad, const int* qblock_rows, int num_qblocks, const u16* d_tokens,         \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+    {                                                                                          \
+        maxsim_gemm_impl<BF, KCH>(qpad, qblock_rows, num_qblocks, d_tokens, d_offsets, doc_index, num_docs, out); \
+    }
+
+INSTANTIATE_GEMM(maxsim_gemm_f16_d32, false, 1)
+INSTANTIATE_GEMM(maxsim_gemm_f16_d64, false, 2)
+INSTANTIATE_GEMM(maxsim_gemm_f16_d96, false, 3)
+INSTANTIATE_GEMM(maxsim_gemm_f16_d128, false, 4)
+INSTANTIATE_GEMM(maxsim_gemm_bf16_d32, true, 1)
+INSTANTIATE_GEMM(maxsim_gemm_bf16_d64, true, 2)
+INSTANTIATE_GEMM(maxsim_gemm_bf16_d96, true, 3)
+INSTANTIATE_GEMM(maxsim_gemm_bf16_d128, true, 4)
+
+// The scores of queries longer than one 32-row block: out[q * num_docs + p] is the sum, in
+// block order, of the partial scores of the query's blocks qblock_start[q] .. qblock_start[q+1].
+extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const int* __restrict__ qblock_start,
+                                       int num_queries, int num_docs, float* __restrict__ out)
+{
+    const i64 n = (i64)num_queries * num_docs;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const int q = (int)(i / num_docs), p = (int)(i % num_docs);
+        float s = 0.f;
+        for (int b = qblock_start[q]; b < qblock_start[q + 1]; ++b) s += partial[(i64)b * num_docs + p];
+        out[i] = s;
+    }
+}

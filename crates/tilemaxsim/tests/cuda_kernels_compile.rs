@@ -30,6 +30,9 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_mma_f16_d128",
             "maxsim_bulk_f16_d128",
             "maxsim_bulk_bf16_d32",
+            "maxsim_gemm_f16_d128",
+            "maxsim_gemm_bf16_d96",
+            "sum_qblocks",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

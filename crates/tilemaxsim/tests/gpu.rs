@@ -185,11 +185,16 @@ fn errors_not_panics() {
 
 #[test]
 fn tensor_core_path_matches_the_reference() {
+    use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
-    // The bulk-copy variant (sm_90+) on the same cases.
-    let bulk = CudaScorer::new(0)
-        .expect("GPU")
-        .force_kernel(Some(tilemaxsim::cuda::Kernel::Bulk));
+    // Each tensor-core kernel forced on the same cases, where it applies (bulk: sm_90+;
+    // mma and bulk: queries of ≤ 32 tokens), beside the engine's own choice.
+    let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
+    let kernels = [
+        (Kernel::Mma, forced(Kernel::Mma)),
+        (Kernel::Bulk, forced(Kernel::Bulk)),
+        (Kernel::Gemm, forced(Kernel::Gemm)),
+    ];
     let mut r = rng(21);
     let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
         .ok()
@@ -209,9 +214,19 @@ fn tensor_core_path_matches_the_reference() {
             })
             .collect();
         let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
-        let qs: Vec<OwnedElements> = (0..r.random_range(1..5))
-            .map(|_| {
-                let nq = r.random_range(1..=32);
+        // Small batches, batches past the many-query threshold, and long (ColPali-like) queries.
+        let n_queries = if case % 3 == 0 {
+            r.random_range(8..14)
+        } else {
+            r.random_range(1..5)
+        };
+        let qs: Vec<OwnedElements> = (0..n_queries)
+            .map(|i| {
+                let nq = if case % 5 == 2 && i % 2 == 0 {
+                    r.random_range(33..400)
+                } else {
+                    r.random_range(1..=32)
+                };
                 random_query(&mut r, nq, dim, dtype, 1.0)
             })
             .collect();
@@ -221,18 +236,21 @@ fn tensor_core_path_matches_the_reference() {
             .collect();
         let dq = gpu.upload_queries(&queries, dim).unwrap();
         let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(
-            gpu.kernel_for(&dq, &dc),
-            tilemaxsim::cuda::Kernel::Mma,
-            "case {case} should take the tensor-core path"
+        let chosen = gpu.kernel_for(&dq, &dc);
+        assert!(
+            matches!(chosen, Kernel::Mma | Kernel::Bulk | Kernel::Gemm),
+            "case {case} should take a tensor-core path, took {chosen:?}"
         );
         let list: Vec<usize> = (0..n_docs + 5).map(|_| r.random_range(0..n_docs)).collect();
-        let mut scorers = vec![("mma", &gpu)];
-        if bulk.kernel_for(&dq, &dc) == tilemaxsim::cuda::Kernel::Bulk {
-            scorers.push(("bulk", &bulk));
+        let mut scorers = vec![(chosen.name(), &gpu)];
+        for (k, scorer) in &kernels {
+            if scorer.kernel_for(&dq, &dc) == *k && *k != chosen {
+                scorers.push((k.name(), scorer));
+            }
         }
         for (name, scorer) in scorers {
-            let label = format!("{name} case {case}: d={dim} {dtype} {n_docs} docs");
+            let label =
+                format!("{name} case {case}: d={dim} {dtype} {n_docs} docs, {n_queries} queries");
             check(scorer, &label, &queries, &corpus, Docs::All);
             check(
                 scorer,

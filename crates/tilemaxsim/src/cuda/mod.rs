@@ -156,17 +156,36 @@ impl DeviceCorpus {
 }
 
 /// Queries in GPU memory: f32 tokens (widened exactly from any input dtype) and offsets, plus,
-/// when every query can take the tensor-core path, the raw 16-bit tokens padded to 32 rows each.
+/// when every query can take the tensor-core path, their raw 16-bit tokens in 32-row blocks.
 pub struct DeviceQueries {
     tokens: CudaSlice<f32>,
     offsets: CudaSlice<i64>,
     len: usize,
     dim: usize,
-    mma: Option<(DType, CudaSlice<u16>)>,
+    mma: Option<DeviceBlocks>,
 }
 
-/// Query tokens per query the tensor-core kernel holds (two m16 tiles).
-const MMA_MAX_NQ: usize = 32;
+/// Queries as blocks of 32 rows for the tensor-core kernels (see `QueryBlocks`), on the device.
+struct DeviceBlocks {
+    dtype: DType,
+    tokens: CudaSlice<u16>,
+    rows: CudaSlice<i32>,
+    start: CudaSlice<i32>,
+    blocks: usize,
+}
+
+/// Queries as blocks of 32 rows of 16-bit tokens, `[blocks][32][d]`: query `q` takes blocks
+/// `start[q] .. start[q + 1]` (ceil(Nq / 32) of them, rows past its end zero), block `b` has
+/// `rows[b]` real rows. With every Nq ≤ 32, block q is query q (the layout `maxsim_mma` reads).
+struct QueryBlocks {
+    dtype: DType,
+    tokens: Vec<u16>,
+    rows: Vec<i32>,
+    start: Vec<i32>,
+}
+
+/// Query rows per block of the tensor-core kernels (two m16 tiles).
+const QBLOCK: usize = 32;
 /// Embedding dimensions the tensor-core kernel is instantiated for (kernels/maxsim.cu).
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
 const MMA_THREADS: u32 = 128;
@@ -174,42 +193,59 @@ const MMA_THREADS: u32 = 128;
 const BULK_THREADS: u32 = 128;
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
+/// Threads per block of `maxsim_gemm` (kernels/maxsim.cu: GEMM_THREADS, eight warps).
+const GEMM_THREADS: u32 = 256;
+/// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
+const GEMM_BN: usize = 128;
+/// From this many queries in one launch the engine scores them with `maxsim_gemm` (one read of
+/// each document tile for eight query blocks) rather than one warp per (query, document).
+const GEMM_MIN_QUERIES: usize = 8;
 
-/// The queries' 16-bit tokens padded to `[Q][32][d]`, when the tensor-core kernel can take them
-/// exactly: all f16 or all bf16 (so the products are exact), Nq ≤ 32, d instantiated.
-fn mma_queries(queries: &[Matrix<'_>], dim: usize) -> Option<(DType, Vec<u16>)> {
+/// The queries' 16-bit tokens in 32-row blocks, when the tensor-core kernels can take them
+/// exactly: all f16 or all bf16 (so the products are exact) and d instantiated.
+fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     use crate::matrix::Elements;
     let dtype = queries.first()?.dtype();
     if dtype == DType::F32 || !MMA_DIMS.contains(&dim) {
         return None;
     }
-    let mut out = vec![0u16; queries.len() * MMA_MAX_NQ * dim];
-    for (q, block) in queries.iter().zip(out.chunks_exact_mut(MMA_MAX_NQ * dim)) {
-        if q.dtype() != dtype || q.rows() > MMA_MAX_NQ {
+    let mut start = vec![0i32];
+    let mut rows = Vec::new();
+    for q in queries {
+        if q.dtype() != dtype {
             return None;
         }
-        let n = q.rows() * dim;
+        let blocks = q.rows().div_ceil(QBLOCK);
+        rows.extend((0..blocks).map(|b| (q.rows() - b * QBLOCK).min(QBLOCK) as i32));
+        start.push(i32::try_from(rows.len()).ok()?);
+    }
+    let mut tokens = vec![0u16; rows.len() * QBLOCK * dim];
+    for (q, &first) in queries.iter().zip(&start) {
+        let out = &mut tokens[first as usize * QBLOCK * dim..][..q.rows() * dim];
         match q.elements() {
-            Elements::F16(v) => block[..n]
-                .iter_mut()
-                .zip(v)
-                .for_each(|(o, x)| *o = x.to_bits()),
-            Elements::BF16(v) => block[..n]
-                .iter_mut()
-                .zip(v)
-                .for_each(|(o, x)| *o = x.to_bits()),
+            Elements::F16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
+            Elements::BF16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
             Elements::F32(_) => return None,
         }
     }
-    Some((dtype, out))
+    Some(QueryBlocks {
+        dtype,
+        tokens,
+        rows,
+        start,
+    })
 }
 
 /// Which kernel scores a launch: the production pair (chosen per shape) and the paper's
 /// ablation family (chosen by name, for `bench --kernel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
-    /// Tensor cores (the paper's V2-MQ on mma.sync), f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}.
+    /// Tensor cores (the paper's V2-MQ on mma.sync), f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}:
+    /// one warp per (query, document), memory-bound.
     Mma,
+    /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
+    /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
+    Gemm,
     /// `Mma`'s math with document tiles copied into shared memory by the copy engine
     /// (`cp.async.bulk`), several tiles in flight per warp: sm_90 and newer.
     Bulk,
@@ -227,6 +263,7 @@ impl Kernel {
         match self {
             Kernel::Mma => "maxsim_mma",
             Kernel::Bulk => "maxsim_bulk",
+            Kernel::Gemm => "maxsim_gemm",
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
             Kernel::V2 => "maxsim_v2",
@@ -238,6 +275,7 @@ impl Kernel {
             Kernel::Tiled => TILED_THREADS,
             Kernel::Mma => MMA_THREADS,
             Kernel::Bulk => BULK_THREADS,
+            Kernel::Gemm => GEMM_THREADS,
             Kernel::V1 | Kernel::V2 => 128,
         }
     }
@@ -249,11 +287,12 @@ impl std::str::FromStr for Kernel {
         match s.trim_start_matches("maxsim_") {
             "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
             "bulk" | "tma" => Ok(Kernel::Bulk),
+            "gemm" | "batch" => Ok(Kernel::Gemm),
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, bulk, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, tiled, v1 or v2"
             ))),
         }
     }
@@ -278,6 +317,9 @@ struct Kernels {
     mma: Vec<((DType, usize), CudaFunction, u32)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel (empty below sm_90).
     bulk: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → the many-query tensor-core kernel.
+    gemm: Vec<((DType, usize), CudaFunction)>,
+    sum_qblocks: CudaFunction,
 }
 
 /// The GPU scorer on one device.
@@ -331,6 +373,12 @@ impl CudaScorer {
                 }
             }
         }
+        let mut gemm = Vec::new();
+        for dtype in [DType::F16, DType::BF16] {
+            for dim in MMA_DIMS {
+                gemm.push(((dtype, dim), f(&format!("maxsim_gemm_{dtype}_d{dim}"))?));
+            }
+        }
         let kernels = Kernels {
             general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
                 .into_iter()
@@ -342,6 +390,8 @@ impl CudaScorer {
             topk_merge: f("topk_merge")?,
             mma,
             bulk,
+            gemm,
+            sum_qblocks: f("sum_qblocks")?,
         };
         let stream = ctx.default_stream();
         let task_counter =
@@ -359,8 +409,9 @@ impl CudaScorer {
         })
     }
 
-    /// Use this kernel for every launch it can take (`None`: choose per shape). Forcing `Mma`
-    /// still falls back to `Tiled` where the tensor-core kernel does not apply.
+    /// Use this kernel for every launch it can take (`None`: choose per shape). A forced
+    /// tensor-core kernel falls back to the nearest one that applies (`Mma` and `Bulk` take
+    /// queries of ≤ 32 tokens, else `Gemm`; f32 or other d: `Tiled`).
     pub fn force_kernel(mut self, kernel: Option<Kernel>) -> Self {
         self.force = kernel;
         self
@@ -369,17 +420,29 @@ impl CudaScorer {
     /// The kernel `score_device` will use for these queries on this corpus.
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
         match &queries.mma {
-            Some((dtype, _))
-                if matches!(self.force, None | Some(Kernel::Mma | Kernel::Bulk))
-                    && *dtype == corpus.dtype
+            Some(b)
+                if matches!(
+                    self.force,
+                    None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm)
+                ) && b.dtype == corpus.dtype
                     && MMA_DIMS.contains(&corpus.dim) =>
             {
-                let bulk_ok = !self.kernels.bulk.is_empty()
+                // Every query one block: the one-warp-per-pair kernels apply.
+                let single = b.blocks == queries.len;
+                let bulk_ok = single
+                    && !self.kernels.bulk.is_empty()
                     && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
                 match self.force {
                     Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
-                    None if bulk_ok && BULK_BY_DEFAULT => Kernel::Bulk,
-                    _ => Kernel::Mma,
+                    Some(Kernel::Mma | Kernel::Bulk) if single => Kernel::Mma,
+                    None if single && queries.len < GEMM_MIN_QUERIES => {
+                        if bulk_ok && BULK_BY_DEFAULT {
+                            Kernel::Bulk
+                        } else {
+                            Kernel::Mma
+                        }
+                    }
+                    _ => Kernel::Gemm,
                 }
             }
             _ => match self.force {
@@ -454,11 +517,23 @@ impl CudaScorer {
             tokens.extend(q.to_f32_vec());
             offsets.push((tokens.len() / dim) as i64);
         }
-        let mma = match mma_queries(queries, dim) {
-            Some((dtype, data)) => Some((
-                dtype,
-                self.stream.clone_htod(&data).map_err(drv("query upload"))?,
-            )),
+        let mma = match query_blocks(queries, dim) {
+            Some(b) => Some(DeviceBlocks {
+                dtype: b.dtype,
+                blocks: b.rows.len(),
+                tokens: self
+                    .stream
+                    .clone_htod(&b.tokens)
+                    .map_err(drv("query upload"))?,
+                rows: self
+                    .stream
+                    .clone_htod(&b.rows)
+                    .map_err(drv("query upload"))?,
+                start: self
+                    .stream
+                    .clone_htod(&b.start)
+                    .map_err(drv("query upload"))?,
+            }),
             None => None,
         };
         Ok(DeviceQueries {
@@ -513,6 +588,9 @@ impl CudaScorer {
         if kernel == Kernel::Bulk {
             return self.launch_bulk(queries, corpus, docs, n, out);
         }
+        if kernel == Kernel::Gemm {
+            return self.launch_gemm(queries, corpus, docs, n, out);
+        }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
         let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
         let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
@@ -549,7 +627,12 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let Some((dtype, qpad)) = &queries.mma else {
+        let Some(DeviceBlocks {
+            dtype,
+            tokens: qpad,
+            ..
+        }) = &queries.mma
+        else {
             return Err(Error::Argument(
                 "queries were not packed for the tensor-core kernel".into(),
             ));
@@ -629,13 +712,21 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let (Some((dtype, qpad)), Some((_, func))) = (
+        let (
+            Some(DeviceBlocks {
+                dtype,
+                tokens: qpad,
+                ..
+            }),
+            Some((_, func)),
+        ) = (
             &queries.mma,
             self.kernels
                 .bulk
                 .iter()
                 .find(|(k, _)| *k == (corpus.dtype, corpus.dim)),
-        ) else {
+        )
+        else {
             return Err(Error::Argument(format!(
                 "no bulk-copy kernel for {} d = {}",
                 corpus.dtype, corpus.dim
@@ -695,6 +786,114 @@ impl CudaScorer {
         // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
         // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
+        Ok(())
+    }
+
+    fn launch_gemm(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        n: usize,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let (Some(qb), Some((_, func))) = (
+            &queries.mma,
+            self.kernels
+                .gemm
+                .iter()
+                .find(|(k, _)| *k == (corpus.dtype, corpus.dim)),
+        ) else {
+            return Err(Error::Argument(format!(
+                "no many-query tensor-core kernel for {} d = {}",
+                corpus.dtype, corpus.dim
+            )));
+        };
+        if qb.dtype != corpus.dtype {
+            return Err(Error::Argument("queries and corpus differ in dtype".into()));
+        }
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        if n > i32::MAX as usize || qb.blocks > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{n} documents per launch is over the limit"
+            )));
+        }
+        let smem = gemm_stages() * GEMM_BN * corpus.dim * 2;
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("gemm kernel shared memory"))?;
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(GEMM_THREADS, smem, None)
+            .map_err(drv("occupancy"))?
+            .max(1);
+        // A persistent grid; a multiple of the query tiles where it holds them all, so each
+        // block keeps its tile (loaded once) and the tiles of one document run side by side.
+        let qtiles = qb.blocks.div_ceil((GEMM_THREADS / 32) as usize) as u64;
+        let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
+        let mut blocks = resident.min(qtiles * n as u64).max(1);
+        if blocks >= qtiles {
+            blocks -= blocks % qtiles;
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (GEMM_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        // Queries of one block each are final in the kernel's output; longer ones are summed
+        // from per-block partial scores.
+        let single = qb.blocks == queries.len;
+        let partial = if single {
+            None
+        } else {
+            Some(self.alloc_scores(qb.blocks * n)?)
+        };
+        let (qp, _g1) = qb.tokens.device_ptr(&self.stream);
+        let (rows, _g2) = qb.rows.device_ptr(&self.stream);
+        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
+        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
+        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
+        let (nb, nd) = (qb.blocks as i32, n as i32);
+        {
+            let (o, _g5) = match partial.as_ref() {
+                Some(p) => p.device_ptr(&self.stream),
+                None => out.device_ptr(&self.stream),
+            };
+            let mut b = self.stream.launch_builder(func);
+            b.arg(&qp)
+                .arg(&rows)
+                .arg(&nb)
+                .arg(&dt)
+                .arg(&dof)
+                .arg(&di)
+                .arg(&nd)
+                .arg(&o);
+            // SAFETY: the arguments match `maxsim_gemm_*` in kernels/maxsim.cu: `qp` holds
+            // blocks × 32 × d halves and `rows` one count per block, the offsets cover every
+            // document, `di` is null or `n` indices < corpus.len (checked by the caller), `o`
+            // holds blocks × n floats, `smem` bytes of dynamic shared memory for the ring.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim_gemm launch"))?;
+        }
+        if let Some(p) = &partial {
+            let (pp, _g1) = p.device_ptr(&self.stream);
+            let (st, _g2) = qb.start.device_ptr(&self.stream);
+            let (o, _g3) = out.device_ptr(&self.stream);
+            let nq = queries.len as i32;
+            let total = (queries.len * n) as u64;
+            let cfg = LaunchConfig {
+                grid_dim: (total.div_ceil(256).min(65535 * 16) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.stream.launch_builder(&self.kernels.sum_qblocks);
+            b.arg(&pp).arg(&st).arg(&nq).arg(&nd).arg(&o);
+            // SAFETY: `sum_qblocks` reads blocks × n partial scores and Q + 1 block starts,
+            // writes Q × n floats into `out` (checked by the caller to hold them).
+            unsafe { b.launch(cfg) }.map_err(drv("sum_qblocks launch"))?;
+        }
         Ok(())
     }
 
@@ -1011,6 +1210,19 @@ fn bulk_shape() -> (usize, usize) {
             (1..=16).contains(&s) && t % 8 == 0 && (8..=256).contains(&t)
         })
         .unwrap_or((2, 64))
+}
+
+/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES in kernels/maxsim.cu, 4, unless an experiment
+/// overrides it through TILEMAXSIM_KERNEL_DEFINES, which compile.rs passes to NVRTC).
+fn gemm_stages() -> usize {
+    std::env::var("TILEMAXSIM_KERNEL_DEFINES")
+        .ok()
+        .and_then(|v| {
+            v.split(',')
+                .find_map(|d| d.trim().strip_prefix("GEMM_STAGES=")?.parse().ok())
+        })
+        .filter(|&s: &usize| (2..=8).contains(&s))
+        .unwrap_or(4)
 }
 
 /// Device (index, score) buffers of top-k results, grown as needed and reused.
