@@ -214,15 +214,16 @@ fn tensor_core_path_matches_the_reference() {
             })
             .collect();
         let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
-        // Small batches, batches past the many-query threshold, and long (ColPali-like) queries.
-        let n_queries = if case % 3 == 0 {
+        // Small batches, batches past the many-query threshold, and long (ColPali-like) queries;
+        // not both with the very long documents (the float64 reference is on the CPU).
+        let n_queries = if case % 3 == 1 {
             r.random_range(8..14)
         } else {
             r.random_range(1..5)
         };
         let qs: Vec<OwnedElements> = (0..n_queries)
             .map(|i| {
-                let nq = if case % 5 == 2 && i % 2 == 0 {
+                let nq = if case % 5 == 2 && case % 6 != 0 && i % 2 == 0 {
                     r.random_range(33..400)
                 } else {
                     r.random_range(1..=32)

@@ -1212,7 +1212,7 @@ fn bulk_shape() -> (usize, usize) {
         .unwrap_or((2, 64))
 }
 
-/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES in kernels/maxsim.cu, 4, unless an experiment
+/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES in kernels/maxsim.cu, 3, unless an experiment
 /// overrides it through TILEMAXSIM_KERNEL_DEFINES, which compile.rs passes to NVRTC).
 fn gemm_stages() -> usize {
     std::env::var("TILEMAXSIM_KERNEL_DEFINES")
@@ -1222,7 +1222,7 @@ fn gemm_stages() -> usize {
                 .find_map(|d| d.trim().strip_prefix("GEMM_STAGES=")?.parse().ok())
         })
         .filter(|&s: &usize| (2..=8).contains(&s))
-        .unwrap_or(4)
+        .unwrap_or(3)
 }
 
 /// Device (index, score) buffers of top-k results, grown as needed and reused.
