@@ -839,3 +839,125 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
         out[i] = s;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// maxsim_wide: maxsim_mma for wide embeddings (d a multiple of 128, up to 1024), f16/bf16,
+// Nq <= 32. The query no longer fits in registers, so a block of four warps stages it in shared
+// memory (rows padded by 16 halves: the fragment loads are free of bank conflicts) and each
+// warp scores one document of the block's query: for every 32 tokens the accumulators stay in
+// registers while d is walked in steps of 128 (dimension tiling): four 8-token tiles of B come
+// straight from memory (16-byte streaming loads, the permuted-k order of maxsim_mma), the
+// matching A fragments from shared memory. Every document byte is read from memory once.
+#define WIDE_WARPS 4
+#define WIDE_THREADS (WIDE_WARPS * 32)
+struct alignas(8) W2 { unsigned x, y; };
+
+template <bool BF>
+__device__ __forceinline__ void maxsim_wide_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int dim)
+{
+    extern __shared__ __attribute__((aligned(16))) u16 wide_q[];
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const int row_halves = dim + 16;
+    const int groups = (num_docs + WIDE_WARPS - 1) / WIDE_WARPS;
+    const i64 tasks = (i64)num_queries * groups;
+    int cur_q = -1, nq = 0;
+    for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
+        const int qi = (int)(t / groups), grp = (int)(t % groups);
+        if (qi != cur_q) {  // uniform across the block
+            __syncthreads();
+            const U4* src = (const U4*)(qpad + (i64)qi * 32 * dim);
+            const int chunks = dim / 8;
+            for (int i = threadIdx.x; i < 32 * chunks; i += WIDE_THREADS) {
+                const int r = i / chunks, k = i % chunks;
+                *(U4*)(wide_q + r * row_halves + k * 8) = src[i];
+            }
+            __syncthreads();
+            cur_q = qi;
+            nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
+        }
+        const int pair = grp * WIDE_WARPS + wib;
+        if (pair >= num_docs) continue;  // uniform across the warp; no barrier until the next query
+        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+        const i64 d0 = d_offsets[doc];
+        const int nd = (int)(d_offsets[doc + 1] - d0);
+        const u16* base = d_tokens + d0 * dim;
+        float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+        for (int t0 = 0; t0 < nd; t0 += 32) {
+            float acc[2][4][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int tt = 0; tt < 4; ++tt) acc[mt][tt][0] = acc[mt][tt][1] = acc[mt][tt][2] = acc[mt][tt][3] = 0.f;
+            for (int k0 = 0; k0 < dim; k0 += 128) {
+                U4 b[4][4];
+#pragma unroll
+                for (int tt = 0; tt < 4; ++tt) {
+                    const int tok = t0 + tt * 8 + g;
+#pragma unroll
+                    for (int ch = 0; ch < 4; ++ch)
+                        b[tt][ch] = tok < nd ? ld_stream(base + (i64)tok * dim + k0 + ch * 32 + c * 8) : U4{0u, 0u, 0u, 0u};
+                }
+#pragma unroll
+                for (int ch = 0; ch < 4; ++ch)
+#pragma unroll
+                    for (int kb = 0; kb < 2; ++kb) {
+                        unsigned a[2][4];
+                        const int h = k0 + ch * 32 + c * 8 + kb * 4;  // half index in a row
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            const W2 lo = *(const W2*)(wide_q + (mt * 16 + g) * row_halves + h);
+                            const W2 hi = *(const W2*)(wide_q + (mt * 16 + g + 8) * row_halves + h);
+                            a[mt][0] = lo.x;
+                            a[mt][1] = hi.x;
+                            a[mt][2] = lo.y;
+                            a[mt][3] = hi.y;
+                        }
+#pragma unroll
+                        for (int tt = 0; tt < 4; ++tt)
+                            if (t0 + tt * 8 < nd)  // uniform across the warp
+#pragma unroll
+                                for (int mt = 0; mt < 2; ++mt)
+                                    Mma<BF>::run(acc[mt][tt], a[mt], kb ? b[tt][ch].z : b[tt][ch].x,
+                                                 kb ? b[tt][ch].w : b[tt][ch].y);
+                    }
+            }
+#pragma unroll
+            for (int tt = 0; tt < 4; ++tt) {
+                const int col = t0 + tt * 8 + 2 * c;
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    const float v0 = col < nd ? acc[mt][tt][0] : NEG_INF;
+                    const float v1 = col + 1 < nd ? acc[mt][tt][1] : NEG_INF;
+                    const float v2 = col < nd ? acc[mt][tt][2] : NEG_INF;
+                    const float v3 = col + 1 < nd ? acc[mt][tt][3] : NEG_INF;
+                    best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
+                    best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                }
+            }
+        }
+        float s = 0.f;
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            const float m0 = warp_max_xor(best[mt][0], 2);
+            const float m8 = warp_max_xor(best[mt][1], 2);
+            if (mt * 16 + g < nq) s += m0;
+            if (mt * 16 + g + 8 < nq) s += m8;
+        }
+        for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) out[(i64)qi * num_docs + pair] = s;
+    }
+}
+
+#define INSTANTIATE_WIDE(NAME, BF)                                                             \
+    extern "C" __global__ void __launch_bounds__(WIDE_THREADS) NAME(                          \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int dim)         \
+    {                                                                                          \
+        maxsim_wide_impl<BF>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, dim); \
+    }
+
+INSTANTIATE_WIDE(maxsim_wide_f16, false)
+INSTANTIATE_WIDE(maxsim_wide_bf16, true)

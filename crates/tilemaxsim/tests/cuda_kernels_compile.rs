@@ -33,6 +33,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_gemm_f16_d128",
             "maxsim_gemm_bf16_d96",
             "sum_qblocks",
+            "maxsim_wide_f16",
+            "maxsim_wide_bf16",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

@@ -201,15 +201,17 @@ fn tensor_core_path_matches_the_reference() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
     for case in 0..cases {
-        let dim = [32usize, 64, 96, 128][case % 4];
+        // maxsim_mma / bulk / gemm dims, then maxsim_wide's (dimension-tiled).
+        let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
         let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
         let n_docs = r.random_range(1..300);
+        let long_docs = case % 6 == 0 || case % 12 == 3;
         let lens: Vec<usize> = (0..n_docs)
             .map(|i| match i % 5 {
                 0 => 1,
                 1 => r.random_range(1..9),
                 2 => r.random_range(30..40),
-                3 if case % 6 == 0 => r.random_range(1000..8193),
+                3 if long_docs => r.random_range(1000..8193),
                 _ => r.random_range(1..300),
             })
             .collect();
@@ -223,7 +225,7 @@ fn tensor_core_path_matches_the_reference() {
         };
         let qs: Vec<OwnedElements> = (0..n_queries)
             .map(|i| {
-                let nq = if case % 5 == 2 && case % 6 != 0 && i % 2 == 0 {
+                let nq = if case % 5 == 2 && !long_docs && dim <= 128 && i % 2 == 0 {
                     r.random_range(33..400)
                 } else {
                     r.random_range(1..=32)
@@ -239,7 +241,10 @@ fn tensor_core_path_matches_the_reference() {
         let dc = gpu.upload(&corpus).unwrap();
         let chosen = gpu.kernel_for(&dq, &dc);
         assert!(
-            matches!(chosen, Kernel::Mma | Kernel::Bulk | Kernel::Gemm),
+            matches!(
+                chosen,
+                Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide
+            ),
             "case {case} should take a tensor-core path, took {chosen:?}"
         );
         let list: Vec<usize> = (0..n_docs + 5).map(|_| r.random_range(0..n_docs)).collect();

@@ -188,6 +188,12 @@ struct QueryBlocks {
 const QBLOCK: usize = 32;
 /// Embedding dimensions the tensor-core kernel is instantiated for (kernels/maxsim.cu).
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
+/// Wide embeddings `maxsim_wide` takes (dimension-tiled by 128): d = 256, 384, …, 1024.
+fn wide_dim(dim: usize) -> bool {
+    dim.is_multiple_of(128) && (256..=1024).contains(&dim)
+}
+/// Threads per block of `maxsim_wide` (kernels/maxsim.cu: WIDE_THREADS, four warps).
+const WIDE_THREADS: u32 = 128;
 const MMA_THREADS: u32 = 128;
 /// Threads per block of `maxsim_bulk` (kernels/maxsim.cu: BULK_THREADS, four warps).
 const BULK_THREADS: u32 = 128;
@@ -206,7 +212,7 @@ const GEMM_MIN_QUERIES: usize = 8;
 fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     use crate::matrix::Elements;
     let dtype = queries.first()?.dtype();
-    if dtype == DType::F32 || !MMA_DIMS.contains(&dim) {
+    if dtype == DType::F32 || !(MMA_DIMS.contains(&dim) || wide_dim(dim)) {
         return None;
     }
     let mut start = vec![0i32];
@@ -246,6 +252,9 @@ pub enum Kernel {
     /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
     /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
     Gemm,
+    /// `Mma` for wide embeddings (d a multiple of 128 up to 1024, dimension-tiled): the query in
+    /// shared memory, one warp per (query, document), Nq ≤ 32.
+    Wide,
     /// `Mma`'s math with document tiles copied into shared memory by the copy engine
     /// (`cp.async.bulk`), several tiles in flight per warp: sm_90 and newer.
     Bulk,
@@ -264,6 +273,7 @@ impl Kernel {
             Kernel::Mma => "maxsim_mma",
             Kernel::Bulk => "maxsim_bulk",
             Kernel::Gemm => "maxsim_gemm",
+            Kernel::Wide => "maxsim_wide",
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
             Kernel::V2 => "maxsim_v2",
@@ -276,6 +286,7 @@ impl Kernel {
             Kernel::Mma => MMA_THREADS,
             Kernel::Bulk => BULK_THREADS,
             Kernel::Gemm => GEMM_THREADS,
+            Kernel::Wide => WIDE_THREADS,
             Kernel::V1 | Kernel::V2 => 128,
         }
     }
@@ -288,11 +299,12 @@ impl std::str::FromStr for Kernel {
             "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
             "bulk" | "tma" => Ok(Kernel::Bulk),
             "gemm" | "batch" => Ok(Kernel::Gemm),
+            "wide" => Ok(Kernel::Wide),
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wide, tiled, v1 or v2"
             ))),
         }
     }
@@ -320,6 +332,8 @@ struct Kernels {
     /// (dtype, d) → the many-query tensor-core kernel.
     gemm: Vec<((DType, usize), CudaFunction)>,
     sum_qblocks: CudaFunction,
+    /// dtype → the wide-embedding tensor-core kernel.
+    wide: Vec<(DType, CudaFunction)>,
 }
 
 /// The GPU scorer on one device.
@@ -392,6 +406,10 @@ impl CudaScorer {
             bulk,
             gemm,
             sum_qblocks: f("sum_qblocks")?,
+            wide: [DType::F16, DType::BF16]
+                .into_iter()
+                .map(|d| Ok((d, f(&format!("maxsim_wide_{d}"))?)))
+                .collect::<Result<_>>()?,
         };
         let stream = ctx.default_stream();
         let task_counter =
@@ -419,36 +437,42 @@ impl CudaScorer {
 
     /// The kernel `score_device` will use for these queries on this corpus.
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
-        match &queries.mma {
-            Some(b)
-                if matches!(
-                    self.force,
-                    None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm)
-                ) && b.dtype == corpus.dtype
-                    && MMA_DIMS.contains(&corpus.dim) =>
-            {
-                // Every query one block: the one-warp-per-pair kernels apply.
-                let single = b.blocks == queries.len;
-                let bulk_ok = single
-                    && !self.kernels.bulk.is_empty()
-                    && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
-                match self.force {
-                    Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
-                    Some(Kernel::Mma | Kernel::Bulk) if single => Kernel::Mma,
-                    None if single && queries.len < GEMM_MIN_QUERIES => {
-                        if bulk_ok && BULK_BY_DEFAULT {
-                            Kernel::Bulk
-                        } else {
-                            Kernel::Mma
-                        }
-                    }
-                    _ => Kernel::Gemm,
+        let fallback = match self.force {
+            Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+            _ => Kernel::Tiled,
+        };
+        let Some(b) = &queries.mma else {
+            return fallback;
+        };
+        let tensor = matches!(
+            self.force,
+            None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide)
+        );
+        if !tensor || b.dtype != corpus.dtype {
+            return fallback;
+        }
+        // Every query one block: the one-warp-per-pair kernels apply.
+        let single = b.blocks == queries.len;
+        if wide_dim(corpus.dim) {
+            return if single { Kernel::Wide } else { fallback };
+        }
+        if !MMA_DIMS.contains(&corpus.dim) {
+            return fallback;
+        }
+        let bulk_ok = single
+            && !self.kernels.bulk.is_empty()
+            && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
+        match self.force {
+            Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
+            Some(Kernel::Mma | Kernel::Bulk | Kernel::Wide) if single => Kernel::Mma,
+            None if single && queries.len < GEMM_MIN_QUERIES => {
+                if bulk_ok && BULK_BY_DEFAULT {
+                    Kernel::Bulk
+                } else {
+                    Kernel::Mma
                 }
             }
-            _ => match self.force {
-                Some(k @ (Kernel::V1 | Kernel::V2)) => k,
-                _ => Kernel::Tiled,
-            },
+            _ => Kernel::Gemm,
         }
     }
 
@@ -590,6 +614,9 @@ impl CudaScorer {
         }
         if kernel == Kernel::Gemm {
             return self.launch_gemm(queries, corpus, docs, n, out);
+        }
+        if kernel == Kernel::Wide {
+            return self.launch_wide(queries, corpus, docs, n, out);
         }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
         let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
@@ -786,6 +813,81 @@ impl CudaScorer {
         // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
         // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
+        Ok(())
+    }
+
+    fn launch_wide(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        n: usize,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let (Some(qb), Some((_, func))) = (
+            &queries.mma,
+            self.kernels.wide.iter().find(|(d, _)| *d == corpus.dtype),
+        ) else {
+            return Err(Error::Argument(format!(
+                "no wide tensor-core kernel for {}",
+                corpus.dtype
+            )));
+        };
+        if qb.dtype != corpus.dtype || qb.blocks != queries.len || !wide_dim(corpus.dim) {
+            return Err(Error::Argument(
+                "the wide kernel takes queries of ≤ 32 tokens of the corpus dtype, d = 256..1024 by 128"
+                    .into(),
+            ));
+        }
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{n} documents per launch is over the limit"
+            )));
+        }
+        let smem = QBLOCK * (corpus.dim + 16) * 2;
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("wide kernel shared memory"))?;
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(WIDE_THREADS, smem, None)
+            .map_err(drv("occupancy"))?
+            .max(1);
+        let groups = n.div_ceil((WIDE_THREADS / 32) as usize) as u64;
+        let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
+            .min(groups * queries.len as u64)
+            .max(1) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (WIDE_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let (qp, _g1) = qb.tokens.device_ptr(&self.stream);
+        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
+        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
+        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
+        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
+        let (o, _g5) = out.device_ptr(&self.stream);
+        let (nq, nd, dim) = (queries.len as i32, n as i32, corpus.dim as i32);
+        let mut b = self.stream.launch_builder(func);
+        b.arg(&qp)
+            .arg(&qo)
+            .arg(&nq)
+            .arg(&dt)
+            .arg(&dof)
+            .arg(&di)
+            .arg(&nd)
+            .arg(&o)
+            .arg(&dim);
+        // SAFETY: the arguments match `maxsim_wide_*` in kernels/maxsim.cu: `qp` holds
+        // 32 × d halves per query (every query one block, checked above), the offsets cover
+        // every query and document, `di` is null or `n` indices < corpus.len (checked by the
+        // caller), `o` holds Q × n floats, `smem` bytes of dynamic shared memory for the query.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_wide launch"))?;
         Ok(())
     }
 
