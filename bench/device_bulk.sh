@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the bulk-copy tensor-core kernel (maxsim_bulk, sm_90): its tests against
 # the float64 reference beside maxsim_mma, compute-sanitizer, a sweep of its ring shape
-# (TILEMAXSIM_BULK=stages,tile), then the GPU peers with both kernels side by side
-# (bench/gpu_peers.py --kernels mma,bulk). Build first with bench/device_build.sh; carry .dev
-# and .whl. Logs in $OUT.
+# (TILEMAXSIM_BULK=stages,tile) beside maxsim_mma. The peers side by side: bench/peers_gpu.sh.
+# Build first with bench/device_build.sh; carry .dev. Log in $OUT/bulk.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
@@ -26,5 +25,3 @@ B=.dev/tilemaxsim
   done
   echo -n "bulk (default shape) U[32,256]: "; timeout 30 $B bench --device cuda --dtype f16 --docs 100000 --doc-len 32:256 --reps 20 --kernel bulk 2>&1 | sed -n 3p
 } 2>&1 | tee "$OUT/bulk.log"
-echo "== peers, both kernels" | tee -a "$OUT/bulk.log"
-timeout 330 bash bench/gpu_peers.sh --kernels mma,bulk 2>&1 | tail -60
