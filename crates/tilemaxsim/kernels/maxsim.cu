@@ -249,11 +249,62 @@ template <> struct Mma<true> {
 
 struct U4 { unsigned x, y, z, w; };
 
+// Fold one m16n8 accumulator tile (this thread's C fragment: rows g and g+8, columns col and
+// col + 1) into the running maxima of its two rows; columns at or past `limit` do not count.
+__device__ __forceinline__ void fold_max(float (&best)[2], const float (&acc)[4], int col, int limit) {
+    const float v0 = col < limit ? acc[0] : NEG_INF;
+    const float v1 = col + 1 < limit ? acc[1] : NEG_INF;
+    const float v2 = col < limit ? acc[2] : NEG_INF;
+    const float v3 = col + 1 < limit ? acc[3] : NEG_INF;
+    best[0] = fmaxf(best[0], fmaxf(v0, v1));
+    best[1] = fmaxf(best[1], fmaxf(v2, v3));
+}
+
+// The score of a 32-row query block from its running maxima in the C-fragment layout: the max
+// over the quad (the four lanes that share a row), then the sum over the first `rows` rows
+// (eight quads); every lane gets it.
+__device__ __forceinline__ float block_score(const float (&best)[2][2], int rows, int g) {
+    float s = 0.f;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        const float m0 = warp_max_xor(best[mt][0], 2);
+        const float m8 = warp_max_xor(best[mt][1], 2);
+        if (mt * 16 + g < rows) s += m0;
+        if (mt * 16 + g + 8 < rows) s += m8;
+    }
+    for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+
 __device__ __forceinline__ U4 ld_stream(const void* p) {
     U4 v;
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
+}
+
+// A query's A fragments (32 rows of d = KCH * 32 halves at q) in the permuted k order of the
+// direct B loads: for chunk ch and k16 step kb, thread (g, c) holds halves
+// ch * 32 + c * 8 + kb * 4 .. + 3 of rows g, g + 8 (and 16 + g, 24 + g for the second m-tile).
+template <int KCH>
+__device__ __forceinline__ void load_a_permuted(unsigned (&a)[2][KCH][2][4], const u16* q16, int g, int c) {
+    constexpr int D = KCH * 32;
+    const unsigned* q = (const unsigned*)q16;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+            for (int kb = 0; kb < 2; ++kb) {
+                const int w = (ch * 32 + c * 8 + kb * 4) / 2;  // word index in a row
+                const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                a[mt][ch][kb][0] = r0[w];
+                a[mt][ch][kb][1] = r8[w];
+                a[mt][ch][kb][2] = r0[w + 1];
+                a[mt][ch][kb][3] = r8[w + 1];
+            }
 }
 
 // Tiles of 8 tokens loaded per step (overridable for experiments: TILEMAXSIM_KERNEL_DEFINES).
@@ -312,21 +363,7 @@ __device__ __forceinline__ void maxsim_mma_impl(
         if (qi != cur_q) {
             cur_q = qi;
             nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
-            const unsigned* q = (const unsigned*)(qpad + (i64)qi * 32 * D);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-                    for (int kb = 0; kb < 2; ++kb) {
-                        const int w = (ch * 32 + c * 8 + kb * 4) / 2;  // word index in a row
-                        const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
-                        const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
-                        a[mt][ch][kb][0] = r0[w];
-                        a[mt][ch][kb][1] = r8[w];
-                        a[mt][ch][kb][2] = r0[w + 1];
-                        a[mt][ch][kb][3] = r8[w + 1];
-                    }
+            load_a_permuted<KCH>(a, qpad + (i64)qi * 32 * D, g, c);
         }
         const u16* base = d_tokens + d0 * D;
 
@@ -356,26 +393,12 @@ __device__ __forceinline__ void maxsim_mma_impl(
                     const int col = t0 + tt * 8 + 2 * c;
 #pragma unroll
                     for (int mt = 0; mt < 2; ++mt) {
-                        const float v0 = col < nd ? acc[mt][0] : NEG_INF;
-                        const float v1 = col + 1 < nd ? acc[mt][1] : NEG_INF;
-                        const float v2 = col < nd ? acc[mt][2] : NEG_INF;
-                        const float v3 = col + 1 < nd ? acc[mt][3] : NEG_INF;
-                        best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
-                        best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                        fold_max(best[mt], acc[mt], col, nd);
                     }
                 }
             }
         }
-        float s = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-            const float m0 = warp_max_xor(best[mt][0], 2);
-            const float m8 = warp_max_xor(best[mt][1], 2);
-            if (mt * 16 + g < nq) s += m0;
-            if (mt * 16 + g + 8 < nq) s += m8;
-        }
-        // The four lanes of a quad hold the same sum: add over the eight quads.
-        for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        const float s = block_score(best, nq, g);
         if (lane == 0) out[(i64)qi * num_docs + pair] = s;
         d0 = next_d0;
         nd = next_nd;
@@ -519,21 +542,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         if (m.qi != cur_q) {
             cur_q = m.qi;
             nq = (int)(q_offsets[m.qi + 1] - q_offsets[m.qi]);
-            const unsigned* q = (const unsigned*)(qpad + (i64)m.qi * 32 * D);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-                    for (int kb = 0; kb < 2; ++kb) {
-                        const int w = (ch * 32 + c * 8 + kb * 4) / 2;
-                        const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
-                        const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
-                        a[mt][ch][kb][0] = r0[w];
-                        a[mt][ch][kb][1] = r8[w];
-                        a[mt][ch][kb][2] = r0[w + 1];
-                        a[mt][ch][kb][3] = r8[w + 1];
-                    }
+            load_a_permuted<KCH>(a, qpad + (i64)m.qi * 32 * D, g, c);
         }
         if (m.tok0 == 0) {
             best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
@@ -555,24 +564,11 @@ __device__ __forceinline__ void maxsim_bulk_impl(
             const int col = t0 + 2 * c;
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt) {
-                const float v0 = col < m.ntok ? acc[mt][0] : NEG_INF;
-                const float v1 = col + 1 < m.ntok ? acc[mt][1] : NEG_INF;
-                const float v2 = col < m.ntok ? acc[mt][2] : NEG_INF;
-                const float v3 = col + 1 < m.ntok ? acc[mt][3] : NEG_INF;
-                best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
-                best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                fold_max(best[mt], acc[mt], col, m.ntok);
             }
         }
         if (m.tok0 + m.ntok >= m.nd) {
-            float sum = 0.f;
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const float m0 = warp_max_xor(best[mt][0], 2);
-                const float m8 = warp_max_xor(best[mt][1], 2);
-                if (mt * 16 + g < nq) sum += m0;
-                if (mt * 16 + g + 8 < nq) sum += m8;
-            }
-            for (int o = 4; o < 32; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            const float sum = block_score(best, nq, g);
             if (lane == 0) out[(i64)m.qi * num_docs + m.pair] = sum;
         }
         __syncwarp();  // every lane is done with buffer s
@@ -777,12 +773,7 @@ __device__ __forceinline__ void maxsim_gemm_impl(
                         const int col = h * GEMM_NH + nt * 8 + 2 * c;
 #pragma unroll
                         for (int mt = 0; mt < 2; ++mt) {
-                            const float v0 = col < ntok ? acc[mt][nt][0] : NEG_INF;
-                            const float v1 = col + 1 < ntok ? acc[mt][nt][1] : NEG_INF;
-                            const float v2 = col < ntok ? acc[mt][nt][2] : NEG_INF;
-                            const float v3 = col + 1 < ntok ? acc[mt][nt][3] : NEG_INF;
-                            best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
-                            best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                            fold_max(best[mt], acc[mt][nt], col, ntok);
                         }
                     }
                 }
@@ -790,15 +781,7 @@ __device__ __forceinline__ void maxsim_gemm_impl(
         }
         if (++c_tile * GEMM_BN >= c_nd) {  // the document is done
             if (rows > 0) {
-                float s = 0.f;
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt) {
-                    const float m0 = warp_max_xor(best[mt][0], 2);
-                    const float m8 = warp_max_xor(best[mt][1], 2);
-                    if (mt * 16 + g < rows) s += m0;
-                    if (mt * 16 + g + 8 < rows) s += m8;
-                }
-                for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                const float s = block_score(best, rows, g);
                 if (lane == 0) out[(i64)qblock * num_docs + c_task / qtiles] = s;
             }
             c_tile = 0;
@@ -929,24 +912,11 @@ __device__ __forceinline__ void maxsim_wide_impl(
                 const int col = t0 + tt * 8 + 2 * c;
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
-                    const float v0 = col < nd ? acc[mt][tt][0] : NEG_INF;
-                    const float v1 = col + 1 < nd ? acc[mt][tt][1] : NEG_INF;
-                    const float v2 = col < nd ? acc[mt][tt][2] : NEG_INF;
-                    const float v3 = col + 1 < nd ? acc[mt][tt][3] : NEG_INF;
-                    best[mt][0] = fmaxf(best[mt][0], fmaxf(v0, v1));
-                    best[mt][1] = fmaxf(best[mt][1], fmaxf(v2, v3));
+                    fold_max(best[mt], acc[mt][tt], col, nd);
                 }
             }
         }
-        float s = 0.f;
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-            const float m0 = warp_max_xor(best[mt][0], 2);
-            const float m8 = warp_max_xor(best[mt][1], 2);
-            if (mt * 16 + g < nq) s += m0;
-            if (mt * 16 + g + 8 < nq) s += m8;
-        }
-        for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        const float s = block_score(best, nq, g);
         if (lane == 0) out[(i64)qi * num_docs + pair] = s;
     }
 }

@@ -13,7 +13,7 @@ mod index;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
+use cudarc::driver::sys::{CUdeviceptr, CUstream};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
     DeviceRepr, DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
@@ -646,6 +646,29 @@ impl CudaScorer {
         }
     }
 
+    /// The leading arguments of the one-warp-per-(query, document) kernels.
+    fn pair_args(
+        &self,
+        qpad: &CudaSlice<u16>,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        n: usize,
+        out: &CudaSlice<f32>,
+    ) -> PairArgs {
+        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
+        PairArgs {
+            qpad: qpad.device_ptr(&self.stream).0,
+            q_offsets: queries.offsets.device_ptr(&self.stream).0,
+            num_queries: queries.len as i32,
+            d_tokens: corpus.tokens.device_ptr(&self.stream).0,
+            d_offsets: corpus.offsets.device_ptr(&self.stream).0,
+            doc_index: docs.map_or(0, |d| d.device_ptr(&self.stream).0),
+            num_docs: n as i32,
+            out: out.device_ptr(&self.stream).0,
+        }
+    }
+
     fn launch_mma(
         &self,
         queries: &DeviceQueries,
@@ -678,18 +701,8 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
-            return Err(Error::Argument(format!(
-                "{n} documents per launch is over the limit"
-            )));
-        }
-        let (qp, _g1) = qpad.device_ptr(&self.stream);
-        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
-        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
-        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
-        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
-        let (o, _g5) = out.device_ptr(&self.stream);
-        let (nq, nd) = (queries.len as i32, n as i32);
+        launch_size_ok(n, queries.len)?;
+        let args = self.pair_args(qpad, queries, corpus, docs, n, out);
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.
         let warps_needed = (queries.len * n) as u64;
         let blocks = (self.info.multiprocessors.max(1) as u64 * *per_sm as u64)
@@ -715,18 +728,11 @@ impl CudaScorer {
             0u64
         };
         let mut b = self.stream.launch_builder(func);
-        b.arg(&qp)
-            .arg(&qo)
-            .arg(&nq)
-            .arg(&dt)
-            .arg(&dof)
-            .arg(&di)
-            .arg(&nd)
-            .arg(&o)
-            .arg(&tc);
-        // SAFETY: the arguments match `maxsim_mma_*` in kernels/maxsim.cu: `qp` holds
-        // 32 × d halves per query, the offsets cover every query and document, `di` is null or
-        // `n` indices < corpus.len (checked by the caller), `o` holds Q × n floats.
+        args.push(&mut b);
+        b.arg(&tc);
+        // SAFETY: the arguments match `maxsim_mma_*` in kernels/maxsim.cu: `qpad` holds
+        // 32 × d halves per query, the offsets cover every query and document, `doc_index` is
+        // null or `n` indices < corpus.len (checked by the caller), `out` holds Q × n floats.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_mma launch"))?;
         Ok(())
     }
@@ -765,29 +771,11 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
-            return Err(Error::Argument(format!(
-                "{n} documents per launch is over the limit"
-            )));
-        }
+        launch_size_ok(n, queries.len)?;
         let (stages, tile) = bulk_shape();
         let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
-        func.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(drv("bulk kernel shared memory"))?;
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(BULK_THREADS, smem, None)
-            .map_err(drv("occupancy"))?
-            .max(1);
-        let (qp, _g1) = qpad.device_ptr(&self.stream);
-        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
-        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
-        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
-        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
-        let (o, _g5) = out.device_ptr(&self.stream);
-        let (nq, nd) = (queries.len as i32, n as i32);
+        let per_sm = blocks_per_sm(func, BULK_THREADS, smem)?;
+        let args = self.pair_args(qpad, queries, corpus, docs, n, out);
         let (st, ti) = (stages as i32, tile as i32);
         let warps_needed = (queries.len * n) as u64;
         let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
@@ -799,16 +787,8 @@ impl CudaScorer {
             shared_mem_bytes: smem as u32,
         };
         let mut b = self.stream.launch_builder(func);
-        b.arg(&qp)
-            .arg(&qo)
-            .arg(&nq)
-            .arg(&dt)
-            .arg(&dof)
-            .arg(&di)
-            .arg(&nd)
-            .arg(&o)
-            .arg(&st)
-            .arg(&ti);
+        args.push(&mut b);
+        b.arg(&st).arg(&ti);
         // SAFETY: the arguments match `maxsim_bulk_*` in kernels/maxsim.cu: as for
         // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
         // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens.
@@ -842,21 +822,9 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        if n > i32::MAX as usize || queries.len > i32::MAX as usize {
-            return Err(Error::Argument(format!(
-                "{n} documents per launch is over the limit"
-            )));
-        }
+        launch_size_ok(n, queries.len)?;
         let smem = QBLOCK * (corpus.dim + 16) * 2;
-        func.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(drv("wide kernel shared memory"))?;
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(WIDE_THREADS, smem, None)
-            .map_err(drv("occupancy"))?
-            .max(1);
+        let per_sm = blocks_per_sm(func, WIDE_THREADS, smem)?;
         let groups = n.div_ceil((WIDE_THREADS / 32) as usize) as u64;
         let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
             .min(groups * queries.len as u64)
@@ -866,27 +834,15 @@ impl CudaScorer {
             block_dim: (WIDE_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
-        let (qp, _g1) = qb.tokens.device_ptr(&self.stream);
-        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
-        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
-        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
-        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
-        let (o, _g5) = out.device_ptr(&self.stream);
-        let (nq, nd, dim) = (queries.len as i32, n as i32, corpus.dim as i32);
+        let args = self.pair_args(&qb.tokens, queries, corpus, docs, n, out);
+        let dim = corpus.dim as i32;
         let mut b = self.stream.launch_builder(func);
-        b.arg(&qp)
-            .arg(&qo)
-            .arg(&nq)
-            .arg(&dt)
-            .arg(&dof)
-            .arg(&di)
-            .arg(&nd)
-            .arg(&o)
-            .arg(&dim);
-        // SAFETY: the arguments match `maxsim_wide_*` in kernels/maxsim.cu: `qp` holds
+        args.push(&mut b);
+        b.arg(&dim);
+        // SAFETY: the arguments match `maxsim_wide_*` in kernels/maxsim.cu: `qpad` holds
         // 32 × d halves per query (every query one block, checked above), the offsets cover
-        // every query and document, `di` is null or `n` indices < corpus.len (checked by the
-        // caller), `o` holds Q × n floats, `smem` bytes of dynamic shared memory for the query.
+        // every query and document, `doc_index` is null or `n` indices < corpus.len (checked by
+        // the caller), `out` holds Q × n floats, `smem` bytes of dynamic shared memory for Q.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_wide launch"))?;
         Ok(())
     }
@@ -917,21 +873,9 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        if n > i32::MAX as usize || qb.blocks > i32::MAX as usize {
-            return Err(Error::Argument(format!(
-                "{n} documents per launch is over the limit"
-            )));
-        }
+        launch_size_ok(n, qb.blocks)?;
         let smem = gemm_stages() * GEMM_BN * corpus.dim * 2;
-        func.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(drv("gemm kernel shared memory"))?;
-        let per_sm = func
-            .occupancy_max_active_blocks_per_multiprocessor(GEMM_THREADS, smem, None)
-            .map_err(drv("occupancy"))?
-            .max(1);
+        let per_sm = blocks_per_sm(func, GEMM_THREADS, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
         let qtiles = qb.blocks.div_ceil((GEMM_THREADS / 32) as usize) as u64;
@@ -1297,6 +1241,57 @@ pub struct RawArgs {
     pub dim: usize,
     pub dtype: DType,
     pub out: u64,
+}
+
+/// `(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out)`: the leading
+/// arguments of `maxsim_mma_*`, `maxsim_bulk_*` and `maxsim_wide_*` (kernels/maxsim.cu).
+struct PairArgs {
+    qpad: CUdeviceptr,
+    q_offsets: CUdeviceptr,
+    num_queries: i32,
+    d_tokens: CUdeviceptr,
+    d_offsets: CUdeviceptr,
+    doc_index: CUdeviceptr,
+    num_docs: i32,
+    out: CUdeviceptr,
+}
+
+impl PairArgs {
+    fn push<'a>(&'a self, b: &mut cudarc::driver::LaunchArgs<'a>) {
+        b.arg(&self.qpad)
+            .arg(&self.q_offsets)
+            .arg(&self.num_queries)
+            .arg(&self.d_tokens)
+            .arg(&self.d_offsets)
+            .arg(&self.doc_index)
+            .arg(&self.num_docs)
+            .arg(&self.out);
+    }
+}
+
+/// The launch limits of the tensor-core kernels: `n` documents and `rows` queries (or query
+/// blocks) as i32.
+fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
+    if n > i32::MAX as usize || rows > i32::MAX as usize {
+        return Err(Error::Argument(format!(
+            "{n} documents or {rows} queries per launch is over the limit"
+        )));
+    }
+    Ok(())
+}
+
+/// Allow `func` `smem` bytes of dynamic shared memory and return how many of its blocks of
+/// `threads` are resident per SM (at least 1).
+fn blocks_per_sm(func: &CudaFunction, threads: u32, smem: usize) -> Result<u32> {
+    func.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(drv("kernel shared memory"))?;
+    Ok(func
+        .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
+        .map_err(drv("occupancy"))?
+        .max(1))
 }
 
 /// `maxsim_bulk`'s ring per warp: (stages, tokens per tile), from `TILEMAXSIM_BULK=stages,tile`
