@@ -51,6 +51,13 @@ pub struct BenchArgs {
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also draw the cases on a roofline picture into this PNG.
+    #[arg(long, value_name = "PNG")]
+    pub(crate) plot: Option<std::path::PathBuf>,
+    /// The compute roof of the picture in GFLOP/s (default: the measured one, on the CPU; a GPU
+    /// has none measured: give e.g. its tensor-core rate).
+    #[arg(long, value_name = "GFLOPS")]
+    pub(crate) compute_ceiling: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -96,6 +103,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     {
         bail!("--nq, --dim, --docs, --queries and --reps must all be at least 1");
     }
+    if let Some(path) = &args.plot {
+        crate::roofline::check(path, args.compute_ceiling)?;
+    }
     let forced = match (&args.kernel, args.device) {
         (Some(k), Device::Cuda(_) | Device::Auto) if k.parse::<Isa>().is_err() => {
             Some(k.parse::<tilemaxsim::cuda::Kernel>()?)
@@ -122,6 +132,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_table(&report);
+    }
+    if let Some(path) = &args.plot {
+        crate::roofline::plot(&report, path, args.compute_ceiling)?;
+        eprintln!("roofline picture: {}", path.display());
     }
     Ok(())
 }

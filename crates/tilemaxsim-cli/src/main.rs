@@ -8,6 +8,7 @@ mod eval_cmd;
 mod info;
 mod load;
 mod progress;
+mod roofline;
 mod score;
 mod search;
 mod synth;

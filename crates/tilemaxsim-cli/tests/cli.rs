@@ -475,6 +475,57 @@ fn bench_json_reports_every_figure() {
 }
 
 #[test]
+fn bench_draws_a_roofline_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("roofline.png");
+    // Arguments are checked before the bench runs.
+    let bad = dir.path().join("roofline.jpg");
+    let err = run_err(
+        bin()
+            .args(["bench", "--device", "cpu", "--docs", "50", "--plot"])
+            .arg(&bad),
+    );
+    assert!(err.contains(".png"), "{err}");
+    assert!(!bad.exists());
+    let err = run_err(
+        bin()
+            .args([
+                "bench",
+                "--device",
+                "cpu",
+                "--docs",
+                "50",
+                "--compute-ceiling=-3",
+                "--plot",
+            ])
+            .arg(&png),
+    );
+    assert!(err.contains("compute-ceiling"), "{err}");
+    let out = run_ok(
+        bin()
+            .args([
+                "bench", "--device", "cpu", "--dtype", "f16", "--docs", "200", "--reps", "1",
+            ])
+            .args(["--compute-ceiling", "500", "--plot"])
+            .arg(&png),
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("roofline picture"));
+    let bytes = std::fs::read(&png).expect("the PNG is written");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
+    // IHDR: width and height, big-endian, right after the chunk header.
+    let (w, h) = (
+        u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+    );
+    assert_eq!((w, h), (1280, 800));
+    assert!(
+        bytes.len() > 10_000,
+        "a picture, not an empty canvas: {} bytes",
+        bytes.len()
+    );
+}
+
+#[test]
 fn info_lists_cpu_kernels() {
     let out = run_ok(bin().arg("info"));
     let s = String::from_utf8_lossy(&out.stdout);
