@@ -437,43 +437,20 @@ impl CudaScorer {
 
     /// The kernel `score_device` will use for these queries on this corpus.
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
-        let fallback = match self.force {
-            Some(k @ (Kernel::V1 | Kernel::V2)) => k,
-            _ => Kernel::Tiled,
-        };
-        let Some(b) = &queries.mma else {
-            return fallback;
-        };
-        let tensor = matches!(
+        choose_kernel(
             self.force,
-            None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide)
-        );
-        if !tensor || b.dtype != corpus.dtype {
-            return fallback;
-        }
-        // Every query one block: the one-warp-per-pair kernels apply.
-        let single = b.blocks == queries.len;
-        if wide_dim(corpus.dim) {
-            return if single { Kernel::Wide } else { fallback };
-        }
-        if !MMA_DIMS.contains(&corpus.dim) {
-            return fallback;
-        }
-        let bulk_ok = single
-            && !self.kernels.bulk.is_empty()
-            && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
-        match self.force {
-            Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
-            Some(Kernel::Mma | Kernel::Bulk | Kernel::Wide) if single => Kernel::Mma,
-            None if single && queries.len < GEMM_MIN_QUERIES => {
-                if bulk_ok && BULK_BY_DEFAULT {
-                    Kernel::Bulk
-                } else {
-                    Kernel::Mma
-                }
-            }
-            _ => Kernel::Gemm,
-        }
+            LaunchShape {
+                blocks: queries
+                    .mma
+                    .as_ref()
+                    .filter(|b| b.dtype == corpus.dtype)
+                    .map(|b| b.blocks),
+                queries: queries.len,
+                dim: corpus.dim,
+                bulk_available: !self.kernels.bulk.is_empty()
+                    && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0,
+            },
+        )
     }
 
     pub fn info(&self) -> &GpuInfo {
@@ -1269,6 +1246,58 @@ impl PairArgs {
     }
 }
 
+/// What the kernel choice depends on.
+#[derive(Clone, Copy, Debug)]
+struct LaunchShape {
+    /// The queries' 32-row blocks when they can take the tensor cores (f16/bf16 of the corpus's
+    /// dtype, d instantiated), else `None`.
+    blocks: Option<usize>,
+    queries: usize,
+    dim: usize,
+    /// `maxsim_bulk` is loaded (sm_90+) and the corpus tokens are 16-byte aligned.
+    bulk_available: bool,
+}
+
+/// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
+/// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
+/// any longer query: `Gemm`, compute-bound; d = 256..1024: `Wide` (≤ 32 tokens per query);
+/// everything else, f32 included: `Tiled`. A forced kernel that does not apply falls back to the
+/// nearest that does.
+fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
+    let fallback = match force {
+        Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+        _ => Kernel::Tiled,
+    };
+    let tensor = matches!(
+        force,
+        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide)
+    );
+    let Some(blocks) = s.blocks.filter(|_| tensor) else {
+        return fallback;
+    };
+    // Every query one block: the one-warp-per-pair kernels apply.
+    let single = blocks == s.queries;
+    if wide_dim(s.dim) {
+        return if single { Kernel::Wide } else { fallback };
+    }
+    if !MMA_DIMS.contains(&s.dim) {
+        return fallback;
+    }
+    let bulk_ok = single && s.bulk_available;
+    match force {
+        Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
+        Some(Kernel::Mma | Kernel::Bulk | Kernel::Wide) if single => Kernel::Mma,
+        None if single && s.queries < GEMM_MIN_QUERIES => {
+            if bulk_ok && BULK_BY_DEFAULT {
+                Kernel::Bulk
+            } else {
+                Kernel::Mma
+            }
+        }
+        _ => Kernel::Gemm,
+    }
+}
+
 /// The launch limits of the tensor-core kernels: `n` documents and `rows` queries (or query
 /// blocks) as i32.
 fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
@@ -1435,3 +1464,100 @@ const _: fn() = || {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<CudaScorer>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+
+    fn shape(blocks: Option<usize>, queries: usize, dim: usize, bulk: bool) -> LaunchShape {
+        LaunchShape {
+            blocks,
+            queries,
+            dim,
+            bulk_available: bulk,
+        }
+    }
+
+    #[test]
+    fn kernels_are_chosen_per_shape() {
+        use Kernel::*;
+        let auto = |s| choose_kernel(None, s);
+        // One short query, d ≤ 128: memory-bound kernels (bulk where the device has it).
+        assert_eq!(auto(shape(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 128, false)), Mma);
+        assert_eq!(auto(shape(Some(7), 7, 64, false)), Mma);
+        // Many queries, or one long query: the many-row kernel.
+        assert_eq!(auto(shape(Some(8), 8, 128, true)), Gemm);
+        assert_eq!(auto(shape(Some(32), 1, 128, true)), Gemm);
+        // Wide embeddings: the dimension-tiled kernel, for queries of ≤ 32 tokens.
+        assert_eq!(auto(shape(Some(3), 3, 768, true)), Wide);
+        assert_eq!(auto(shape(Some(40), 40, 1024, false)), Wide);
+        assert_eq!(auto(shape(Some(2), 1, 768, false)), Tiled);
+        // f32 or other dtypes / d: the general kernel.
+        assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 1152, true)), Tiled);
+        // Forced kernels, and their fallbacks where they do not apply.
+        let forced = |k, s| choose_kernel(Some(k), s);
+        assert_eq!(forced(Mma, shape(Some(1), 1, 128, true)), Mma);
+        assert_eq!(forced(Mma, shape(Some(9), 9, 128, true)), Mma);
+        assert_eq!(forced(Mma, shape(Some(2), 1, 128, true)), Gemm);
+        assert_eq!(forced(Bulk, shape(Some(1), 1, 128, false)), Mma);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Wide);
+        assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
+        assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
+        assert_eq!(forced(V2, shape(None, 1, 128, true)), V2);
+    }
+
+    #[test]
+    fn queries_pack_into_32_row_blocks() {
+        let dim = 32;
+        let lens = [1usize, 32, 33, 100];
+        let data: Vec<Vec<f16>> = lens
+            .iter()
+            .enumerate()
+            .map(|(q, &n)| {
+                (0..n * dim)
+                    .map(|i| f16::from_f32((q * 1000 + i) as f32 / 4096.0))
+                    .collect()
+            })
+            .collect();
+        let queries: Vec<Matrix<'_>> = data
+            .iter()
+            .map(|v| Matrix::new(&v[..], dim).unwrap())
+            .collect();
+        let b = query_blocks(&queries, dim).expect("f16 at d = 32 takes the tensor cores");
+        assert_eq!(b.dtype, DType::F16);
+        assert_eq!(b.rows, [1, 32, 32, 1, 32, 32, 32, 4]);
+        assert_eq!(b.start, [0, 1, 2, 4, 8]);
+        assert_eq!(b.tokens.len(), 8 * QBLOCK * dim);
+        for (q, v) in data.iter().enumerate() {
+            let first = b.start[q] as usize * QBLOCK * dim;
+            let blocks = (b.start[q + 1] - b.start[q]) as usize;
+            let region = &b.tokens[first..first + blocks * QBLOCK * dim];
+            let bits: Vec<u16> = v.iter().map(|x| x.to_bits()).collect();
+            assert_eq!(&region[..bits.len()], &bits[..], "query {q} rows in order");
+            assert!(
+                region[bits.len()..].iter().all(|&x| x == 0),
+                "query {q} padding is zero"
+            );
+        }
+        // Not on the tensor cores: f32, mixed dtypes, a d no kernel is built for.
+        let f = vec![0.5f32; dim];
+        assert!(query_blocks(&[Matrix::new(&f[..], dim).unwrap()], dim).is_none());
+        assert!(query_blocks(&[queries[0], Matrix::new(&f[..], dim).unwrap()], dim).is_none());
+        let odd = vec![f16::ONE; 200];
+        assert!(query_blocks(&[Matrix::new(&odd[..], 200).unwrap()], 200).is_none());
+        assert!(query_blocks(&[], dim).is_none());
+    }
+
+    #[test]
+    fn wide_dims_and_launch_limits() {
+        assert!(wide_dim(256) && wide_dim(768) && wide_dim(1024));
+        assert!(!wide_dim(128) && !wide_dim(200) && !wide_dim(1152));
+        assert!(launch_size_ok(10, 10).is_ok());
+        assert!(launch_size_ok(i32::MAX as usize + 1, 1).is_err());
+    }
+}
