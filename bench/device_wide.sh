@@ -5,6 +5,7 @@
 # Build first with bench/device_build.sh; carry .dev. Log in $OUT/wide.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source bench/device_common.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 B=.dev/tilemaxsim
@@ -16,10 +17,7 @@ row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
   echo "== ptxas (sm_90): maxsim_wide"
   ptxas -arch=sm_90 -v -o /dev/null "$(ls -t /tmp/tilemaxsim-cache/*.ptx | head -1)" 2>&1 | grep -A2 "entry function 'maxsim_wide_f16'" | tail -2
   echo "== compute-sanitizer memcheck / racecheck (tensor-core test, 6 cases: d = 32..768)"
-  TILEMAXSIM_GPU_CASES=6 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu tensor_core 2>&1 | tail -2
-  echo "memcheck exit: ${PIPESTATUS[0]}"
-  TILEMAXSIM_GPU_CASES=6 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu tensor_core 2>&1 | tail -2
-  echo "racecheck exit: ${PIPESTATUS[0]}"
+  sanitize_tensor_core
   echo "== wide embeddings (f16, Nq=32, Nd=128): engine's choice vs tiled"
   row --dtype f16 --dim 768 --docs 10000 --reps 20
   row --dtype f16 --dim 768 --docs 100000 --reps 10

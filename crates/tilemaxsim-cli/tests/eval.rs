@@ -171,27 +171,26 @@ fn malformed_input_is_an_error_naming_the_line() {
     let (q, r) = (dir.path().join("q.txt"), dir.path().join("r.trec"));
     std::fs::write(&q, "1 0 a 1\n").unwrap();
     std::fs::write(&r, "1 Q0 a 1 oops t\n").unwrap();
-    let out = bin()
-        .arg("eval")
-        .arg("--qrels")
-        .arg(&q)
-        .arg("--run")
-        .arg(&r)
-        .output()
-        .unwrap();
+    let out = eval_cmd(&q, &r).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && !err.contains("panicked"), "{err}");
     assert!(err.contains("line 1") && err.contains("\"oops\""), "{err}");
 }
 
-/// `tilemaxsim eval --json --per-query` on two files.
-fn ours(qrels: &Path, run: &Path) -> Value {
-    let out = bin()
-        .arg("eval")
+/// `tilemaxsim eval --qrels QRELS --run RUN`.
+fn eval_cmd(qrels: &Path, run: &Path) -> Command {
+    let mut cmd = bin();
+    cmd.arg("eval")
         .arg("--qrels")
         .arg(qrels)
         .arg("--run")
-        .arg(run)
+        .arg(run);
+    cmd
+}
+
+/// `tilemaxsim eval --json --per-query` on two files.
+fn ours(qrels: &Path, run: &Path) -> Value {
+    let out = eval_cmd(qrels, run)
         .args(["--json", "--per-query"])
         .output()
         .expect("the binary runs");
@@ -209,15 +208,7 @@ fn table_output() {
     let (q, r) = (dir.path().join("q.txt"), dir.path().join("r.trec"));
     std::fs::write(&q, "query-one 0 a 1\nq2 0 b 1\n").unwrap();
     std::fs::write(&r, "query-one Q0 a 1 2 t\nq2 Q0 a 1 2 t\nq2 Q0 b 2 1 t\n").unwrap();
-    let out = bin()
-        .arg("eval")
-        .arg("--qrels")
-        .arg(&q)
-        .arg("--run")
-        .arg(&r)
-        .arg("--per-query")
-        .output()
-        .unwrap();
+    let out = eval_cmd(&q, &r).arg("--per-query").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();

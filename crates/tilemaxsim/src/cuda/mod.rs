@@ -186,21 +186,20 @@ struct QueryBlocks {
 
 /// Query rows per block of the tensor-core kernels (two m16 tiles).
 const QBLOCK: usize = 32;
-/// Embedding dimensions the tensor-core kernel is instantiated for (kernels/maxsim.cu).
+/// Embedding dimensions `maxsim_mma`, `maxsim_bulk` and `maxsim_gemm` are instantiated for.
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
 /// Wide embeddings `maxsim_wide` takes (dimension-tiled by 128): d = 256, 384, …, 1024.
 fn wide_dim(dim: usize) -> bool {
     dim.is_multiple_of(128) && (256..=1024).contains(&dim)
 }
-/// Threads per block of `maxsim_wide` (kernels/maxsim.cu: WIDE_THREADS, four warps).
-const WIDE_THREADS: u32 = 128;
+/// Threads per block of the tensor-core kernels (kernels/maxsim.cu: MMA_THREADS, BULK_THREADS,
+/// WIDE_THREADS: four warps; GEMM_THREADS: eight).
 const MMA_THREADS: u32 = 128;
-/// Threads per block of `maxsim_bulk` (kernels/maxsim.cu: BULK_THREADS, four warps).
 const BULK_THREADS: u32 = 128;
+const WIDE_THREADS: u32 = 128;
+const GEMM_THREADS: u32 = 256;
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
-/// Threads per block of `maxsim_gemm` (kernels/maxsim.cu: GEMM_THREADS, eight warps).
-const GEMM_THREADS: u32 = 256;
 /// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
 const GEMM_BN: usize = 128;
 /// From this many queries in one launch the engine scores them with `maxsim_gemm` (one read of
