@@ -11,7 +11,7 @@ log="$OUT/gpu_check.log"
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   echo "== info"; .dev/tilemaxsim info
   echo "== kernel compile (NVRTC, sm_80 + sm_90)"; .dev/test-cuda_kernels_compile 2>&1 | tail -3
-  echo "== GPU tests"; .dev/test-gpu --test-threads 1 2>&1 | tail -12
+  echo "== GPU tests"; .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"
   echo "== compute-sanitizer memcheck"
   TILEMAXSIM_GPU_CASES=12 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
   echo "memcheck exit: ${PIPESTATUS[0]}"
@@ -25,4 +25,8 @@ log="$OUT/gpu_check.log"
   echo "== bench (kernel chosen per shape)"; .dev/tilemaxsim bench --device cuda "$@" 2>&1
   echo "== ablation: the paper's kernel family on one shape (f16, Nq=32, Nd=128, d=128, B=100K)"
   for k in bulk mma tiled v2 v1; do .dev/tilemaxsim bench --device cuda --kernel $k --dtype f16 "$@" 2>&1 | sed -n 3p; done
+  echo "== maxsim_ring: wide d and exact f32 (split)"
+  for a in "--dtype f16 --dim 768 --docs 10000" "--dtype f16 --dim 768 --docs 100000" "--dtype f32 --docs 100000" "--dtype f32 --docs 10000"; do
+    .dev/tilemaxsim bench --device cuda $a --reps 20 2>&1 | sed -n 3p
+  done
 } 2>&1 | tee "$log"

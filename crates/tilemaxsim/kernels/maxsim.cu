@@ -824,110 +824,254 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 }
 
 // ---------------------------------------------------------------------------------------------
-// maxsim_wide: maxsim_mma for wide embeddings (d a multiple of 128, up to 1024), f16/bf16,
-// Nq <= 32. The query no longer fits in registers, so a block of four warps stages it in shared
-// memory (rows padded by 16 halves: the fragment loads are free of bank conflicts) and each
-// warp scores one document of the block's query: for every 32 tokens the accumulators stay in
-// registers while d is walked in steps of 128 (dimension tiling): four 8-token tiles of B come
-// straight from memory (16-byte streaming loads, the permuted-k order of maxsim_mma), the
-// matching A fragments from shared memory. Every document byte is read from memory once.
-#define WIDE_WARPS 4
-#define WIDE_THREADS (WIDE_WARPS * 32)
-struct alignas(8) W2 { unsigned x, y; };
+// maxsim_ring: one warp per (query, document), as maxsim_mma, for what maxsim_mma's registers
+// cannot hold: wide embeddings (f16/bf16, d = 256..1024, walked in 128-wide steps: dimension
+// tiling) and exact f32 (each element split into an f16 high part and an f16 low part scaled by
+// 2^11; three tensor-core products per tile, hi*hi + hi*lo + lo*hi, the lo*lo term is below
+// 2^-22 of the product). Also instantiated for f16/bf16 at d <= 128.
+//
+// The block's query sits in shared memory in fragment order: the four A registers of lane l for
+// k16 step j and m-tile mt are the 16 bytes at [j][mt][l], one conflict-free 128-bit load (the
+// permuted-k order of maxsim_mma). The document streams through a ring of RING_STAGES stages per
+// warp (16 tokens x STEP of d for f16/bf16, 8 tokens for f32: 4 KB) by cp.async, RING_STAGES - 1
+// stages ahead and across document boundaries. Each lane copies exactly the 16-byte pieces it
+// later feeds the tensor cores as B fragments, into lane-major slots: no other lane reads them,
+// so there is no barrier, no bank conflict and no register held by a load in flight.
+// Blocks take (query, group of `warps` documents) tasks with a grid stride, so a change of
+// query is block-uniform: the shared query is rewritten between two barriers.
+#ifndef RING_STAGES
+#define RING_STAGES 4
+#endif
+// Most warps per block (the host launches as many as shared memory holds, up to this).
+#ifndef RING_WARPS
+#define RING_WARPS 8
+#endif
+// f32 only, an experiment not yet run through the GPU tests: 1 permutes k by 4-float pieces
+// (piece kb of lane c = floats kb*16 + c*4 .. +3 of the chunk), so the four lanes of a row copy
+// 64 contiguous bytes (two whole 32-byte sectors) per instruction instead of four half sectors.
+#ifndef SPLIT_SECTOR_PIECES
+#define SPLIT_SECTOR_PIECES 0
+#endif
+// 1: the f16 high part of an f32 rounded with integer ops (no f16 -> f32 conversion back);
+// 0: converted to f16 and back.
+#ifndef SPLIT_ROUND_BITS
+#define SPLIT_ROUND_BITS 1
+#endif
+#define SPLIT_SCALE 2048.0f
 
-template <bool BF>
-__device__ __forceinline__ void maxsim_wide_impl(
+// Two floats as f16x2 (`first` in the low half: the lower k index).
+__device__ __forceinline__ unsigned f16x2_of(float first, float second) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(second), "f"(first));
+    return r;
+}
+// Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo). With
+// SPLIT_ROUND_BITS the high part is x rounded to f16's 11 significant bits in f32 by integer
+// ops (exact in f16 for |x| >= 2^-14; below, f16's spacing 2^-24 bounds the difference), so
+// the conversions are two packs per pair instead of two packs and two unpacks.
+__device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, unsigned& lo) {
+    float h0, h1;
+#if SPLIT_ROUND_BITS
+    h0 = __uint_as_float((__float_as_uint(x0) + 0x1000u) & 0xffffe000u);
+    h1 = __uint_as_float((__float_as_uint(x1) + 0x1000u) & 0xffffe000u);
+    hi = f16x2_of(h0, h1);
+#else
+    hi = f16x2_of(x0, x1);
+    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
+        : "=f"(h0), "=f"(h1) : "r"(hi));
+#endif
+    lo = f16x2_of((x0 - h0) * SPLIT_SCALE, (x1 - h1) * SPLIT_SCALE);
+}
+
+// KIND 0: f16, 1: bf16, 2: f32 split. STEP = KCH * 32 dimensions per stage; d a multiple of it.
+template <int KIND, int KCH>
+__device__ __forceinline__ void maxsim_ring_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
-    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const void* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
     const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int dim)
 {
-    extern __shared__ __attribute__((aligned(16))) u16 wide_q[];
+    constexpr bool SPLIT = KIND == 2;
+    constexpr int EB = SPLIT ? 4 : 2;          // bytes per stored element
+    constexpr int PIECES = EB / 2;             // 16-byte pieces per lane per (tile, chunk)
+    constexpr int TT = SPLIT ? 1 : 2;          // 8-token tiles per stage
+    constexpr int TOK = TT * 8;
+    constexpr int STEP = KCH * 32;
+    constexpr int CPL = TT * KCH * PIECES;     // 16-byte pieces per lane per stage
+    constexpr int S = RING_STAGES;
+    extern __shared__ __attribute__((aligned(16))) V4 ring_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
-    const int row_halves = dim + 16;
-    const int groups = (num_docs + WIDE_WARPS - 1) / WIDE_WARPS;
+    const int nw = blockDim.x >> 5;
+    const int kj = dim / 16;                   // k16 steps
+    const int ks_per_tok = dim / STEP;
+    V4* qa = ring_smem;                                         // [SPLIT + 1][kj][2][32]
+    V4* ring = ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)wib * S * CPL * 32 + lane;
+    const int groups = (num_docs + nw - 1) / nw;
     const i64 tasks = (i64)num_queries * groups;
-    int cur_q = -1, nq = 0;
+    const char* tok_bytes = (const char*)d_tokens;
+
+    // The extent of this warp's document of task t (nd = 0: none).
+    auto extent = [&](i64 t, i64& d0, int& nd) {
+        const int pair = (int)(t % groups) * nw + wib;
+        nd = 0;
+        if (pair < num_docs) {
+            const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+            d0 = d_offsets[doc];
+            nd = (int)(d_offsets[doc + 1] - d0);
+        }
+    };
+    // Producer cursor: task, first token of the stage, d step; runs S - 1 stages ahead.
+    i64 pt = blockIdx.x, pd0 = 0;
+    int pnd = 0, ptok = 0, pks = 0;
+    auto p_seek = [&]() {
+        for (; pt < tasks; pt += gridDim.x) {
+            extent(pt, pd0, pnd);
+            if (pnd > 0) return;
+        }
+    };
+    auto produce = [&](int slot) {
+        if (pt < tasks) {
+            const unsigned dst = smem_addr(ring + slot * CPL * 32);
+            const char* doc = tok_bytes + pd0 * dim * EB;
+#pragma unroll
+            for (int tt = 0; tt < TT; ++tt) {
+                const int tok = ptok + tt * 8 + g;
+                const bool ok = tok < pnd;
+                const char* row = doc + (i64)(ok ? tok : 0) * dim * EB + pks * STEP * EB;
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int h = 0; h < PIECES; ++h)
+                        cp_async16(dst + ((tt * KCH + ch) * PIECES + h) * 512u,
+                                   row + ch * 32 * EB + (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16),
+                                   ok ? 16u : 0u);
+            }
+            if (++pks == ks_per_tok) {
+                pks = 0;
+                ptok += TOK;
+                if (ptok >= pnd) { ptok = 0; pt += gridDim.x; p_seek(); }
+            }
+        }
+        cp_async_commit();
+    };
+    p_seek();
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) produce(s);
+
+    int stage = 0, cur_q = -1, nq = 0;
     for (i64 t = blockIdx.x; t < tasks; t += gridDim.x) {
-        const int qi = (int)(t / groups), grp = (int)(t % groups);
+        const int qi = (int)(t / groups);
         if (qi != cur_q) {  // uniform across the block
             __syncthreads();
-            const U4* src = (const U4*)(qpad + (i64)qi * 32 * dim);
-            const int chunks = dim / 8;
-            for (int i = threadIdx.x; i < 32 * chunks; i += WIDE_THREADS) {
-                const int r = i / chunks, k = i % chunks;
-                *(U4*)(wide_q + r * row_halves + k * 8) = src[i];
+            const unsigned* q = (const unsigned*)(qpad + (i64)qi * (SPLIT ? 2 : 1) * 32 * dim);
+            const int half_row = dim / 2;
+            for (int e = threadIdx.x; e < kj * 64; e += blockDim.x) {
+                const int j = e >> 6, mt = (e >> 5) & 1, l = e & 31;
+                // Lane c holds elements c*8 .. c*8+7 of each 32-wide chunk (k16 step kb: the
+                // four from kb*4), or with SPLIT_SECTOR_PIECES (f32) elements kb*16 + c*4 .. +3.
+                const int w = ((j >> 1) * 32 + (SPLIT && SPLIT_SECTOR_PIECES ? (j & 1) * 16 + (l & 3) * 4
+                                                                              : (l & 3) * 8 + (j & 1) * 4)) / 2;
+                const int r0 = (mt * 16 + (l >> 2)) * half_row + w, r8 = r0 + 8 * half_row;
+                qa[e] = V4{q[r0], q[r8], q[r0 + 1], q[r8 + 1]};
+                if (SPLIT) {
+                    const unsigned* ql = q + 32 * half_row;
+                    qa[kj * 64 + e] = V4{ql[r0], ql[r8], ql[r0 + 1], ql[r8 + 1]};
+                }
             }
             __syncthreads();
             cur_q = qi;
             nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
         }
-        const int pair = grp * WIDE_WARPS + wib;
-        if (pair >= num_docs) continue;  // uniform across the warp; no barrier until the next query
-        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-        const i64 d0 = d_offsets[doc];
-        const int nd = (int)(d_offsets[doc + 1] - d0);
-        const u16* base = d_tokens + d0 * dim;
+        i64 d0;
+        int nd;
+        extent(t, d0, nd);
+        if (nd == 0) continue;  // uniform across the warp; the producer skipped it too
+        const int pair = (int)(t % groups) * nw + wib;
         float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
-        for (int t0 = 0; t0 < nd; t0 += 32) {
-            float acc[2][4][4];
+        for (int tok0 = 0; tok0 < nd; tok0 += TOK) {
+            float acc[TT][2][4], cor[TT][2][4];
 #pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
+            for (int tt = 0; tt < TT; ++tt)
 #pragma unroll
-                for (int tt = 0; tt < 4; ++tt) acc[mt][tt][0] = acc[mt][tt][1] = acc[mt][tt][2] = acc[mt][tt][3] = 0.f;
-            for (int k0 = 0; k0 < dim; k0 += 128) {
-                U4 b[4][4];
+                for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-                for (int tt = 0; tt < 4; ++tt) {
-                    const int tok = t0 + tt * 8 + g;
+                    for (int r = 0; r < 4; ++r) acc[tt][mt][r] = cor[tt][mt][r] = 0.f;
+            for (int ks = 0; ks < ks_per_tok; ++ks, ++stage) {
+                cp_async_wait<S - 2>();
+                produce((stage + S - 1) % S);
+                const V4* st = ring + (stage % S) * CPL * 32;
 #pragma unroll
-                    for (int ch = 0; ch < 4; ++ch)
-                        b[tt][ch] = tok < nd ? ld_stream(base + (i64)tok * dim + k0 + ch * 32 + c * 8) : U4{0u, 0u, 0u, 0u};
-                }
+                for (int ch = 0; ch < KCH; ++ch) {
+                    unsigned bh[TT][4], bl[TT][4];
 #pragma unroll
-                for (int ch = 0; ch < 4; ++ch)
+                    for (int tt = 0; tt < TT; ++tt) {
+                        if (SPLIT) {
+                            const V4 v0 = st[((tt * KCH + ch) * 2) * 32], v1 = st[((tt * KCH + ch) * 2 + 1) * 32];
+                            split_f32x2(__uint_as_float(v0.x), __uint_as_float(v0.y), bh[tt][0], bl[tt][0]);
+                            split_f32x2(__uint_as_float(v0.z), __uint_as_float(v0.w), bh[tt][1], bl[tt][1]);
+                            split_f32x2(__uint_as_float(v1.x), __uint_as_float(v1.y), bh[tt][2], bl[tt][2]);
+                            split_f32x2(__uint_as_float(v1.z), __uint_as_float(v1.w), bh[tt][3], bl[tt][3]);
+                        } else {
+                            const V4 v = st[(tt * KCH + ch) * 32];
+                            bh[tt][0] = v.x; bh[tt][1] = v.y; bh[tt][2] = v.z; bh[tt][3] = v.w;
+                        }
+                    }
 #pragma unroll
                     for (int kb = 0; kb < 2; ++kb) {
-                        unsigned a[2][4];
-                        const int h = k0 + ch * 32 + c * 8 + kb * 4;  // half index in a row
+                        const int j = (ks * KCH + ch) * 2 + kb;
 #pragma unroll
                         for (int mt = 0; mt < 2; ++mt) {
-                            const W2 lo = *(const W2*)(wide_q + (mt * 16 + g) * row_halves + h);
-                            const W2 hi = *(const W2*)(wide_q + (mt * 16 + g + 8) * row_halves + h);
-                            a[mt][0] = lo.x;
-                            a[mt][1] = hi.x;
-                            a[mt][2] = lo.y;
-                            a[mt][3] = hi.y;
+                            const V4 av = qa[(j * 2 + mt) * 32 + lane];
+                            const unsigned a[4] = {av.x, av.y, av.z, av.w};
+#pragma unroll
+                            for (int tt = 0; tt < TT; ++tt) {
+                                if (tok0 + tt * 8 >= nd) continue;  // uniform across the warp
+                                Mma<KIND == 1>::run(acc[tt][mt], a, bh[tt][2 * kb], bh[tt][2 * kb + 1]);
+                                if (SPLIT) {
+                                    const V4 lv = qa[kj * 64 + (j * 2 + mt) * 32 + lane];
+                                    const unsigned al[4] = {lv.x, lv.y, lv.z, lv.w};
+                                    Mma<false>::run(cor[tt][mt], a, bl[tt][2 * kb], bl[tt][2 * kb + 1]);
+                                    Mma<false>::run(cor[tt][mt], al, bh[tt][2 * kb], bh[tt][2 * kb + 1]);
+                                }
+                            }
                         }
-#pragma unroll
-                        for (int tt = 0; tt < 4; ++tt)
-                            if (t0 + tt * 8 < nd)  // uniform across the warp
-#pragma unroll
-                                for (int mt = 0; mt < 2; ++mt)
-                                    Mma<BF>::run(acc[mt][tt], a[mt], kb ? b[tt][ch].z : b[tt][ch].x,
-                                                 kb ? b[tt][ch].w : b[tt][ch].y);
                     }
+                }
             }
 #pragma unroll
-            for (int tt = 0; tt < 4; ++tt) {
-                const int col = t0 + tt * 8 + 2 * c;
+            for (int tt = 0; tt < TT; ++tt) {
+                const int col = tok0 + tt * 8 + 2 * c;
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
-                    fold_max(best[mt], acc[mt][tt], col, nd);
+                    if (SPLIT)
+#pragma unroll
+                        for (int r = 0; r < 4; ++r) acc[tt][mt][r] += cor[tt][mt][r] * (1.0f / SPLIT_SCALE);
+                    fold_max(best[mt], acc[tt][mt], col, nd);
                 }
             }
         }
-        const float s = block_score(best, nq, g);
-        if (lane == 0) out[(i64)qi * num_docs + pair] = s;
+        const float score = block_score(best, nq, g);
+        if (lane == 0) out[(i64)qi * num_docs + pair] = score;
     }
+    cp_async_wait<0>();
 }
 
-#define INSTANTIATE_WIDE(NAME, BF)                                                             \
-    extern "C" __global__ void __launch_bounds__(WIDE_THREADS) NAME(                          \
-        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+#define INSTANTIATE_RING(NAME, KIND, KCH)                                                      \
+    extern "C" __global__ void __launch_bounds__(RING_WARPS * 32) NAME(                      \
+        const u16* qpad, const i64* q_offsets, int num_queries, const void* d_tokens,          \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int dim)         \
     {                                                                                          \
-        maxsim_wide_impl<BF>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, dim); \
+        maxsim_ring_impl<KIND, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, dim); \
     }
 
-INSTANTIATE_WIDE(maxsim_wide_f16, false)
-INSTANTIATE_WIDE(maxsim_wide_bf16, true)
+INSTANTIATE_RING(maxsim_ring_f16_d32, 0, 1)
+INSTANTIATE_RING(maxsim_ring_f16_d64, 0, 2)
+INSTANTIATE_RING(maxsim_ring_f16_d96, 0, 3)
+INSTANTIATE_RING(maxsim_ring_f16_d128, 0, 4)
+INSTANTIATE_RING(maxsim_ring_bf16_d32, 1, 1)
+INSTANTIATE_RING(maxsim_ring_bf16_d64, 1, 2)
+INSTANTIATE_RING(maxsim_ring_bf16_d96, 1, 3)
+INSTANTIATE_RING(maxsim_ring_bf16_d128, 1, 4)
+INSTANTIATE_RING(maxsim_ring_f32_d32, 2, 1)
+INSTANTIATE_RING(maxsim_ring_f32_d64, 2, 2)
+INSTANTIATE_RING(maxsim_ring_f32_d96, 2, 3)
+INSTANTIATE_RING(maxsim_ring_f32_d128, 2, 4)

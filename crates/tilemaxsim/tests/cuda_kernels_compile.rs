@@ -33,8 +33,11 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_gemm_f16_d128",
             "maxsim_gemm_bf16_d96",
             "sum_qblocks",
-            "maxsim_wide_f16",
-            "maxsim_wide_bf16",
+            "maxsim_ring_f16_d128",
+            "maxsim_ring_bf16_d32",
+            "maxsim_ring_f32_d32",
+            "maxsim_ring_f32_d96",
+            "maxsim_ring_f32_d128",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

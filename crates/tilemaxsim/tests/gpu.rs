@@ -116,6 +116,12 @@ fn fp32_inputs_stay_exact() {
     let corpus = random_corpus(&mut r, &lens, 128, DType::F32, 1.0);
     let q = random_query(&mut r, 32, 128, DType::F32, 1.0);
     let qm = Matrix::new(q.as_elements(), 128).unwrap();
+    let dq = gpu.upload_queries(&[qm], 128).unwrap();
+    let dc = gpu.upload(&corpus).unwrap();
+    // On the tensor cores (the split) where the device's shared memory holds the ring kernel.
+    if gpu.info().smem_per_block >= 100 << 10 {
+        assert_eq!(gpu.kernel_for(&dq, &dc), tilemaxsim::cuda::Kernel::Ring);
+    }
     let got = gpu.score(qm, &corpus).unwrap();
     for (j, s) in got.iter().enumerate() {
         let want = tilemaxsim::reference::maxsim_f64(qm, corpus.doc(j));
@@ -125,6 +131,81 @@ fn fp32_inputs_stay_exact() {
             "doc {j}: {s} vs {want} (relative error {rel:e})"
         );
     }
+}
+
+/// f32 on the tensor cores (`maxsim_ring`'s split into f16 high and low parts): within the f32
+/// bound of the float64 reference (as every f32 path; `fp32_inputs_stay_exact` checks 1e-5
+/// relative on the benchmark shape) at every d it takes, with 1-token and long documents,
+/// batches of queries, candidate lists, NaN-poisoned outputs; out of the split's range it falls
+/// back to the exact CUDA-core kernel.
+#[test]
+fn fp32_split_on_tensor_cores_stays_exact() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    let mut r = rng(13);
+    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18);
+    for case in 0..cases {
+        let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
+        let n_docs = r.random_range(1..120);
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| match i % 4 {
+                0 => 1,
+                1 if case % 3 == 0 => r.random_range(1000..3000),
+                _ => r.random_range(1..200),
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, DType::F32, 1.0);
+        let qs: Vec<OwnedElements> = (0..[1usize, 3, 9][case % 3])
+            .map(|_| {
+                let nq = r.random_range(1..=32);
+                random_query(&mut r, nq, dim, DType::F32, 1.0)
+            })
+            .collect();
+        let queries: Vec<Matrix<'_>> = qs
+            .iter()
+            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
+            .collect();
+        let dq = gpu.upload_queries(&queries, dim).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!(
+            gpu.kernel_for(&dq, &dc),
+            Kernel::Ring,
+            "case {case}: d={dim}"
+        );
+        let list: Vec<usize> = (0..n_docs + 3).map(|_| r.random_range(0..n_docs)).collect();
+        let label = format!(
+            "case {case}: d={dim} f32, {n_docs} docs, {} queries",
+            queries.len()
+        );
+        check(&gpu, &label, &queries, &corpus, Docs::All);
+        check(
+            &gpu,
+            &format!("{label} (candidates)"),
+            &queries,
+            &corpus,
+            Docs::List(&list),
+        );
+    }
+    // Values past the split's range (|x| > 32768) take the exact CUDA-core kernel instead.
+    let mut v = vec![0.01f32; 3 * 64];
+    v[5] = 40_000.0;
+    let corpus =
+        Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), 64, &[1, 2]).unwrap();
+    let q = random_query(&mut r, 4, 64, DType::F32, 1.0);
+    let qm = Matrix::new(q.as_elements(), 64).unwrap();
+    let dq = gpu.upload_queries(&[qm], 64).unwrap();
+    let dc = gpu.upload(&corpus).unwrap();
+    assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled);
+    check(
+        &gpu,
+        "f32 out of the split's range",
+        &[qm],
+        &corpus,
+        Docs::All,
+    );
 }
 
 #[test]
@@ -194,6 +275,7 @@ fn tensor_core_path_matches_the_reference() {
         (Kernel::Mma, forced(Kernel::Mma)),
         (Kernel::Bulk, forced(Kernel::Bulk)),
         (Kernel::Gemm, forced(Kernel::Gemm)),
+        (Kernel::Ring, forced(Kernel::Ring)),
     ];
     let mut r = rng(21);
     let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
@@ -201,7 +283,7 @@ fn tensor_core_path_matches_the_reference() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
     for case in 0..cases {
-        // maxsim_mma / bulk / gemm dims, then maxsim_wide's (dimension-tiled).
+        // maxsim_mma / bulk / gemm / ring dims, then the wide ones (ring, dimension-tiled).
         let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
         let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
         let n_docs = r.random_range(1..300);
@@ -243,7 +325,7 @@ fn tensor_core_path_matches_the_reference() {
         assert!(
             matches!(
                 chosen,
-                Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide
+                Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring
             ),
             "case {case} should take a tensor-core path, took {chosen:?}"
         );

@@ -470,6 +470,7 @@ impl Staging {
             .unwrap_or(row)
             .max(1);
         let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
+        let split_ok = super::split_ok(corpus, 0..offsets[corpus.len()]);
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
             let staged = if pinned { 1 } else { max_bytes };
@@ -487,6 +488,7 @@ impl Staging {
                 dim: corpus.dim(),
                 len: 0,
                 bytes: 0,
+                split_ok,
             };
             Ok(Slot {
                 tokens,

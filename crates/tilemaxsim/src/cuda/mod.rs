@@ -60,6 +60,8 @@ pub struct GpuInfo {
     pub compute_capability: (i32, i32),
     pub total_memory: usize,
     pub multiprocessors: i32,
+    /// Shared memory one block may opt in to (bytes).
+    pub smem_per_block: usize,
 }
 
 impl std::fmt::Display for GpuInfo {
@@ -77,7 +79,10 @@ impl std::fmt::Display for GpuInfo {
 }
 
 fn info(ctx: &CudaContext) -> Result<GpuInfo> {
-    use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    use cudarc::driver::sys::CUdevice_attribute::{
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    };
     Ok(GpuInfo {
         ordinal: ctx.ordinal(),
         name: ctx.name().map_err(drv("device name"))?,
@@ -88,6 +93,9 @@ fn info(ctx: &CudaContext) -> Result<GpuInfo> {
         multiprocessors: ctx
             .attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(drv("SM count"))?,
+        smem_per_block: ctx
+            .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(drv("shared memory size"))? as usize,
     })
 }
 
@@ -134,6 +142,9 @@ pub struct DeviceCorpus {
     dim: usize,
     len: usize,
     bytes: usize,
+    /// f32 tokens all within `SPLIT_MAX` in magnitude: `maxsim_ring` can score them exactly as
+    /// f16 high and low parts.
+    split_ok: bool,
 }
 
 impl DeviceCorpus {
@@ -177,6 +188,8 @@ struct DeviceBlocks {
 /// Queries as blocks of 32 rows of 16-bit tokens, `[blocks][32][d]`: query `q` takes blocks
 /// `start[q] .. start[q + 1]` (ceil(Nq / 32) of them, rows past its end zero), block `b` has
 /// `rows[b]` real rows. With every Nq ≤ 32, block q is query q (the layout `maxsim_mma` reads).
+/// f32 queries (for `maxsim_ring` only, Nq ≤ 32) take `[blocks][2][32][d]`: the f16 high parts,
+/// then the low parts scaled by 2^11 (`split_f32`).
 struct QueryBlocks {
     dtype: DType,
     tokens: Vec<u16>,
@@ -188,15 +201,61 @@ struct QueryBlocks {
 const QBLOCK: usize = 32;
 /// Embedding dimensions `maxsim_mma`, `maxsim_bulk` and `maxsim_gemm` are instantiated for.
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
-/// Wide embeddings `maxsim_wide` takes (dimension-tiled by 128): d = 256, 384, …, 1024.
+/// Wide embeddings (dimension-tiled by 128 in `maxsim_ring`): d = 256, 384, …, 1024.
 fn wide_dim(dim: usize) -> bool {
     dim.is_multiple_of(128) && (256..=1024).contains(&dim)
 }
-/// Threads per block of the tensor-core kernels (kernels/maxsim.cu: MMA_THREADS, BULK_THREADS,
-/// WIDE_THREADS: four warps; GEMM_THREADS: eight).
+/// The dimensions `maxsim_ring` takes, and the d of the instantiation that serves them (it walks
+/// d in steps of min(d, 128)).
+fn ring_instance(dim: usize) -> Option<usize> {
+    if MMA_DIMS.contains(&dim) {
+        Some(dim)
+    } else if wide_dim(dim) {
+        Some(128)
+    } else {
+        None
+    }
+}
+/// f32 values `maxsim_ring` splits into f16 high and low parts: the high part must not overflow
+/// f16 (65504); 2^15 leaves room for its rounding.
+const SPLIT_MAX: f32 = 32768.0;
+/// Scale of the low part of a split f32 (SPLIT_SCALE in kernels/maxsim.cu).
+const SPLIT_SCALE: f32 = 2048.0;
+/// Bytes per stage and warp of `maxsim_ring`'s ring (stages: `ring_stages`).
+const RING_STAGE_BYTES: usize = 4096;
+
+/// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
+/// bytes), as many warps as `smem_per_block` holds up to `ring_warps`; `None` if not one fits.
+fn ring_layout(dim: usize, f32: bool, smem_per_block: usize) -> Option<(u32, usize)> {
+    let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
+    let per_warp = ring_stages() * RING_STAGE_BYTES;
+    let warps = (smem_per_block.checked_sub(query)? / per_warp).min(ring_warps());
+    (warps > 0).then_some((warps as u32, query + warps * per_warp))
+}
+
+/// Whether tokens `tokens` of the corpus are f32 within the split's range (`SPLIT_MAX`).
+fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
+    use rayon::prelude::*;
+    let dim = corpus.dim();
+    match corpus.tokens().elements() {
+        crate::matrix::Elements::F32(v) => v[tokens.start * dim..tokens.end * dim]
+            .par_iter()
+            .all(|x| x.abs() <= SPLIT_MAX),
+        _ => false,
+    }
+}
+
+/// An f32 as its f16 high part and its f16 low part scaled by 2^11 (as bits), the split
+/// `maxsim_ring` applies to f32 documents in the kernel.
+fn split_f32(x: f32) -> (u16, u16) {
+    let hi = half::f16::from_f32(x);
+    let lo = half::f16::from_f32((x - hi.to_f32()) * SPLIT_SCALE);
+    (hi.to_bits(), lo.to_bits())
+}
+/// Threads per block of the tensor-core kernels (kernels/maxsim.cu: MMA_THREADS, BULK_THREADS:
+/// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`).
 const MMA_THREADS: u32 = 128;
 const BULK_THREADS: u32 = 128;
-const WIDE_THREADS: u32 = 128;
 const GEMM_THREADS: u32 = 256;
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
@@ -211,9 +270,10 @@ const GEMM_MIN_QUERIES: usize = 8;
 fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     use crate::matrix::Elements;
     let dtype = queries.first()?.dtype();
-    if dtype == DType::F32 || !(MMA_DIMS.contains(&dim) || wide_dim(dim)) {
-        return None;
-    }
+    ring_instance(dim)?;
+    // f32: only for maxsim_ring (one block per query), and only in the range the split holds.
+    let f32 = dtype == DType::F32;
+    let copies = if f32 { 2 } else { 1 };
     let mut start = vec![0i32];
     let mut rows = Vec::new();
     for q in queries {
@@ -221,16 +281,28 @@ fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
             return None;
         }
         let blocks = q.rows().div_ceil(QBLOCK);
+        if f32 && blocks > 1 {
+            return None;
+        }
         rows.extend((0..blocks).map(|b| (q.rows() - b * QBLOCK).min(QBLOCK) as i32));
         start.push(i32::try_from(rows.len()).ok()?);
     }
-    let mut tokens = vec![0u16; rows.len() * QBLOCK * dim];
+    let mut tokens = vec![0u16; rows.len() * copies * QBLOCK * dim];
     for (q, &first) in queries.iter().zip(&start) {
-        let out = &mut tokens[first as usize * QBLOCK * dim..][..q.rows() * dim];
+        let block = &mut tokens[first as usize * copies * QBLOCK * dim..];
+        let out = &mut block[..q.rows() * dim];
         match q.elements() {
             Elements::F16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
             Elements::BF16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
-            Elements::F32(_) => return None,
+            Elements::F32(v) => {
+                if !v.iter().all(|x| x.abs() <= SPLIT_MAX) {
+                    return None;
+                }
+                let (hi, lo) = block.split_at_mut(QBLOCK * dim);
+                for ((h, l), &x) in hi.iter_mut().zip(lo.iter_mut()).zip(v) {
+                    (*h, *l) = split_f32(x);
+                }
+            }
         }
     }
     Some(QueryBlocks {
@@ -251,9 +323,11 @@ pub enum Kernel {
     /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
     /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
     Gemm,
-    /// `Mma` for wide embeddings (d a multiple of 128 up to 1024, dimension-tiled): the query in
-    /// shared memory, one warp per (query, document), Nq ≤ 32.
-    Wide,
+    /// One warp per (query, document) with the query in shared memory and the document streamed
+    /// through a per-warp cp.async ring, Nq ≤ 32: wide embeddings (d a multiple of 128 up to
+    /// 1024, dimension-tiled) in f16/bf16, and f32 exactly (f16 high and low parts, three
+    /// tensor-core products); d ∈ {32, 64, 96, 128} as well.
+    Ring,
     /// `Mma`'s math with document tiles copied into shared memory by the copy engine
     /// (`cp.async.bulk`), several tiles in flight per warp: sm_90 and newer.
     Bulk,
@@ -272,7 +346,7 @@ impl Kernel {
             Kernel::Mma => "maxsim_mma",
             Kernel::Bulk => "maxsim_bulk",
             Kernel::Gemm => "maxsim_gemm",
-            Kernel::Wide => "maxsim_wide",
+            Kernel::Ring => "maxsim_ring",
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
             Kernel::V2 => "maxsim_v2",
@@ -285,7 +359,7 @@ impl Kernel {
             Kernel::Mma => MMA_THREADS,
             Kernel::Bulk => BULK_THREADS,
             Kernel::Gemm => GEMM_THREADS,
-            Kernel::Wide => WIDE_THREADS,
+            Kernel::Ring => (ring_warps() * 32) as u32,
             Kernel::V1 | Kernel::V2 => 128,
         }
     }
@@ -298,12 +372,12 @@ impl std::str::FromStr for Kernel {
             "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
             "bulk" | "tma" => Ok(Kernel::Bulk),
             "gemm" | "batch" => Ok(Kernel::Gemm),
-            "wide" => Ok(Kernel::Wide),
+            "ring" | "wide" | "split" => Ok(Kernel::Ring),
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wide, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, ring, tiled, v1 or v2"
             ))),
         }
     }
@@ -331,9 +405,12 @@ struct Kernels {
     /// (dtype, d) → the many-query tensor-core kernel.
     gemm: Vec<((DType, usize), CudaFunction)>,
     sum_qblocks: CudaFunction,
-    /// dtype → the wide-embedding tensor-core kernel.
-    wide: Vec<(DType, CudaFunction)>,
+    /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
+    ring: Vec<((DType, usize), CudaFunction)>,
 }
+
+/// (kernel handle, threads per block, dynamic shared bytes): what a kernel's occupancy depends on.
+type OccupancyKey = (usize, u32, usize);
 
 /// The GPU scorer on one device.
 pub struct CudaScorer {
@@ -347,6 +424,8 @@ pub struct CudaScorer {
     task_counter: std::sync::Mutex<CudaSlice<u64>>,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
     topk_scratch: std::sync::Mutex<TopKBuffers>,
+    /// Resident blocks per SM, per (kernel, threads, dynamic shared bytes): `blocks_per_sm`.
+    occupancy: std::sync::Mutex<Vec<(OccupancyKey, u32)>>,
     force: Option<Kernel>,
 }
 
@@ -405,9 +484,10 @@ impl CudaScorer {
             bulk,
             gemm,
             sum_qblocks: f("sum_qblocks")?,
-            wide: [DType::F16, DType::BF16]
+            ring: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
-                .map(|d| Ok((d, f(&format!("maxsim_wide_{d}"))?)))
+                .flat_map(|t| MMA_DIMS.map(|d| (t, d)))
+                .map(|(t, d)| Ok(((t, d), f(&format!("maxsim_ring_{t}_d{d}"))?)))
                 .collect::<Result<_>>()?,
         };
         let stream = ctx.default_stream();
@@ -422,6 +502,7 @@ impl CudaScorer {
             cache_hit,
             task_counter,
             topk_scratch: std::sync::Mutex::new(TopKBuffers::default()),
+            occupancy: std::sync::Mutex::new(Vec::new()),
             force: None,
         })
     }
@@ -436,18 +517,22 @@ impl CudaScorer {
 
     /// The kernel `score_device` will use for these queries on this corpus.
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
+        let f32 = corpus.dtype == DType::F32;
+        let aligned = corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
         choose_kernel(
             self.force,
             LaunchShape {
                 blocks: queries
                     .mma
                     .as_ref()
-                    .filter(|b| b.dtype == corpus.dtype)
+                    .filter(|b| b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
                     .map(|b| b.blocks),
                 queries: queries.len,
                 dim: corpus.dim,
-                bulk_available: !self.kernels.bulk.is_empty()
-                    && corpus.tokens.device_ptr(&self.stream).0 % 16 == 0,
+                f32,
+                bulk_available: !self.kernels.bulk.is_empty() && aligned,
+                ring_available: aligned
+                    && ring_layout(corpus.dim, f32, self.info.smem_per_block).is_some(),
             },
         )
     }
@@ -481,6 +566,7 @@ impl CudaScorer {
         let row = corpus.dim() * corpus.dtype().size();
         let (first, last) = (offsets[docs.start], offsets[docs.end]);
         let bytes = &corpus.tokens().elements().as_bytes()[first * row..last * row];
+        let split_ok = split_ok(corpus, first..last);
         let rel: Vec<i64> = offsets[docs.start..=docs.end]
             .iter()
             .map(|&o| (o - first) as i64)
@@ -495,6 +581,7 @@ impl CudaScorer {
             dim: corpus.dim(),
             len: docs.len(),
             bytes: bytes.len(),
+            split_ok,
         })
     }
 
@@ -591,8 +678,8 @@ impl CudaScorer {
         if kernel == Kernel::Gemm {
             return self.launch_gemm(queries, corpus, docs, n, out);
         }
-        if kernel == Kernel::Wide {
-            return self.launch_wide(queries, corpus, docs, n, out);
+        if kernel == Kernel::Ring {
+            return self.launch_ring(queries, corpus, docs, n, out);
         }
         let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
         let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
@@ -620,6 +707,29 @@ impl CudaScorer {
                 },
             )
         }
+    }
+
+    /// Allow `func` `smem` bytes of dynamic shared memory and return how many of its blocks of
+    /// `threads` are resident per SM (at least 1). Asked of the driver once per (kernel,
+    /// threads, shared bytes), then remembered: two driver calls per launch are a few µs.
+    fn blocks_per_sm(&self, func: &CudaFunction, threads: u32, smem: usize) -> Result<u32> {
+        let key = (func.cu_function() as usize, threads, smem);
+        // A poisoned lock only means another launch panicked; the table stays valid.
+        let mut known = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, per_sm)) = known.iter().find(|(k, _)| *k == key) {
+            return Ok(per_sm);
+        }
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("kernel shared memory"))?;
+        let per_sm = func
+            .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
+            .map_err(drv("occupancy"))?
+            .max(1);
+        known.push((key, per_sm));
+        Ok(per_sm)
     }
 
     /// The leading arguments of the one-warp-per-(query, document) kernels.
@@ -750,7 +860,7 @@ impl CudaScorer {
         launch_size_ok(n, queries.len)?;
         let (stages, tile) = bulk_shape();
         let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
-        let per_sm = blocks_per_sm(func, BULK_THREADS, smem)?;
+        let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
         let args = self.pair_args(qpad, queries, corpus, docs, n, out);
         let (st, ti) = (stages as i32, tile as i32);
         let warps_needed = (queries.len * n) as u64;
@@ -772,7 +882,7 @@ impl CudaScorer {
         Ok(())
     }
 
-    fn launch_wide(
+    fn launch_ring(
         &self,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
@@ -780,18 +890,31 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let (Some(qb), Some((_, func))) = (
+        let f32 = corpus.dtype == DType::F32;
+        let (Some(qb), Some(inst), Some((warps, smem))) = (
             &queries.mma,
-            self.kernels.wide.iter().find(|(d, _)| *d == corpus.dtype),
+            ring_instance(corpus.dim),
+            ring_layout(corpus.dim, f32, self.info.smem_per_block),
         ) else {
             return Err(Error::Argument(format!(
-                "no wide tensor-core kernel for {}",
+                "no ring kernel for {} d = {} on this device",
+                corpus.dtype, corpus.dim
+            )));
+        };
+        let Some((_, func)) = self
+            .kernels
+            .ring
+            .iter()
+            .find(|(k, _)| *k == (corpus.dtype, inst))
+        else {
+            return Err(Error::Argument(format!(
+                "no ring kernel for {}",
                 corpus.dtype
             )));
         };
-        if qb.dtype != corpus.dtype || qb.blocks != queries.len || !wide_dim(corpus.dim) {
+        if qb.dtype != corpus.dtype || qb.blocks != queries.len || (f32 && !corpus.split_ok) {
             return Err(Error::Argument(
-                "the wide kernel takes queries of ≤ 32 tokens of the corpus dtype, d = 256..1024 by 128"
+                "the ring kernel takes queries of ≤ 32 tokens of the corpus dtype (f32: |x| ≤ 32768)"
                     .into(),
             ));
         }
@@ -799,15 +922,15 @@ impl CudaScorer {
             return Ok(());
         }
         launch_size_ok(n, queries.len)?;
-        let smem = QBLOCK * (corpus.dim + 16) * 2;
-        let per_sm = blocks_per_sm(func, WIDE_THREADS, smem)?;
-        let groups = n.div_ceil((WIDE_THREADS / 32) as usize) as u64;
+        let threads = warps * 32;
+        let per_sm = self.blocks_per_sm(func, threads, smem)?;
+        let tasks = n.div_ceil(warps as usize) as u64 * queries.len as u64;
         let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
-            .min(groups * queries.len as u64)
+            .min(tasks)
             .max(1) as u32;
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (WIDE_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem as u32,
         };
         let args = self.pair_args(&qb.tokens, queries, corpus, docs, n, out);
@@ -815,11 +938,13 @@ impl CudaScorer {
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&dim);
-        // SAFETY: the arguments match `maxsim_wide_*` in kernels/maxsim.cu: `qpad` holds
-        // 32 × d halves per query (every query one block, checked above), the offsets cover
-        // every query and document, `doc_index` is null or `n` indices < corpus.len (checked by
-        // the caller), `out` holds Q × n floats, `smem` bytes of dynamic shared memory for Q.
-        unsafe { b.launch(cfg) }.map_err(drv("maxsim_wide launch"))?;
+        // SAFETY: the arguments match `maxsim_ring_*` in kernels/maxsim.cu: `qpad` holds
+        // 32 × d halves per query (two such for f32; every query one block, checked above), the
+        // offsets cover every query and document, `doc_index` is null or `n` indices <
+        // corpus.len (checked by the caller), `out` holds Q × n floats, `smem` bytes of dynamic
+        // shared memory for the query and `warps` rings (`ring_layout`); d_tokens is 16-byte
+        // aligned (cudarc allocations are 256-byte aligned, rows are 2d or 4d bytes, d % 32 = 0).
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_ring launch"))?;
         Ok(())
     }
 
@@ -851,7 +976,7 @@ impl CudaScorer {
         }
         launch_size_ok(n, qb.blocks)?;
         let smem = gemm_stages() * GEMM_BN * corpus.dim * 2;
-        let per_sm = blocks_per_sm(func, GEMM_THREADS, smem)?;
+        let per_sm = self.blocks_per_sm(func, GEMM_THREADS, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
         let qtiles = qb.blocks.div_ceil((GEMM_THREADS / 32) as usize) as u64;
@@ -1220,7 +1345,7 @@ pub struct RawArgs {
 }
 
 /// `(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out)`: the leading
-/// arguments of `maxsim_mma_*`, `maxsim_bulk_*` and `maxsim_wide_*` (kernels/maxsim.cu).
+/// arguments of `maxsim_mma_*`, `maxsim_bulk_*` and `maxsim_ring_*` (kernels/maxsim.cu).
 struct PairArgs {
     qpad: CUdeviceptr,
     q_offsets: CUdeviceptr,
@@ -1248,19 +1373,23 @@ impl PairArgs {
 /// What the kernel choice depends on.
 #[derive(Clone, Copy, Debug)]
 struct LaunchShape {
-    /// The queries' 32-row blocks when they can take the tensor cores (f16/bf16 of the corpus's
-    /// dtype, d instantiated), else `None`.
+    /// The queries' 32-row blocks when they can take the tensor cores (the corpus's dtype, d
+    /// instantiated; f32 only with every query and document in the split's range), else `None`.
     blocks: Option<usize>,
     queries: usize,
     dim: usize,
+    /// The corpus is f32 (only `maxsim_ring` takes it on the tensor cores).
+    f32: bool,
     /// `maxsim_bulk` is loaded (sm_90+) and the corpus tokens are 16-byte aligned.
     bulk_available: bool,
+    /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
+    ring_available: bool,
 }
 
 /// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
 /// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
-/// any longer query: `Gemm`, compute-bound; d = 256..1024: `Wide` (≤ 32 tokens per query);
-/// everything else, f32 included: `Tiled`. A forced kernel that does not apply falls back to the
+/// any longer query: `Gemm`, compute-bound; d = 256..1024 or f32 (≤ 32 tokens per query):
+/// `Ring`; everything else: `Tiled`. A forced kernel that does not apply falls back to the
 /// nearest that does.
 fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     let fallback = match force {
@@ -1269,23 +1398,25 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     };
     let tensor = matches!(
         force,
-        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wide)
+        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring)
     );
     let Some(blocks) = s.blocks.filter(|_| tensor) else {
         return fallback;
     };
     // Every query one block: the one-warp-per-pair kernels apply.
     let single = blocks == s.queries;
-    if wide_dim(s.dim) {
-        return if single { Kernel::Wide } else { fallback };
+    let ring_ok = single && s.ring_available;
+    if s.f32 || wide_dim(s.dim) {
+        return if ring_ok { Kernel::Ring } else { fallback };
     }
     if !MMA_DIMS.contains(&s.dim) {
         return fallback;
     }
     let bulk_ok = single && s.bulk_available;
     match force {
+        Some(Kernel::Ring) if ring_ok => Kernel::Ring,
         Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
-        Some(Kernel::Mma | Kernel::Bulk | Kernel::Wide) if single => Kernel::Mma,
+        Some(Kernel::Mma | Kernel::Bulk | Kernel::Ring) if single => Kernel::Mma,
         None if single && s.queries < GEMM_MIN_QUERIES => {
             if bulk_ok && BULK_BY_DEFAULT {
                 Kernel::Bulk
@@ -1308,20 +1439,6 @@ fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
     Ok(())
 }
 
-/// Allow `func` `smem` bytes of dynamic shared memory and return how many of its blocks of
-/// `threads` are resident per SM (at least 1).
-fn blocks_per_sm(func: &CudaFunction, threads: u32, smem: usize) -> Result<u32> {
-    func.set_attribute(
-        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .map_err(drv("kernel shared memory"))?;
-    Ok(func
-        .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
-        .map_err(drv("occupancy"))?
-        .max(1))
-}
-
 /// `maxsim_bulk`'s ring per warp: (stages, tokens per tile), from `TILEMAXSIM_BULK=stages,tile`
 /// when set (experiments), else (2, 64): the best of the sweep on the H100 (bench/results/bulk.log).
 fn bulk_shape() -> (usize, usize) {
@@ -1337,17 +1454,34 @@ fn bulk_shape() -> (usize, usize) {
         .unwrap_or((2, 64))
 }
 
-/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES in kernels/maxsim.cu, 3, unless an experiment
-/// overrides it through TILEMAXSIM_KERNEL_DEFINES, which compile.rs passes to NVRTC).
-fn gemm_stages() -> usize {
+/// A kernel constant an experiment overrides through TILEMAXSIM_KERNEL_DEFINES (e.g.
+/// `GEMM_STAGES=4,RING_STAGES=6`, which compile.rs passes to NVRTC) when in `range`, else
+/// `default` (the value kernels/maxsim.cu defines): the host sizes shared memory by it.
+fn kernel_define(name: &str, default: usize, range: std::ops::RangeInclusive<usize>) -> usize {
     std::env::var("TILEMAXSIM_KERNEL_DEFINES")
         .ok()
         .and_then(|v| {
             v.split(',')
-                .find_map(|d| d.trim().strip_prefix("GEMM_STAGES=")?.parse().ok())
+                .find_map(|d| d.trim().strip_prefix(name)?.strip_prefix('=')?.parse().ok())
         })
-        .filter(|&s: &usize| (2..=8).contains(&s))
-        .unwrap_or(3)
+        .filter(|s| range.contains(s))
+        .unwrap_or(default)
+}
+
+/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES).
+fn gemm_stages() -> usize {
+    kernel_define("GEMM_STAGES", 3, 2..=8)
+}
+
+/// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
+fn ring_stages() -> usize {
+    kernel_define("RING_STAGES", 4, 2..=8)
+}
+
+/// Most warps per block of `maxsim_ring` (RING_WARPS). 12 measured 2–3% faster than 8 on the
+/// H100 (bench/results/ring.log) but has not been through the GPU tests yet; 8 has.
+fn ring_warps() -> usize {
+    kernel_define("RING_WARPS", 8, 1..=32)
 }
 
 /// Device (index, score) buffers of top-k results, grown as needed and reused.
@@ -1474,7 +1608,9 @@ mod tests {
             blocks,
             queries,
             dim,
+            f32: false,
             bulk_available: bulk,
+            ring_available: true,
         }
     }
 
@@ -1489,11 +1625,28 @@ mod tests {
         // Many queries, or one long query: the many-row kernel.
         assert_eq!(auto(shape(Some(8), 8, 128, true)), Gemm);
         assert_eq!(auto(shape(Some(32), 1, 128, true)), Gemm);
-        // Wide embeddings: the dimension-tiled kernel, for queries of ≤ 32 tokens.
-        assert_eq!(auto(shape(Some(3), 3, 768, true)), Wide);
-        assert_eq!(auto(shape(Some(40), 40, 1024, false)), Wide);
+        // Wide embeddings: the dimension-tiled ring kernel, for queries of ≤ 32 tokens, where
+        // its block fits the device's shared memory.
+        assert_eq!(auto(shape(Some(3), 3, 768, true)), Ring);
+        assert_eq!(auto(shape(Some(40), 40, 1024, false)), Ring);
         assert_eq!(auto(shape(Some(2), 1, 768, false)), Tiled);
-        // f32 or other dtypes / d: the general kernel.
+        let no_room = LaunchShape {
+            ring_available: false,
+            ..shape(Some(1), 1, 768, true)
+        };
+        assert_eq!(auto(no_room), Tiled);
+        // f32 on the tensor cores: the ring kernel's split, one block per query, in range.
+        let f32 = |blocks, queries, dim| LaunchShape {
+            f32: true,
+            ..shape(blocks, queries, dim, true)
+        };
+        assert_eq!(auto(f32(Some(1), 1, 128)), Ring);
+        assert_eq!(auto(f32(Some(9), 9, 32)), Ring);
+        assert_eq!(auto(f32(Some(1), 1, 512)), Ring);
+        assert_eq!(auto(f32(None, 1, 128)), Tiled);
+        assert_eq!(choose_kernel(Some(Gemm), f32(Some(1), 1, 64)), Ring);
+        assert_eq!(choose_kernel(Some(Tiled), f32(Some(1), 1, 64)), Tiled);
+        // Other dtypes / d: the general kernel.
         assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
         assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);
         assert_eq!(auto(shape(Some(1), 1, 1152, true)), Tiled);
@@ -1504,7 +1657,9 @@ mod tests {
         assert_eq!(forced(Mma, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Bulk, shape(Some(1), 1, 128, false)), Mma);
         assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
-        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Wide);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Ring);
+        assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
+        assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
         assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
         assert_eq!(forced(V2, shape(None, 1, 128, true)), V2);
@@ -1543,13 +1698,59 @@ mod tests {
                 "query {q} padding is zero"
             );
         }
-        // Not on the tensor cores: f32, mixed dtypes, a d no kernel is built for.
+        // Not on the tensor cores: mixed dtypes, a d no kernel is built for (f32 is packed for
+        // maxsim_ring: f32_queries_split_into_high_and_low_halves).
         let f = vec![0.5f32; dim];
-        assert!(query_blocks(&[Matrix::new(&f[..], dim).unwrap()], dim).is_none());
         assert!(query_blocks(&[queries[0], Matrix::new(&f[..], dim).unwrap()], dim).is_none());
         let odd = vec![f16::ONE; 200];
         assert!(query_blocks(&[Matrix::new(&odd[..], 200).unwrap()], 200).is_none());
         assert!(query_blocks(&[], dim).is_none());
+    }
+
+    #[test]
+    fn f32_queries_split_into_high_and_low_halves() {
+        let dim = 64;
+        let v: Vec<f32> = (0..3 * dim)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 77.0)
+            .collect();
+        let q = Matrix::new(&v[..], dim).unwrap();
+        let b = query_blocks(&[q], dim).expect("f32 at d = 64 takes the ring kernel");
+        assert_eq!(
+            (b.dtype, &b.rows[..], &b.start[..]),
+            (DType::F32, &[3][..], &[0, 1][..])
+        );
+        assert_eq!(b.tokens.len(), 2 * QBLOCK * dim);
+        for (i, &x) in v.iter().enumerate() {
+            let hi = f16::from_bits(b.tokens[i]).to_f64();
+            let lo = f16::from_bits(b.tokens[QBLOCK * dim + i]).to_f64() / SPLIT_SCALE as f64;
+            // hi to 2^-12 of x, lo to 2^-11 of the rest: the pair to 2^-23 of x.
+            assert!(
+                (hi + lo - x as f64).abs() <= 2.4e-7 * (x.abs() as f64).max(1e-3),
+                "{i}"
+            );
+        }
+        assert!(b.tokens[3 * dim..QBLOCK * dim].iter().all(|&x| x == 0));
+        // Out of the split's range, or longer than one block: not on the tensor cores.
+        let big = vec![40000.0f32; dim];
+        assert!(query_blocks(&[Matrix::new(&big[..], dim).unwrap()], dim).is_none());
+        let long = vec![0.1f32; 33 * dim];
+        assert!(query_blocks(&[Matrix::new(&long[..], dim).unwrap()], dim).is_none());
+    }
+
+    #[test]
+    fn ring_blocks_fit_shared_memory() {
+        const H100: usize = 227 * 1024;
+        const RTX: usize = 99 * 1024;
+        // Up to eight warps' rings of 16 KB beside the query (f32: two copies of it).
+        assert_eq!(ring_layout(128, false, H100), Some((8, 8192 + 8 * 16384)));
+        assert_eq!(ring_layout(1024, false, H100), Some((8, 65536 + 8 * 16384)));
+        assert_eq!(ring_layout(768, true, H100), Some((8, 98304 + 8 * 16384)));
+        assert_eq!(ring_layout(1024, true, H100), Some((6, 131072 + 6 * 16384)));
+        assert_eq!(ring_layout(1024, false, RTX), Some((2, 65536 + 2 * 16384)));
+        assert_eq!(ring_layout(1024, true, RTX), None);
+        assert_eq!(ring_instance(96), Some(96));
+        assert_eq!(ring_instance(640), Some(128));
+        assert_eq!(ring_instance(160), None);
     }
 
     #[test]
