@@ -6,14 +6,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
-B=.dev/tilemaxsim
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== tensor-core tests (mma and bulk)"; timeout 150 .dev/test-gpu tensor_core 2>&1 | tail -4
   echo "== compute-sanitizer memcheck / racecheck (6 cases)"
-  sanitize_tensor_core
+  sanitize_tests
   echo "== ring shape sweep (f16, Nq=32, Nd=128, d=128)"
   for docs in 100000 10000; do
     timeout 30 $B bench --device cuda --dtype f16 --docs $docs --reps 20 --kernel mma 2>&1 | sed -n 3p

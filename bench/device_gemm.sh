@@ -7,9 +7,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
-B=.dev/tilemaxsim
 row() { timeout 60 $B bench --device cuda --dtype f16 "$@" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -18,7 +15,7 @@ row() { timeout 60 $B bench --device cuda --dtype f16 "$@" 2>&1 | sed -n 3p; }
   ptx=$(ls -t /tmp/tilemaxsim-cache/* 2>/dev/null | head -1)
   [ -n "$ptx" ] && ptxas -arch=sm_90 -v -o /dev/null "$ptx" 2>&1 | grep -A2 "maxsim_gemm_f16_d128\|maxsim_gemm_f16_d32'" | grep -v "^--" | head -8
   echo "== compute-sanitizer memcheck / racecheck (6 cases)"
-  sanitize_tensor_core
+  sanitize_tests
   echo "== batches (Nq=32, Nd=128, d=128, B=100K): engine's choice vs --kernel mma"
   for q in 2 4 8 16 32 64; do
     row --docs 100000 --queries $q --reps 10

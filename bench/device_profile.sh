@@ -4,9 +4,7 @@
 # Build first with bench/device_build.sh; carry .dev. Log in $OUT/profile.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
-B=.dev/tilemaxsim
+source bench/device_common.sh
 prof() {
   echo "== ncu: $*"
   timeout 120 ncu --kernel-name regex:maxsim --launch-skip 3 --launch-count 1 \

@@ -3,14 +3,11 @@
 # memory): its tests against the float64 reference (wide d, f32 split, forced at d <= 128),
 # compute-sanitizer memcheck and racecheck, ptxas's register counts, then timings beside the
 # kernels it replaces or competes with, a sweep of its compile-time shape, and Nsight Compute
-# profiles. RING_SANITIZERS="" skips the sanitizers (bench/gpu_check.sh runs them on every kernel).
+# profiles. SANITIZERS="" skips the sanitizers (bench/gpu_check.sh runs them on every kernel).
 # Build first with bench/device_build.sh; carry .dev. Log in $OUT/ring.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
-B=.dev/tilemaxsim
 row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -24,10 +21,7 @@ row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
     ptxas -arch=sm_90 -v -o /dev/null "$(ls -t /tmp/tilemaxsim-cache/*.ptx | head -1)" 2>&1 | grep -A3 "entry function '$k'" | tail -3
   done
   echo "== compute-sanitizer memcheck / racecheck (tensor-core and f32 split tests, 6 cases)"
-  for tool in ${RING_SANITIZERS-memcheck racecheck}; do
-    TILEMAXSIM_GPU_CASES=6 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 .dev/test-gpu tensor_core fp32_split 2>&1 | tail -2
-    echo "$tool exit: ${PIPESTATUS[0]}"
-  done
+  sanitize_tests tensor_core fp32_split
   echo "== wide embeddings (Nq=32, Nd=128): ring"
   row --dtype f16 --dim 768 --docs 10000 --reps 20
   row --dtype f16 --dim 768 --docs 100000 --reps 10

@@ -26,6 +26,15 @@ fn gpu() -> Option<CudaScorer> {
 
 const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
+/// Random cases per test: `default`, or fewer from TILEMAXSIM_GPU_CASES (compute-sanitizer slows
+/// kernels by 10-100x).
+fn gpu_cases(default: usize) -> usize {
+    std::env::var("TILEMAXSIM_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Score through `score_into` with a NaN-poisoned output, then check against the reference.
 fn check(gpu: &CudaScorer, label: &str, queries: &[Matrix<'_>], corpus: &Corpus, docs: Docs<'_>) {
     let n = docs.count(corpus);
@@ -49,11 +58,7 @@ fn random_shapes_match_the_reference() {
     let Some(gpu) = gpu() else { return };
     let mut r = rng(7);
     let dims = [1usize, 3, 64, 96, 127, 128, 129, 768, 1024];
-    // Fewer cases under compute-sanitizer (it slows kernels by 10-100x).
-    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let cases = gpu_cases(60);
     for case in 0..cases {
         let dim = dims[case % dims.len()];
         let dtype = DTYPES[case % 3];
@@ -81,10 +86,7 @@ fn random_shapes_match_the_reference() {
                 random_query(&mut r, nq, dim, qdtype, 1.0)
             })
             .collect();
-        let queries: Vec<Matrix<'_>> = qs
-            .iter()
-            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
-            .collect();
+        let queries = matrices(&qs, dim);
         let label = format!(
             "case {case}: d={dim} {dtype} docs, {qdtype} queries, lens {:?}",
             &lens[..lens.len().min(4)]
@@ -143,10 +145,7 @@ fn fp32_split_on_tensor_cores_stays_exact() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
     let mut r = rng(13);
-    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(18);
+    let cases = gpu_cases(18);
     for case in 0..cases {
         let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
         let n_docs = r.random_range(1..120);
@@ -164,10 +163,7 @@ fn fp32_split_on_tensor_cores_stays_exact() {
                 random_query(&mut r, nq, dim, DType::F32, 1.0)
             })
             .collect();
-        let queries: Vec<Matrix<'_>> = qs
-            .iter()
-            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
-            .collect();
+        let queries = matrices(&qs, dim);
         let dq = gpu.upload_queries(&queries, dim).unwrap();
         let dc = gpu.upload(&corpus).unwrap();
         assert_eq!(
@@ -278,10 +274,7 @@ fn tensor_core_path_matches_the_reference() {
         (Kernel::Ring, forced(Kernel::Ring)),
     ];
     let mut r = rng(21);
-    let cases: usize = std::env::var("TILEMAXSIM_GPU_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let cases = gpu_cases(40);
     for case in 0..cases {
         // maxsim_mma / bulk / gemm / ring dims, then the wide ones (ring, dimension-tiled).
         let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
@@ -315,10 +308,7 @@ fn tensor_core_path_matches_the_reference() {
                 random_query(&mut r, nq, dim, dtype, 1.0)
             })
             .collect();
-        let queries: Vec<Matrix<'_>> = qs
-            .iter()
-            .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
-            .collect();
+        let queries = matrices(&qs, dim);
         let dq = gpu.upload_queries(&queries, dim).unwrap();
         let dc = gpu.upload(&corpus).unwrap();
         let chosen = gpu.kernel_for(&dq, &dc);

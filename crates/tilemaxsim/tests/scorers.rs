@@ -62,13 +62,6 @@ fn every_scorer() -> Vec<(&'static str, &'static dyn Scorer)> {
     v
 }
 
-fn matrices(owned: &[OwnedElements], dim: usize) -> Vec<Matrix<'_>> {
-    owned
-        .iter()
-        .map(|q| Matrix::new(q.as_elements(), dim).unwrap())
-        .collect()
-}
-
 /// Corpus scores of one scorer, `Q × N`, through `score_into` with a poisoned output.
 fn score_all(s: &dyn Scorer, queries: &[Matrix<'_>], corpus: &Corpus) -> Vec<f32> {
     let mut out = poisoned(queries.len() * corpus.len());

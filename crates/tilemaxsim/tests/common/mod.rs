@@ -40,6 +40,13 @@ pub fn random_query(
     OwnedElements::from_f32(&random_values(rng, nq, dim, scale), dtype)
 }
 
+/// Views of owned query matrices of `dim` columns.
+pub fn matrices(qs: &[OwnedElements], dim: usize) -> Vec<Matrix<'_>> {
+    qs.iter()
+        .map(|q| Matrix::new(q.as_elements(), dim).expect("whole rows"))
+        .collect()
+}
+
 /// Bound on |f32 score − f64 score|: an f32 dot product of length d in any order (FMA or not)
 /// errs by at most about d·u·Σ|q·d|, and summing Nq maxima adds Nq·u·Σ|max|; we allow twice
 /// that, plus a floor for tiny magnitudes.
