@@ -40,7 +40,7 @@ row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
   done
   echo "== sweep: warps per block x ring stages; f32 split rounding"
   for def in RING_WARPS=8 RING_WARPS=12 RING_WARPS=16,RING_STAGES=2 SPLIT_SECTOR_PIECES=1 \
-             SPLIT_SECTOR_PIECES=1,RING_WARPS=12 SPLIT_ROUND_BITS=0; do
+             SPLIT_SECTOR_PIECES=1,RING_WARPS=12 SPLIT_ROUND_BITS=1; do
     for a in "--dtype f16 --dim 768 --docs 10000" "--dtype f16 --dim 768 --docs 100000" "--dtype f32 --docs 100000"; do
       echo -n "$def: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-$def TILEMAXSIM_KERNEL_DEFINES=$def row $a --reps 10
     done

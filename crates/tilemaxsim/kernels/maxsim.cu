@@ -852,10 +852,12 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 #ifndef SPLIT_SECTOR_PIECES
 #define SPLIT_SECTOR_PIECES 0
 #endif
-// 1: the f16 high part of an f32 rounded with integer ops (no f16 -> f32 conversion back);
-// 0: converted to f16 and back.
+// 0: the f16 high part of an f32 converted to f16 and back, so the low part carries what f16
+// loses, subnormal range included (exact to 2^-36 absolute). 1: rounded to 11 bits with integer
+// ops instead (two conversions fewer, the same speed on the H100, bench/results/ring.log), which
+// loses up to 2^-25 absolute where the high part falls below f16's normal range.
 #ifndef SPLIT_ROUND_BITS
-#define SPLIT_ROUND_BITS 1
+#define SPLIT_ROUND_BITS 0
 #endif
 #define SPLIT_SCALE 2048.0f
 
@@ -865,10 +867,8 @@ __device__ __forceinline__ unsigned f16x2_of(float first, float second) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(second), "f"(first));
     return r;
 }
-// Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo). With
-// SPLIT_ROUND_BITS the high part is x rounded to f16's 11 significant bits in f32 by integer
-// ops (exact in f16 for |x| >= 2^-14; below, f16's spacing 2^-24 bounds the difference), so
-// the conversions are two packs per pair instead of two packs and two unpacks.
+// Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo); see
+// SPLIT_ROUND_BITS. The host's split of the queries (split_f32 in cuda/mod.rs) is mode 0's.
 __device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, unsigned& lo) {
     float h0, h1;
 #if SPLIT_ROUND_BITS

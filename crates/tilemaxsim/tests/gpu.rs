@@ -137,9 +137,10 @@ fn fp32_inputs_stay_exact() {
 
 /// f32 on the tensor cores (`maxsim_ring`'s split into f16 high and low parts): within the f32
 /// bound of the float64 reference (as every f32 path; `fp32_inputs_stay_exact` checks 1e-5
-/// relative on the benchmark shape) at every d it takes, with 1-token and long documents,
-/// batches of queries, candidate lists, NaN-poisoned outputs; out of the split's range it falls
-/// back to the exact CUDA-core kernel.
+/// relative on the benchmark shape) at every d it takes, in both directions through the dims on
+/// one scorer (its shared-memory allowance per kernel), at magnitudes from 1e-3 to 3e4, with
+/// 1-token and long documents, batches of queries, candidate lists, NaN-poisoned outputs; out of
+/// the split's range (past 32768, or rows of tiny values) it falls back to the CUDA-core kernel.
 #[test]
 fn fp32_split_on_tensor_cores_stays_exact() {
     use tilemaxsim::cuda::Kernel;
@@ -147,7 +148,8 @@ fn fp32_split_on_tensor_cores_stays_exact() {
     let mut r = rng(13);
     let cases = gpu_cases(18);
     for case in 0..cases {
-        let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
+        let dim = [32usize, 1024, 64, 768, 96, 384, 128, 256][case % 8];
+        let scale = [1.0f32, 1e-3, 3e4][(case / 2) % 3];
         let n_docs = r.random_range(1..120);
         let lens: Vec<usize> = (0..n_docs)
             .map(|i| match i % 4 {
@@ -156,24 +158,27 @@ fn fp32_split_on_tensor_cores_stays_exact() {
                 _ => r.random_range(1..200),
             })
             .collect();
-        let corpus = random_corpus(&mut r, &lens, dim, DType::F32, 1.0);
+        let corpus = random_corpus(&mut r, &lens, dim, DType::F32, scale);
         let qs: Vec<OwnedElements> = (0..[1usize, 3, 9][case % 3])
             .map(|_| {
                 let nq = r.random_range(1..=32);
-                random_query(&mut r, nq, dim, DType::F32, 1.0)
+                random_query(&mut r, nq, dim, DType::F32, scale)
             })
             .collect();
         let queries = matrices(&qs, dim);
         let dq = gpu.upload_queries(&queries, dim).unwrap();
         let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(
-            gpu.kernel_for(&dq, &dc),
-            Kernel::Ring,
-            "case {case}: d={dim}"
+        // Every d fits the ring kernel's block in an H100's shared memory; smaller parts may
+        // send the widest f32 queries to the CUDA-core kernel.
+        let chosen = gpu.kernel_for(&dq, &dc);
+        let roomy = gpu.info().smem_per_block >= 200 << 10;
+        assert!(
+            chosen == Kernel::Ring || (!roomy && chosen == Kernel::Tiled),
+            "case {case}: d={dim} took {chosen:?}"
         );
         let list: Vec<usize> = (0..n_docs + 3).map(|_| r.random_range(0..n_docs)).collect();
         let label = format!(
-            "case {case}: d={dim} f32, {n_docs} docs, {} queries",
+            "case {case}: d={dim} f32 x{scale}, {n_docs} docs, {} queries",
             queries.len()
         );
         check(&gpu, &label, &queries, &corpus, Docs::All);
@@ -185,23 +190,33 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             Docs::List(&list),
         );
     }
-    // Values past the split's range (|x| > 32768) take the exact CUDA-core kernel instead.
-    let mut v = vec![0.01f32; 3 * 64];
-    v[5] = 40_000.0;
-    let corpus =
-        Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), 64, &[1, 2]).unwrap();
-    let q = random_query(&mut r, 4, 64, DType::F32, 1.0);
-    let qm = Matrix::new(q.as_elements(), 64).unwrap();
-    let dq = gpu.upload_queries(&[qm], 64).unwrap();
-    let dc = gpu.upload(&corpus).unwrap();
-    assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled);
-    check(
-        &gpu,
-        "f32 out of the split's range",
-        &[qm],
-        &corpus,
-        Docs::All,
-    );
+    // Past the split's range (|x| > 32768, or a row of values all below 2^-12) the exact
+    // CUDA-core kernel scores instead.
+    for (label, big) in [
+        ("a value past 32768", true),
+        ("a row of tiny values", false),
+    ] {
+        let mut v = vec![0.01f32; 3 * 64];
+        if big {
+            v[5] = 40_000.0;
+        } else {
+            v[64..128].iter_mut().for_each(|x| *x = 1e-6);
+        }
+        let corpus =
+            Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), 64, &[1, 2]).unwrap();
+        let q = random_query(&mut r, 4, 64, DType::F32, 1.0);
+        let qm = Matrix::new(q.as_elements(), 64).unwrap();
+        let dq = gpu.upload_queries(&[qm], 64).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled, "{label}");
+        check(
+            &gpu,
+            &format!("f32 with {label}"),
+            &[qm],
+            &corpus,
+            Docs::All,
+        );
+    }
 }
 
 #[test]

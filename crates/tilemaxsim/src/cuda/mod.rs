@@ -142,8 +142,8 @@ pub struct DeviceCorpus {
     dim: usize,
     len: usize,
     bytes: usize,
-    /// f32 tokens all within `SPLIT_MAX` in magnitude: `maxsim_ring` can score them exactly as
-    /// f16 high and low parts.
+    /// f32 tokens all in the split's range (`split_rows_ok`): `maxsim_ring` can score them
+    /// exactly as f16 high and low parts.
     split_ok: bool,
 }
 
@@ -216,31 +216,48 @@ fn ring_instance(dim: usize) -> Option<usize> {
         None
     }
 }
-/// f32 values `maxsim_ring` splits into f16 high and low parts: the high part must not overflow
-/// f16 (65504); 2^15 leaves room for its rounding.
+/// The rows `maxsim_ring` splits into f16 high and low parts: the largest magnitude of a row
+/// must stay below f16's overflow (65504, with room for rounding) and, unless the row is all
+/// zeros, above SPLIT_MIN. The low part is exact to 2^-36 in absolute terms (f16's subnormal
+/// spacing over the 2^11 scale), which is f32's precision only for rows of that scale or more;
+/// other rows go to the CUDA-core kernel.
 const SPLIT_MAX: f32 = 32768.0;
+const SPLIT_MIN: f32 = 1.0 / 4096.0;
 /// Scale of the low part of a split f32 (SPLIT_SCALE in kernels/maxsim.cu).
 const SPLIT_SCALE: f32 = 2048.0;
-/// Bytes per stage and warp of `maxsim_ring`'s ring (stages: `ring_stages`).
-const RING_STAGE_BYTES: usize = 4096;
 
 /// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
-/// bytes), as many warps as `smem_per_block` holds up to `ring_warps`; `None` if not one fits.
-fn ring_layout(dim: usize, f32: bool, smem_per_block: usize) -> Option<(u32, usize)> {
+/// bytes), as many warps as `smem_per_block` holds up to `shape.ring_warps`; `None` if not one
+/// fits. A stage is 16 tokens (f32: 8) of min(d, 128) dimensions: 32 bytes per dimension.
+fn ring_layout(
+    dim: usize,
+    f32: bool,
+    smem_per_block: usize,
+    shape: KernelShape,
+) -> Option<(u32, usize)> {
     let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
-    let per_warp = ring_stages() * RING_STAGE_BYTES;
-    let warps = (smem_per_block.checked_sub(query)? / per_warp).min(ring_warps());
+    let per_warp = shape.ring_stages * ring_instance(dim)? * 32;
+    let warps = (smem_per_block.checked_sub(query)? / per_warp).min(shape.ring_warps);
     (warps > 0).then_some((warps as u32, query + warps * per_warp))
 }
 
-/// Whether tokens `tokens` of the corpus are f32 within the split's range (`SPLIT_MAX`).
-fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
+/// Whether every row of `dim` f32 values is in the split's range (`SPLIT_MIN`, `SPLIT_MAX`).
+fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     use rayon::prelude::*;
+    values.par_chunks(dim.max(1)).all(|row| {
+        let m = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        // (`<=` is false for NaN, which `max` would skip.)
+        row.iter().all(|x| x.abs() <= SPLIT_MAX) && (m == 0.0 || m >= SPLIT_MIN)
+    })
+}
+
+/// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
+fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
     let dim = corpus.dim();
     match corpus.tokens().elements() {
-        crate::matrix::Elements::F32(v) => v[tokens.start * dim..tokens.end * dim]
-            .par_iter()
-            .all(|x| x.abs() <= SPLIT_MAX),
+        crate::matrix::Elements::F32(v) => {
+            split_rows_ok(&v[tokens.start * dim..tokens.end * dim], dim)
+        }
         _ => false,
     }
 }
@@ -295,7 +312,7 @@ fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
             Elements::F16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
             Elements::BF16(v) => out.iter_mut().zip(v).for_each(|(o, x)| *o = x.to_bits()),
             Elements::F32(v) => {
-                if !v.iter().all(|x| x.abs() <= SPLIT_MAX) {
+                if !split_rows_ok(v, dim) {
                     return None;
                 }
                 let (hi, lo) = block.split_at_mut(QBLOCK * dim);
@@ -359,7 +376,8 @@ impl Kernel {
             Kernel::Mma => MMA_THREADS,
             Kernel::Bulk => BULK_THREADS,
             Kernel::Gemm => GEMM_THREADS,
-            Kernel::Ring => (ring_warps() * 32) as u32,
+            // launch_ring sizes its block from the shared memory it needs.
+            Kernel::Ring => (KernelShape::DEFAULT.ring_warps * 32) as u32,
             Kernel::V1 | Kernel::V2 => 128,
         }
     }
@@ -409,8 +427,13 @@ struct Kernels {
     ring: Vec<((DType, usize), CudaFunction)>,
 }
 
-/// (kernel handle, threads per block, dynamic shared bytes): what a kernel's occupancy depends on.
-type OccupancyKey = (usize, u32, usize);
+/// What `blocks_per_sm` has asked the driver: per (kernel handle, threads, dynamic shared
+/// bytes) the resident blocks per SM; per kernel handle the dynamic shared memory it is allowed.
+#[derive(Default)]
+struct Occupancy {
+    per_sm: Vec<((usize, u32, usize), u32)>,
+    allowed: Vec<(usize, usize)>,
+}
 
 /// The GPU scorer on one device.
 pub struct CudaScorer {
@@ -424,8 +447,9 @@ pub struct CudaScorer {
     task_counter: std::sync::Mutex<CudaSlice<u64>>,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
     topk_scratch: std::sync::Mutex<TopKBuffers>,
-    /// Resident blocks per SM, per (kernel, threads, dynamic shared bytes): `blocks_per_sm`.
-    occupancy: std::sync::Mutex<Vec<(OccupancyKey, u32)>>,
+    /// Resident blocks per SM and dynamic shared memory allowed, per kernel: `blocks_per_sm`.
+    occupancy: std::sync::Mutex<Occupancy>,
+    shape: KernelShape,
     force: Option<Kernel>,
 }
 
@@ -471,6 +495,7 @@ impl CudaScorer {
                 gemm.push(((dtype, dim), f(&format!("maxsim_gemm_{dtype}_d{dim}"))?));
             }
         }
+        let shape = KernelShape::parse(std::env::var("TILEMAXSIM_KERNEL_DEFINES").ok().as_deref())?;
         let kernels = Kernels {
             general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
                 .into_iter()
@@ -502,7 +527,8 @@ impl CudaScorer {
             cache_hit,
             task_counter,
             topk_scratch: std::sync::Mutex::new(TopKBuffers::default()),
-            occupancy: std::sync::Mutex::new(Vec::new()),
+            occupancy: std::sync::Mutex::new(Occupancy::default()),
+            shape,
             force: None,
         })
     }
@@ -532,7 +558,7 @@ impl CudaScorer {
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
                 ring_available: aligned
-                    && ring_layout(corpus.dim, f32, self.info.smem_per_block).is_some(),
+                    && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
         )
     }
@@ -713,22 +739,30 @@ impl CudaScorer {
     /// `threads` are resident per SM (at least 1). Asked of the driver once per (kernel,
     /// threads, shared bytes), then remembered: two driver calls per launch are a few µs.
     fn blocks_per_sm(&self, func: &CudaFunction, threads: u32, smem: usize) -> Result<u32> {
-        let key = (func.cu_function() as usize, threads, smem);
-        // A poisoned lock only means another launch panicked; the table stays valid.
+        let f = func.cu_function() as usize;
+        // A poisoned lock only means another launch panicked; the tables stay valid.
         let mut known = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&(_, per_sm)) = known.iter().find(|(k, _)| *k == key) {
+        // The allowance is the function's own attribute, one for all its launches: raised to the
+        // largest size asked for, never lowered (a smaller launch after a larger one still fits).
+        let allowed = known.allowed.iter().find(|(k, _)| *k == f).map(|a| a.1);
+        if allowed.is_none_or(|a| a < smem) {
+            func.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(drv("kernel shared memory"))?;
+            known.allowed.retain(|(k, _)| *k != f);
+            known.allowed.push((f, smem));
+        }
+        let key = (f, threads, smem);
+        if let Some(&(_, per_sm)) = known.per_sm.iter().find(|(k, _)| *k == key) {
             return Ok(per_sm);
         }
-        func.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem as i32,
-        )
-        .map_err(drv("kernel shared memory"))?;
         let per_sm = func
             .occupancy_max_active_blocks_per_multiprocessor(threads, smem, None)
             .map_err(drv("occupancy"))?
             .max(1);
-        known.push((key, per_sm));
+        known.per_sm.push((key, per_sm));
         Ok(per_sm)
     }
 
@@ -894,7 +928,7 @@ impl CudaScorer {
         let (Some(qb), Some(inst), Some((warps, smem))) = (
             &queries.mma,
             ring_instance(corpus.dim),
-            ring_layout(corpus.dim, f32, self.info.smem_per_block),
+            ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape),
         ) else {
             return Err(Error::Argument(format!(
                 "no ring kernel for {} d = {} on this device",
@@ -914,7 +948,7 @@ impl CudaScorer {
         };
         if qb.dtype != corpus.dtype || qb.blocks != queries.len || (f32 && !corpus.split_ok) {
             return Err(Error::Argument(
-                "the ring kernel takes queries of ≤ 32 tokens of the corpus dtype (f32: |x| ≤ 32768)"
+                "the ring kernel takes queries of ≤ 32 tokens of the corpus dtype (f32: in the split's range)"
                     .into(),
             ));
         }
@@ -975,7 +1009,7 @@ impl CudaScorer {
             return Ok(());
         }
         launch_size_ok(n, qb.blocks)?;
-        let smem = gemm_stages() * GEMM_BN * corpus.dim * 2;
+        let smem = self.shape.gemm_stages * GEMM_BN * corpus.dim * 2;
         let per_sm = self.blocks_per_sm(func, GEMM_THREADS, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
@@ -1454,34 +1488,57 @@ fn bulk_shape() -> (usize, usize) {
         .unwrap_or((2, 64))
 }
 
-/// A kernel constant an experiment overrides through TILEMAXSIM_KERNEL_DEFINES (e.g.
-/// `GEMM_STAGES=4,RING_STAGES=6`, which compile.rs passes to NVRTC) when in `range`, else
-/// `default` (the value kernels/maxsim.cu defines): the host sizes shared memory by it.
-fn kernel_define(name: &str, default: usize, range: std::ops::RangeInclusive<usize>) -> usize {
-    std::env::var("TILEMAXSIM_KERNEL_DEFINES")
-        .ok()
-        .and_then(|v| {
-            v.split(',')
-                .find_map(|d| d.trim().strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-        })
-        .filter(|s| range.contains(s))
-        .unwrap_or(default)
+/// The kernel constants the host sizes launches by (kernels/maxsim.cu defines the defaults).
+/// An experiment overrides them through TILEMAXSIM_KERNEL_DEFINES (e.g.
+/// `GEMM_STAGES=4,RING_WARPS=12`, which compile.rs passes to NVRTC as -D options); read once,
+/// when the scorer opens, so the host and the compiled kernels agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct KernelShape {
+    /// Tiles in flight of `maxsim_gemm` (GEMM_STAGES).
+    gemm_stages: usize,
+    /// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
+    ring_stages: usize,
+    /// Most warps per block of `maxsim_ring` (RING_WARPS). 12 measured 2–3% faster than 8 on
+    /// the H100 (bench/results/ring.log) but has not been through the GPU tests yet; 8 has.
+    ring_warps: usize,
 }
 
-/// Tiles in flight of `maxsim_gemm` (GEMM_STAGES).
-fn gemm_stages() -> usize {
-    kernel_define("GEMM_STAGES", 3, 2..=8)
-}
+impl KernelShape {
+    const DEFAULT: KernelShape = KernelShape {
+        gemm_stages: 3,
+        ring_stages: 4,
+        ring_warps: 8,
+    };
 
-/// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
-fn ring_stages() -> usize {
-    kernel_define("RING_STAGES", 4, 2..=8)
-}
-
-/// Most warps per block of `maxsim_ring` (RING_WARPS). 12 measured 2–3% faster than 8 on the
-/// H100 (bench/results/ring.log) but has not been through the GPU tests yet; 8 has.
-fn ring_warps() -> usize {
-    kernel_define("RING_WARPS", 8, 1..=32)
+    /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
+    /// launch is an error, not a silent default (the kernels would be compiled with it).
+    fn parse(defines: Option<&str>) -> Result<Self> {
+        let mut k = Self::DEFAULT;
+        for d in defines.unwrap_or("").split(',').map(str::trim) {
+            let Some((name, value)) = d.split_once('=') else {
+                continue;
+            };
+            let (slot, range) = match name.trim() {
+                "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
+                "RING_STAGES" => (&mut k.ring_stages, 2..=8),
+                "RING_WARPS" => (&mut k.ring_warps, 1..=32),
+                _ => continue,
+            };
+            *slot = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v| range.contains(v))
+                .ok_or_else(|| {
+                    Error::Argument(format!(
+                        "TILEMAXSIM_KERNEL_DEFINES: {d} is not in {}..={}",
+                        range.start(),
+                        range.end()
+                    ))
+                })?;
+        }
+        Ok(k)
+    }
 }
 
 /// Device (index, score) buffers of top-k results, grown as needed and reused.
@@ -1646,6 +1703,11 @@ mod tests {
         assert_eq!(auto(f32(None, 1, 128)), Tiled);
         assert_eq!(choose_kernel(Some(Gemm), f32(Some(1), 1, 64)), Ring);
         assert_eq!(choose_kernel(Some(Tiled), f32(Some(1), 1, 64)), Tiled);
+        let f32_no_room = LaunchShape {
+            ring_available: false,
+            ..f32(Some(1), 1, 128)
+        };
+        assert_eq!(auto(f32_no_room), Tiled);
         // Other dtypes / d: the general kernel.
         assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
         assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);
@@ -1741,16 +1803,74 @@ mod tests {
     fn ring_blocks_fit_shared_memory() {
         const H100: usize = 227 * 1024;
         const RTX: usize = 99 * 1024;
-        // Up to eight warps' rings of 16 KB beside the query (f32: two copies of it).
-        assert_eq!(ring_layout(128, false, H100), Some((8, 8192 + 8 * 16384)));
-        assert_eq!(ring_layout(1024, false, H100), Some((8, 65536 + 8 * 16384)));
-        assert_eq!(ring_layout(768, true, H100), Some((8, 98304 + 8 * 16384)));
-        assert_eq!(ring_layout(1024, true, H100), Some((6, 131072 + 6 * 16384)));
-        assert_eq!(ring_layout(1024, false, RTX), Some((2, 65536 + 2 * 16384)));
-        assert_eq!(ring_layout(1024, true, RTX), None);
+        let k = KernelShape::DEFAULT;
+        // Up to eight warps' rings of 4 × 4 KB beside the query (f32: two copies of it).
+        assert_eq!(
+            ring_layout(128, false, H100, k),
+            Some((8, 8192 + 8 * 16384))
+        );
+        assert_eq!(
+            ring_layout(1024, false, H100, k),
+            Some((8, 65536 + 8 * 16384))
+        );
+        assert_eq!(
+            ring_layout(768, true, H100, k),
+            Some((8, 98304 + 8 * 16384))
+        );
+        assert_eq!(
+            ring_layout(1024, true, H100, k),
+            Some((6, 131072 + 6 * 16384))
+        );
+        assert_eq!(
+            ring_layout(1024, false, RTX, k),
+            Some((2, 65536 + 2 * 16384))
+        );
+        assert_eq!(ring_layout(1024, true, RTX, k), None);
+        // Stages of 32 bytes per dimension below d = 128.
+        assert_eq!(
+            ring_layout(32, true, H100, k),
+            Some((8, 4096 + 8 * 4 * 1024))
+        );
+        assert_eq!(ring_layout(160, false, H100, k), None);
+        // The experiment knobs size the block too.
+        let wide = KernelShape {
+            ring_warps: 12,
+            ring_stages: 2,
+            ..k
+        };
+        assert_eq!(
+            ring_layout(768, false, H100, wide),
+            Some((12, 49152 + 12 * 8192))
+        );
         assert_eq!(ring_instance(96), Some(96));
         assert_eq!(ring_instance(640), Some(128));
         assert_eq!(ring_instance(160), None);
+    }
+
+    #[test]
+    fn kernel_defines_are_checked_once() {
+        assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
+        let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
+        assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
+        for bad in ["RING_STAGES=9", "RING_WARPS=0", "GEMM_STAGES=x"] {
+            let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn split_takes_rows_of_f32_scale_only() {
+        assert!(
+            split_rows_ok(&[0.5, 1e-9, 0.0, 0.0], 2),
+            "a tiny value in a row of scale"
+        );
+        assert!(split_rows_ok(&[0.0, 0.0, 32768.0, 1.0], 2));
+        assert!(
+            !split_rows_ok(&[0.5, 0.5, 1e-5, -1e-5], 2),
+            "a row of tiny values"
+        );
+        assert!(!split_rows_ok(&[40000.0, 0.0], 2), "past f16's range");
+        assert!(!split_rows_ok(&[f32::NAN, 1.0], 2));
     }
 
     #[test]
