@@ -833,7 +833,8 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 // The block's query sits in shared memory in fragment order: the four A registers of lane l for
 // k16 step j and m-tile mt are the 16 bytes at [j][mt][l], one conflict-free 128-bit load (the
 // permuted-k order of maxsim_mma). The document streams through a ring of RING_STAGES stages per
-// warp (16 tokens x STEP of d for f16/bf16, 8 tokens for f32: 4 KB) by cp.async, RING_STAGES - 1
+// warp (16 tokens x STEP of d for f16/bf16, 8 tokens for f32: 32 * STEP bytes, 4 KB at STEP =
+// 128; ring_layout in cuda/mod.rs sizes them) by cp.async, RING_STAGES - 1
 // stages ahead and across document boundaries. Each lane copies exactly the 16-byte pieces it
 // later feeds the tensor cores as B fragments, into lane-major slots: no other lane reads them,
 // so there is no barrier, no bank conflict and no register held by a load in flight.
