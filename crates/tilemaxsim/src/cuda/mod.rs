@@ -417,7 +417,7 @@ struct Kernels {
     topk_segments: CudaFunction,
     topk_merge: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
-    mma: Vec<((DType, usize), CudaFunction, u32)>,
+    mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel (empty below sm_90).
     bulk: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
@@ -474,11 +474,7 @@ impl CudaScorer {
         let mut mma = Vec::new();
         for dtype in [DType::F16, DType::BF16] {
             for dim in MMA_DIMS {
-                let func = f(&format!("maxsim_mma_{dtype}_d{dim}"))?;
-                let per_sm = func
-                    .occupancy_max_active_blocks_per_multiprocessor(MMA_THREADS, 0, None)
-                    .map_err(drv("occupancy"))?;
-                mma.push(((dtype, dim), func, per_sm.max(1)));
+                mma.push(((dtype, dim), f(&format!("maxsim_mma_{dtype}_d{dim}"))?));
             }
         }
         let mut bulk = Vec::new();
@@ -695,6 +691,16 @@ impl CudaScorer {
             )));
         }
         let kernel = self.kernel_for(queries, corpus);
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        if matches!(
+            kernel,
+            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring
+        ) {
+            // The tensor-core kernels take counts as i32 (query blocks ≥ queries).
+            launch_size_ok(n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
+        }
         if kernel == Kernel::Mma {
             return self.launch_mma(queries, corpus, docs, n, out);
         }
@@ -742,10 +748,15 @@ impl CudaScorer {
         let f = func.cu_function() as usize;
         // A poisoned lock only means another launch panicked; the tables stay valid.
         let mut known = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
-        // The allowance is the function's own attribute, one for all its launches: raised to the
-        // largest size asked for, never lowered (a smaller launch after a larger one still fits).
-        let allowed = known.allowed.iter().find(|(k, _)| *k == f).map(|a| a.1);
-        if allowed.is_none_or(|a| a < smem) {
+        // The allowance is the function's own attribute, one for all its launches (48 KB until
+        // raised): raised to the largest size asked for, never lowered, so a smaller launch
+        // after a larger one still fits.
+        let allowed = known
+            .allowed
+            .iter()
+            .find(|(k, _)| *k == f)
+            .map_or(48 << 10, |a| a.1);
+        if allowed < smem {
             func.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 smem as i32,
@@ -764,6 +775,13 @@ impl CudaScorer {
             .max(1);
         known.per_sm.push((key, per_sm));
         Ok(per_sm)
+    }
+
+    /// Blocks of a persistent grid: what is resident at once (`per_sm` per SM), at most `work`.
+    fn persistent_blocks(&self, per_sm: u32, work: u64) -> u32 {
+        (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
+            .min(work)
+            .max(1) as u32
     }
 
     /// The leading arguments of the one-warp-per-(query, document) kernels.
@@ -797,37 +815,13 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let Some(DeviceBlocks {
-            dtype,
-            tokens: qpad,
-            ..
-        }) = &queries.mma
-        else {
-            return Err(Error::Argument(
-                "queries were not packed for the tensor-core kernel".into(),
-            ));
-        };
-        let Some((_, func, per_sm)) = self
-            .kernels
-            .mma
-            .iter()
-            .find(|(k, _, _)| *k == (*dtype, corpus.dim))
-        else {
-            return Err(Error::Argument(format!(
-                "no tensor-core kernel for {dtype} d = {}",
-                corpus.dim
-            )));
-        };
-        if n == 0 || queries.len == 0 {
-            return Ok(());
-        }
-        launch_size_ok(n, queries.len)?;
-        let args = self.pair_args(qpad, queries, corpus, docs, n, out);
+        let func = kernel_in(&self.kernels.mma, (corpus.dtype, corpus.dim), "tensor-core")?;
+        let qpad = same_dtype_blocks(queries, corpus)?;
+        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.
         let warps_needed = (queries.len * n) as u64;
-        let blocks = (self.info.multiprocessors.max(1) as u64 * *per_sm as u64)
-            .min(warps_needed.div_ceil(4))
-            .max(1) as u32;
+        let per_sm = self.blocks_per_sm(func, MMA_THREADS, 0)?;
+        let blocks = self.persistent_blocks(per_sm, warps_needed.div_ceil(4));
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (MMA_THREADS, 1, 1),
@@ -865,42 +859,14 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let (
-            Some(DeviceBlocks {
-                dtype,
-                tokens: qpad,
-                ..
-            }),
-            Some((_, func)),
-        ) = (
-            &queries.mma,
-            self.kernels
-                .bulk
-                .iter()
-                .find(|(k, _)| *k == (corpus.dtype, corpus.dim)),
-        )
-        else {
-            return Err(Error::Argument(format!(
-                "no bulk-copy kernel for {} d = {}",
-                corpus.dtype, corpus.dim
-            )));
-        };
-        if *dtype != corpus.dtype {
-            return Err(Error::Argument("queries and corpus differ in dtype".into()));
-        }
-        if n == 0 || queries.len == 0 {
-            return Ok(());
-        }
-        launch_size_ok(n, queries.len)?;
+        let func = kernel_in(&self.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
+        let qpad = same_dtype_blocks(queries, corpus)?;
         let (stages, tile) = bulk_shape();
         let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
         let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
-        let args = self.pair_args(qpad, queries, corpus, docs, n, out);
+        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
         let (st, ti) = (stages as i32, tile as i32);
-        let warps_needed = (queries.len * n) as u64;
-        let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
-            .min(warps_needed.div_ceil(4))
-            .max(1) as u32;
+        let blocks = self.persistent_blocks(per_sm, ((queries.len * n) as u64).div_ceil(4));
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (BULK_THREADS, 1, 1),
@@ -925,8 +891,7 @@ impl CudaScorer {
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
         let f32 = corpus.dtype == DType::F32;
-        let (Some(qb), Some(inst), Some((warps, smem))) = (
-            &queries.mma,
+        let (Some(inst), Some((warps, smem))) = (
             ring_instance(corpus.dim),
             ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape),
         ) else {
@@ -935,33 +900,18 @@ impl CudaScorer {
                 corpus.dtype, corpus.dim
             )));
         };
-        let Some((_, func)) = self
-            .kernels
-            .ring
-            .iter()
-            .find(|(k, _)| *k == (corpus.dtype, inst))
-        else {
-            return Err(Error::Argument(format!(
-                "no ring kernel for {}",
-                corpus.dtype
-            )));
-        };
-        if qb.dtype != corpus.dtype || qb.blocks != queries.len || (f32 && !corpus.split_ok) {
+        let func = kernel_in(&self.kernels.ring, (corpus.dtype, inst), "ring")?;
+        let qb = same_dtype_blocks(queries, corpus)?;
+        if qb.blocks != queries.len || (f32 && !corpus.split_ok) {
             return Err(Error::Argument(
                 "the ring kernel takes queries of ≤ 32 tokens of the corpus dtype (f32: in the split's range)"
                     .into(),
             ));
         }
-        if n == 0 || queries.len == 0 {
-            return Ok(());
-        }
-        launch_size_ok(n, queries.len)?;
         let threads = warps * 32;
         let per_sm = self.blocks_per_sm(func, threads, smem)?;
         let tasks = n.div_ceil(warps as usize) as u64 * queries.len as u64;
-        let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
-            .min(tasks)
-            .max(1) as u32;
+        let blocks = self.persistent_blocks(per_sm, tasks);
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
@@ -990,37 +940,19 @@ impl CudaScorer {
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let (Some(qb), Some((_, func))) = (
-            &queries.mma,
-            self.kernels
-                .gemm
-                .iter()
-                .find(|(k, _)| *k == (corpus.dtype, corpus.dim)),
-        ) else {
-            return Err(Error::Argument(format!(
-                "no many-query tensor-core kernel for {} d = {}",
-                corpus.dtype, corpus.dim
-            )));
-        };
-        if qb.dtype != corpus.dtype {
-            return Err(Error::Argument("queries and corpus differ in dtype".into()));
-        }
-        if n == 0 || queries.len == 0 {
-            return Ok(());
-        }
-        launch_size_ok(n, qb.blocks)?;
+        let func = kernel_in(&self.kernels.gemm, (corpus.dtype, corpus.dim), "many-query")?;
+        let qb = same_dtype_blocks(queries, corpus)?;
         let smem = self.shape.gemm_stages * GEMM_BN * corpus.dim * 2;
         let per_sm = self.blocks_per_sm(func, GEMM_THREADS, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
         let qtiles = qb.blocks.div_ceil((GEMM_THREADS / 32) as usize) as u64;
-        let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
-        let mut blocks = resident.min(qtiles * n as u64).max(1);
-        if blocks >= qtiles {
-            blocks -= blocks % qtiles;
+        let mut blocks = self.persistent_blocks(per_sm, qtiles * n as u64);
+        if blocks as u64 >= qtiles {
+            blocks -= (blocks as u64 % qtiles) as u32;
         }
         let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (GEMM_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
@@ -1401,6 +1333,33 @@ impl PairArgs {
             .arg(&self.doc_index)
             .arg(&self.num_docs)
             .arg(&self.out);
+    }
+}
+
+/// The function for `key` in one of the per-(dtype, d) kernel tables (`what`: for the error).
+fn kernel_in<'a>(
+    table: &'a [((DType, usize), CudaFunction)],
+    key: (DType, usize),
+    what: &str,
+) -> Result<&'a CudaFunction> {
+    table
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, f)| f)
+        .ok_or_else(|| Error::Argument(format!("no {what} kernel for {} d = {}", key.0, key.1)))
+}
+
+/// The queries' 32-row blocks, which the tensor-core kernels need in the corpus's dtype.
+fn same_dtype_blocks<'a>(
+    queries: &'a DeviceQueries,
+    corpus: &DeviceCorpus,
+) -> Result<&'a DeviceBlocks> {
+    match &queries.mma {
+        Some(b) if b.dtype == corpus.dtype => Ok(b),
+        _ => Err(Error::Argument(format!(
+            "queries were not packed for the tensor-core kernels on a {} corpus",
+            corpus.dtype
+        ))),
     }
 }
 
