@@ -13,8 +13,8 @@ row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== tests: tensor-core (every kernel forced), random shapes, f32"
   TILEMAXSIM_GPU_CASES=24 timeout 240 .dev/test-gpu tensor_core random_shapes fp32 2>&1 | grep -E "^test |test result|panicked|case" | head -20
-  echo "== the same tests under the pending experiment (f32 sector pieces, 12 warps)"
-  TILEMAXSIM_CACHE_DIR=/tmp/tmc-exp TILEMAXSIM_KERNEL_DEFINES=SPLIT_SECTOR_PIECES=1,RING_WARPS=12 TILEMAXSIM_GPU_CASES=12 \
+  echo "== the same tests under an experiment (12 warps)"
+  TILEMAXSIM_CACHE_DIR=/tmp/tmc-exp TILEMAXSIM_KERNEL_DEFINES=RING_WARPS=12 TILEMAXSIM_GPU_CASES=12 \
     timeout 200 .dev/test-gpu tensor_core fp32 2>&1 | grep -E "^test |test result|panicked|case" | head -12
   echo "== ptxas (sm_90): maxsim_ring"
   for k in maxsim_ring_f16_d128 maxsim_ring_f32_d128; do
@@ -39,8 +39,8 @@ row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
     row --dtype f16 $a --reps 30 --kernel ring; row --dtype f16 $a --reps 30
   done
   echo "== sweep: warps per block x ring stages; f32 split rounding"
-  for def in RING_WARPS=8 RING_WARPS=12 RING_WARPS=16,RING_STAGES=2 SPLIT_SECTOR_PIECES=1 \
-             SPLIT_SECTOR_PIECES=1,RING_WARPS=12 SPLIT_ROUND_BITS=1; do
+  for def in RING_WARPS=8 RING_WARPS=12 RING_WARPS=16,RING_STAGES=2 SPLIT_SECTOR_PIECES=0 \
+             RING_TILES=4,RING_STAGES=3 SPLIT_ROUND_BITS=1; do
     for a in "--dtype f16 --dim 768 --docs 10000" "--dtype f16 --dim 768 --docs 100000" "--dtype f32 --docs 100000"; do
       echo -n "$def: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-$def TILEMAXSIM_KERNEL_DEFINES=$def row $a --reps 10
     done

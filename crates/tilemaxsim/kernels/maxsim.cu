@@ -833,8 +833,8 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 // The block's query sits in shared memory in fragment order: the four A registers of lane l for
 // k16 step j and m-tile mt are the 16 bytes at [j][mt][l], one conflict-free 128-bit load (the
 // permuted-k order of maxsim_mma). The document streams through a ring of RING_STAGES stages per
-// warp (16 tokens x STEP of d for f16/bf16, 8 tokens for f32: 32 * STEP bytes, 4 KB at STEP =
-// 128; ring_layout in cuda/mod.rs sizes them) by cp.async, RING_STAGES - 1
+// warp (RING_TILES * 8 tokens x STEP of d for f16/bf16, 8 tokens for f32: 4 KB at STEP = 128 and
+// the default 2 tiles; ring_layout in cuda/mod.rs sizes them) by cp.async, RING_STAGES - 1
 // stages ahead and across document boundaries. Each lane copies exactly the 16-byte pieces it
 // later feeds the tensor cores as B fragments, into lane-major slots: no other lane reads them,
 // so there is no barrier, no bank conflict and no register held by a load in flight.
@@ -847,11 +847,17 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 #ifndef RING_WARPS
 #define RING_WARPS 8
 #endif
-// f32 only, an experiment not yet run through the GPU tests: 1 permutes k by 4-float pieces
-// (piece kb of lane c = floats kb*16 + c*4 .. +3 of the chunk), so the four lanes of a row copy
-// 64 contiguous bytes (two whole 32-byte sectors) per instruction instead of four half sectors.
+// f16/bf16: 8-token tiles per stage, each query A fragment read from shared memory feeding that
+// many tensor-core products (2: 2 bytes of query read per byte of document; 4 halves it).
+#ifndef RING_TILES
+#define RING_TILES 2
+#endif
+// f32 only. 1 permutes k by 4-float pieces (piece kb of lane c = floats kb*16 + c*4 .. +3 of the
+// chunk), so the four lanes of a row copy 64 contiguous bytes (two whole 32-byte sectors) per
+// instruction; 0 copies each lane's 8 consecutive floats as two 16-byte halves, four half
+// sectors per instruction: half the speed (bench/results/tiles.log: 29.4 against 59.7 M docs/s).
 #ifndef SPLIT_SECTOR_PIECES
-#define SPLIT_SECTOR_PIECES 0
+#define SPLIT_SECTOR_PIECES 1
 #endif
 // 0: the f16 high part of an f32 converted to f16 and back, so the low part carries what f16
 // loses, subnormal range included (exact to 2^-36 absolute). 1: rounded to 11 bits with integer
@@ -894,7 +900,7 @@ __device__ __forceinline__ void maxsim_ring_impl(
     constexpr bool SPLIT = KIND == 2;
     constexpr int EB = SPLIT ? 4 : 2;          // bytes per stored element
     constexpr int PIECES = EB / 2;             // 16-byte pieces per lane per (tile, chunk)
-    constexpr int TT = SPLIT ? 1 : 2;          // 8-token tiles per stage
+    constexpr int TT = SPLIT ? 1 : RING_TILES; // 8-token tiles per stage
     constexpr int TOK = TT * 8;
     constexpr int STEP = KCH * 32;
     constexpr int CPL = TT * KCH * PIECES;     // 16-byte pieces per lane per stage

@@ -228,7 +228,7 @@ const SPLIT_SCALE: f32 = 2048.0;
 
 /// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
 /// bytes), as many warps as `smem_per_block` holds up to `shape.ring_warps`; `None` if not one
-/// fits. A stage is 16 tokens (f32: 8) of min(d, 128) dimensions: 32 bytes per dimension.
+/// fits. A stage is `shape.ring_tiles` 8-token tiles (f32: one) of min(d, 128) dimensions.
 fn ring_layout(
     dim: usize,
     f32: bool,
@@ -236,7 +236,8 @@ fn ring_layout(
     shape: KernelShape,
 ) -> Option<(u32, usize)> {
     let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
-    let per_warp = shape.ring_stages * ring_instance(dim)? * 32;
+    let stage_bytes_per_dim = if f32 { 8 * 4 } else { shape.ring_tiles * 8 * 2 };
+    let per_warp = shape.ring_stages * ring_instance(dim)? * stage_bytes_per_dim;
     let warps = (smem_per_block.checked_sub(query)? / per_warp).min(shape.ring_warps);
     (warps > 0).then_some((warps as u32, query + warps * per_warp))
 }
@@ -1457,9 +1458,11 @@ struct KernelShape {
     gemm_stages: usize,
     /// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
     ring_stages: usize,
-    /// Most warps per block of `maxsim_ring` (RING_WARPS). 12 measured 2–3% faster than 8 on
-    /// the H100 (bench/results/ring.log) but has not been through the GPU tests yet; 8 has.
+    /// Most warps per block of `maxsim_ring` (RING_WARPS). 12 and 16 measured within noise of 8
+    /// on the H100 (bench/results/ring.log).
     ring_warps: usize,
+    /// 8-token tiles per f16/bf16 stage of `maxsim_ring` (RING_TILES).
+    ring_tiles: usize,
 }
 
 impl KernelShape {
@@ -1467,6 +1470,7 @@ impl KernelShape {
         gemm_stages: 3,
         ring_stages: 4,
         ring_warps: 8,
+        ring_tiles: 2,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
@@ -1481,6 +1485,7 @@ impl KernelShape {
                 "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
                 "RING_STAGES" => (&mut k.ring_stages, 2..=8),
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
+                "RING_TILES" => (&mut k.ring_tiles, 1..=4),
                 _ => continue,
             };
             *slot = value
@@ -1801,6 +1806,16 @@ mod tests {
             ring_layout(768, false, H100, wide),
             Some((12, 49152 + 12 * 8192))
         );
+        // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
+        let tiles = KernelShape { ring_tiles: 4, ..k };
+        assert_eq!(
+            ring_layout(768, false, H100, tiles),
+            Some((5, 49152 + 5 * 32768))
+        );
+        assert_eq!(
+            ring_layout(128, true, H100, tiles),
+            Some((8, 16384 + 8 * 16384))
+        );
         assert_eq!(ring_instance(96), Some(96));
         assert_eq!(ring_instance(640), Some(128));
         assert_eq!(ring_instance(160), None);
@@ -1811,7 +1826,8 @@ mod tests {
         assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
-        for bad in ["RING_STAGES=9", "RING_WARPS=0", "GEMM_STAGES=x"] {
+        assert_eq!(KernelShape::parse(Some("RING_TILES=4")).unwrap().ring_tiles, 4);
+        for bad in ["RING_STAGES=9", "RING_WARPS=0", "GEMM_STAGES=x", "RING_TILES=5"] {
             let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
