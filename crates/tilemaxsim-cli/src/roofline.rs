@@ -130,7 +130,11 @@ pub(crate) fn plot(report: &Report, path: &Path, compute_gflops: Option<f64>) ->
         .draw_series(points.iter().enumerate().map(|(i, &(x, y, _))| {
             EmptyElement::at((x, y))
                 + Circle::new((0, 0), 5, RED.filled())
-                + Text::new(format!("{}", i + 1), (8, 12 * (i % 3) as i32 - 16), (FAMILY, 13))
+                + Text::new(
+                    format!("{}", i + 1),
+                    (8, 12 * (i % 3) as i32 - 16),
+                    (FAMILY, 13),
+                )
         }))
         .map_err(|e| err(&e))?
         .label("measured cases")
@@ -140,10 +144,10 @@ pub(crate) fn plot(report: &Report, path: &Path, compute_gflops: Option<f64>) ->
         .iter()
         .enumerate()
         .map(|(i, &(x, y, name))| {
-        let of_roof = match roof(x) {
-            r if r.is_finite() => format!(", {:.0}% of the roof", 100.0 * y / r),
-            _ => String::new(),
-        };
+            let of_roof = match roof(x) {
+                r if r.is_finite() => format!(", {:.0}% of the roof", 100.0 * y / r),
+                _ => String::new(),
+            };
             format!("{:>2}  {name}: {y:.0} GFLOP/s{of_roof}", i + 1)
         })
         .collect();
@@ -151,13 +155,23 @@ pub(crate) fn plot(report: &Report, path: &Path, compute_gflops: Option<f64>) ->
     let width = 8 * key.iter().map(|l| l.chars().count()).max().unwrap_or(0) as i32 + 16;
     let height = 16 * key.len() as i32 + 12;
     let corner = (left + 6, top + 6);
-    root.draw(&Rectangle::new([corner, (corner.0 + width, corner.1 + height)], WHITE.filled()))
-        .map_err(|e| err(&e))?;
-    root.draw(&Rectangle::new([corner, (corner.0 + width, corner.1 + height)], BLACK))
-        .map_err(|e| err(&e))?;
+    root.draw(&Rectangle::new(
+        [corner, (corner.0 + width, corner.1 + height)],
+        WHITE.filled(),
+    ))
+    .map_err(|e| err(&e))?;
+    root.draw(&Rectangle::new(
+        [corner, (corner.0 + width, corner.1 + height)],
+        BLACK,
+    ))
+    .map_err(|e| err(&e))?;
     for (i, line) in key.into_iter().enumerate() {
-        root.draw(&Text::new(line, (left + 14, top + 12 + 16 * i as i32), (FAMILY, 13)))
-            .map_err(|e| err(&e))?;
+        root.draw(&Text::new(
+            line,
+            (left + 14, top + 12 + 16 * i as i32),
+            (FAMILY, 13),
+        ))
+        .map_err(|e| err(&e))?;
     }
     chart
         .configure_series_labels()

@@ -1826,8 +1826,16 @@ mod tests {
         assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
-        assert_eq!(KernelShape::parse(Some("RING_TILES=4")).unwrap().ring_tiles, 4);
-        for bad in ["RING_STAGES=9", "RING_WARPS=0", "GEMM_STAGES=x", "RING_TILES=5"] {
+        assert_eq!(
+            KernelShape::parse(Some("RING_TILES=4")).unwrap().ring_tiles,
+            4
+        );
+        for bad in [
+            "RING_STAGES=9",
+            "RING_WARPS=0",
+            "GEMM_STAGES=x",
+            "RING_TILES=5",
+        ] {
             let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
