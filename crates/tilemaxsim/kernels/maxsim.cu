@@ -473,7 +473,8 @@ template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_bulk_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
     const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int tile)
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int tile,
+    unsigned long long* __restrict__ next_task)
 {
 #if __CUDA_ARCH__ >= 900
     constexpr int D = KCH * 32;
@@ -489,9 +490,16 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
 
-    // Producer (lane 0): the task and token it loads next.
+    // Producer (lane 0): the task and token it loads next. Its first task is `warp`; then, as in
+    // maxsim_mma, the next task is `task + nwarps` (static) or, with a counter (zeroed before
+    // the launch, passed when each warp has many tasks), the next unclaimed one, claimed one
+    // task ahead so the atomic's latency overlaps the current document.
     i64 p_task = warp, p_d0 = 0;
     int p_tok = 0, p_nd = 0;
+    auto claim = [&]() -> i64 {
+        return next_task ? nwarps + (i64)atomicAdd(next_task, 1ull) : p_task + nwarps;
+    };
+    i64 p_next = 0;
     auto p_extent = [&]() {
         if (p_task < tasks) {
             const int p = (int)(p_task % num_docs);
@@ -521,12 +529,18 @@ __device__ __forceinline__ void maxsim_bulk_impl(
             mbar_arrive(bar);
         }
         p_tok += ntok;
-        if (p_tok >= p_nd) { p_task += nwarps; p_tok = 0; p_extent(); }
+        if (p_tok >= p_nd) {
+            p_task = p_next;
+            p_tok = 0;
+            p_extent();
+            if (p_task < tasks) p_next = claim();
+        }
     };
     if (lane == 0) {
         for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         p_extent();
+        if (p_task < tasks) p_next = claim();
         for (int s = 0; s < stages; ++s) produce(s);
     }
     __syncwarp();
@@ -582,9 +596,9 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
-        int tile)                                                                              \
+        int tile, unsigned long long* next_task)                                               \
     {                                                                                          \
-        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, tile); \
+        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, tile, next_task); \
     }
 
 INSTANTIATE_BULK(maxsim_bulk_f16_d32, false, 1)

@@ -357,6 +357,54 @@ fn tensor_core_path_matches_the_reference() {
 }
 
 #[test]
+fn persistent_kernels_cover_every_task_of_a_large_uneven_batch() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    // 200K (query, document) tasks of uneven length: more than 16 per resident warp, where
+    // maxsim_mma (and maxsim_bulk under TILEMAXSIM_KERNEL_DEFINES=BULK_DYNAMIC=1) take their
+    // tasks from a counter instead of striding. Every task must be scored exactly once: the
+    // outputs are NaN-poisoned, so a skipped task fails.
+    let mut r = rng(33);
+    let (dim, n_docs) = (32, 40_000);
+    let lens: Vec<usize> = (0..n_docs)
+        .map(|i| if i % 7 == 0 { 1 } else { r.random_range(1..25) })
+        .collect();
+    let corpus = random_corpus(&mut r, &lens, dim, DType::F16, 1.0);
+    let qs: Vec<OwnedElements> = (0..5)
+        .map(|_| {
+            let nq = r.random_range(1..=32);
+            random_query(&mut r, nq, dim, DType::F16, 1.0)
+        })
+        .collect();
+    let queries = matrices(&qs, dim);
+    let want = Expected::new(&queries, &corpus);
+    let dq = gpu.upload_queries(&queries, dim).unwrap();
+    let dc = gpu.upload(&corpus).unwrap();
+    for kernel in [Kernel::Mma, Kernel::Bulk] {
+        let scorer = CudaScorer::new(0).expect("GPU").force_kernel(Some(kernel));
+        if scorer.kernel_for(&dq, &dc) != kernel {
+            continue; // bulk needs sm_90
+        }
+        for round in 0..2 {
+            // Twice: the counter is zeroed before every launch.
+            let mut out = poisoned(queries.len() * n_docs);
+            scorer
+                .score_into(&queries, &corpus, Docs::All, &mut out)
+                .unwrap_or_else(|e| panic!("{kernel:?}: {e}"));
+            let all: Vec<usize> = (0..n_docs).collect();
+            for q in 0..queries.len() {
+                want.assert_close(
+                    &format!("{kernel:?} round {round}"),
+                    q,
+                    &all,
+                    &out[q * n_docs..(q + 1) * n_docs],
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn ablation_kernels_match_the_reference() {
     let Some(_) = gpu() else { return };
     let mut r = rng(31);

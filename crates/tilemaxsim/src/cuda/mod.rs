@@ -808,6 +808,28 @@ impl CudaScorer {
         }
     }
 
+    /// The persistent kernels' task counter, zeroed on the stream, when `dynamic`; else a null
+    /// pointer (a static schedule: each warp strides over the tasks). Dynamic scheduling pays
+    /// (uneven documents, tails) when each warp has many tasks; with few, the reset and the
+    /// claims cost more than they save. Keep the guard until the launch is enqueued, so no other
+    /// launch zeroes or takes the counter in between.
+    fn task_counter(
+        &self,
+        dynamic: bool,
+    ) -> Result<(std::sync::MutexGuard<'_, CudaSlice<u64>>, u64)> {
+        // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
+        let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
+        let ptr = if dynamic {
+            self.stream
+                .memset_zeros(&mut *counter)
+                .map_err(drv("task counter"))?;
+            counter.device_ptr(&self.stream).0
+        } else {
+            0u64
+        };
+        Ok((counter, ptr))
+    }
+
     fn launch_mma(
         &self,
         queries: &DeviceQueries,
@@ -828,20 +850,8 @@ impl CudaScorer {
             block_dim: (MMA_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // Dynamic task scheduling pays (uneven documents, tails) when each warp has several
-        // tasks; with few, the counter's reset and claims cost more than they save.
         let resident_warps = blocks as u64 * (MMA_THREADS as u64 / 32);
-        let dynamic = warps_needed > 16 * resident_warps;
-        // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
-        let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
-        let tc = if dynamic {
-            self.stream
-                .memset_zeros(&mut *counter)
-                .map_err(drv("task counter"))?;
-            counter.device_ptr(&self.stream).0
-        } else {
-            0u64
-        };
+        let (_counter, tc) = self.task_counter(warps_needed > 16 * resident_warps)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&tc);
@@ -867,18 +877,23 @@ impl CudaScorer {
         let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
         let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
         let (st, ti) = (stages as i32, tile as i32);
-        let blocks = self.persistent_blocks(per_sm, ((queries.len * n) as u64).div_ceil(4));
+        let tasks = (queries.len * n) as u64;
+        let blocks = self.persistent_blocks(per_sm, tasks.div_ceil(4));
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (BULK_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
+        let resident_warps = blocks as u64 * (BULK_THREADS as u64 / 32);
+        let dynamic = self.shape.bulk_dynamic && tasks > 16 * resident_warps;
+        let (_counter, tc) = self.task_counter(dynamic)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
-        b.arg(&st).arg(&ti);
+        b.arg(&st).arg(&ti).arg(&tc);
         // SAFETY: the arguments match `maxsim_bulk_*` in kernels/maxsim.cu: as for
         // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
-        // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens.
+        // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens; `tc` is null
+        // or the zeroed counter.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
         Ok(())
     }
@@ -1463,6 +1478,12 @@ struct KernelShape {
     ring_warps: usize,
     /// 8-token tiles per f16/bf16 stage of `maxsim_ring` (RING_TILES).
     ring_tiles: usize,
+    /// `maxsim_bulk` takes its tasks from a counter when each warp has many (BULK_DYNAMIC=1),
+    /// as `maxsim_mma` does, instead of striding over them. A static schedule leaves warps
+    /// uneven work on documents of uneven length: for U[32,256] the busiest of 528 warps has 11%
+    /// more tokens than the mean, which is the packed case's gap to the fixed-length one
+    /// (92% against 100% of the read ceiling). Off until a GPU run has tested and timed it.
+    bulk_dynamic: bool,
 }
 
 impl KernelShape {
@@ -1471,12 +1492,14 @@ impl KernelShape {
         ring_stages: 4,
         ring_warps: 8,
         ring_tiles: 2,
+        bulk_dynamic: false,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
     /// launch is an error, not a silent default (the kernels would be compiled with it).
     fn parse(defines: Option<&str>) -> Result<Self> {
         let mut k = Self::DEFAULT;
+        let mut bulk_dynamic = usize::from(k.bulk_dynamic);
         for d in defines.unwrap_or("").split(',').map(str::trim) {
             let Some((name, value)) = d.split_once('=') else {
                 continue;
@@ -1486,6 +1509,7 @@ impl KernelShape {
                 "RING_STAGES" => (&mut k.ring_stages, 2..=8),
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
+                "BULK_DYNAMIC" => (&mut bulk_dynamic, 0..=1),
                 _ => continue,
             };
             *slot = value
@@ -1501,6 +1525,7 @@ impl KernelShape {
                     ))
                 })?;
         }
+        k.bulk_dynamic = bulk_dynamic == 1;
         Ok(k)
     }
 }
@@ -1826,15 +1851,14 @@ mod tests {
         assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
-        assert_eq!(
-            KernelShape::parse(Some("RING_TILES=4")).unwrap().ring_tiles,
-            4
-        );
+        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=1")).unwrap();
+        assert_eq!((k.ring_tiles, k.bulk_dynamic), (4, true));
         for bad in [
             "RING_STAGES=9",
             "RING_WARPS=0",
             "GEMM_STAGES=x",
             "RING_TILES=5",
+            "BULK_DYNAMIC=2",
         ] {
             let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
