@@ -869,7 +869,7 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 // f32 only. 1 permutes k by 4-float pieces (piece kb of lane c = floats kb*16 + c*4 .. +3 of the
 // chunk), so the four lanes of a row copy 64 contiguous bytes (two whole 32-byte sectors) per
 // instruction; 0 copies each lane's 8 consecutive floats as two 16-byte halves, four half
-// sectors per instruction: half the speed (bench/results/tiles.log: 29.4 against 59.7 M docs/s).
+// sectors per instruction: half the speed (bench/results/tiles.log, H200: 29.4 against 59.7 M).
 #ifndef SPLIT_SECTOR_PIECES
 #define SPLIT_SECTOR_PIECES 1
 #endif
