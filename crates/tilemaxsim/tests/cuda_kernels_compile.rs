@@ -7,6 +7,7 @@ use tilemaxsim::cuda::{compile_uncached, nvrtc_available, nvrtc_version};
 
 #[test]
 fn kernels_compile_for_sm80_and_sm90() {
+    // sm_90a is what an H100 or H200 gets (wgmma); sm_90 what newer parts JIT from.
     if !nvrtc_available() {
         assert!(
             std::env::var_os("TILEMAXSIM_REQUIRE_NVRTC").is_none(),
@@ -16,7 +17,7 @@ fn kernels_compile_for_sm80_and_sm90() {
         return;
     }
     let (major, minor) = nvrtc_version().expect("NVRTC version");
-    for arch in ["sm_80", "sm_90"] {
+    for arch in ["sm_80", "sm_90", "sm_90a"] {
         let ptx =
             compile_uncached(arch).unwrap_or_else(|e| panic!("NVRTC {major}.{minor}, {arch}: {e}"));
         let text = ptx.to_src();
@@ -38,6 +39,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_ring_f32_d32",
             "maxsim_ring_f32_d96",
             "maxsim_ring_f32_d128",
+            "maxsim_wgmma_f16_d128",
+            "maxsim_wgmma_bf16_d64",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),
@@ -45,8 +48,14 @@ fn kernels_compile_for_sm80_and_sm90() {
             );
         }
         assert!(
-            text.contains(&format!(".target {arch}")),
+            text.contains(&format!(".target {arch}\n")),
             "{arch}: PTX targets another arch"
+        );
+        // The warpgroup MMA is in the sm_90a build only (elsewhere its kernels are empty).
+        assert_eq!(
+            text.contains("wgmma.mma_async.sync.aligned.m64n128k16"),
+            arch == "sm_90a",
+            "{arch}: wgmma where it should not be, or missing"
         );
     }
 }

@@ -279,13 +279,15 @@ fn errors_not_panics() {
 fn tensor_core_path_matches_the_reference() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
-    // Each tensor-core kernel forced on the same cases, where it applies (bulk: sm_90+;
-    // mma and bulk: queries of ≤ 32 tokens), beside the engine's own choice.
+    // Each tensor-core kernel forced on the same cases, where it applies (bulk: sm_90+; wgmma:
+    // sm_90a, d = 64 and 128; mma and bulk: queries of ≤ 32 tokens), beside the engine's own
+    // choice.
     let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
     let kernels = [
         (Kernel::Mma, forced(Kernel::Mma)),
         (Kernel::Bulk, forced(Kernel::Bulk)),
         (Kernel::Gemm, forced(Kernel::Gemm)),
+        (Kernel::Wgmma, forced(Kernel::Wgmma)),
         (Kernel::Ring, forced(Kernel::Ring)),
     ];
     let mut r = rng(21);

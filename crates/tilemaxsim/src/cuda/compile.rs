@@ -11,12 +11,13 @@ use crate::error::{Error, Result};
 
 const COMMON: &str = include_str!("../../kernels/common.cuh");
 const MAXSIM: &str = include_str!("../../kernels/maxsim.cu");
+const WGMMA: &str = include_str!("../../kernels/wgmma.cu");
 const TOPK: &str = include_str!("../../kernels/topk.cu");
 
-/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined, then `topk.cu` (NVRTC
-/// gets one string).
+/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined, then `wgmma.cu` (which
+/// uses maxsim.cu's helpers) and `topk.cu` (NVRTC gets one string).
 pub fn source() -> String {
-    MAXSIM.replace("#include \"common.cuh\"", COMMON) + TOPK
+    MAXSIM.replace("#include \"common.cuh\"", COMMON) + WGMMA + TOPK
 }
 
 /// Whether libnvrtc can be loaded on this machine.
@@ -48,7 +49,10 @@ pub fn arch_name(major: i32, minor: i32) -> &'static str {
         (8, 6) => "sm_86",
         (8, 7) => "sm_87",
         (8, 9) => "sm_89",
-        (9, 0) => "sm_90",
+        // The "a" target: sm_90's own instructions (wgmma) besides the portable ones; the SASS
+        // of every other kernel is the same as for sm_90 (ptxas 12.9, checked instruction by
+        // instruction).
+        (9, 0) => "sm_90a",
         (10, 0) => "sm_100",
         (12, 0) => "sm_120",
         // Newer parts run sm_90 PTX through the driver's JIT.

@@ -271,10 +271,16 @@ fn split_f32(x: f32) -> (u16, u16) {
     (hi.to_bits(), lo.to_bits())
 }
 /// Threads per block of the tensor-core kernels (kernels/maxsim.cu: MMA_THREADS, BULK_THREADS:
-/// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`).
+/// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`; kernels/wgmma.cu: WG_THREADS,
+/// two warpgroups).
 const MMA_THREADS: u32 = 128;
 const BULK_THREADS: u32 = 128;
 const GEMM_THREADS: u32 = 256;
+const WG_THREADS: u32 = 256;
+/// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), the d it is instantiated for (128-byte
+/// swizzle atoms of 64 dimensions).
+const WG_QBLOCKS: usize = 4;
+const WG_DIMS: [usize; 2] = [64, 128];
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
 /// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
@@ -341,6 +347,9 @@ pub enum Kernel {
     /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
     /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
     Gemm,
+    /// `Gemm`'s work on Hopper's warpgroup MMA (`wgmma`, sm_90a: H100, H200), d ∈ {64, 128}.
+    /// An experiment: chosen only by name until a GPU run has tested and timed it.
+    Wgmma,
     /// One warp per (query, document) with the query in shared memory and the document streamed
     /// through a per-warp cp.async ring, Nq ≤ 32: wide embeddings (d a multiple of 128 up to
     /// 1024, dimension-tiled) in f16/bf16, and f32 exactly (f16 high and low parts, three
@@ -364,6 +373,7 @@ impl Kernel {
             Kernel::Mma => "maxsim_mma",
             Kernel::Bulk => "maxsim_bulk",
             Kernel::Gemm => "maxsim_gemm",
+            Kernel::Wgmma => "maxsim_wgmma",
             Kernel::Ring => "maxsim_ring",
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
@@ -377,6 +387,7 @@ impl Kernel {
             Kernel::Mma => MMA_THREADS,
             Kernel::Bulk => BULK_THREADS,
             Kernel::Gemm => GEMM_THREADS,
+            Kernel::Wgmma => WG_THREADS,
             // launch_ring sizes its block from the shared memory it needs.
             Kernel::Ring => (KernelShape::DEFAULT.ring_warps * 32) as u32,
             Kernel::V1 | Kernel::V2 => 128,
@@ -391,12 +402,13 @@ impl std::str::FromStr for Kernel {
             "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
             "bulk" | "tma" => Ok(Kernel::Bulk),
             "gemm" | "batch" => Ok(Kernel::Gemm),
+            "wgmma" => Ok(Kernel::Wgmma),
             "ring" | "wide" | "split" => Ok(Kernel::Ring),
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, ring, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wgmma, ring, tiled, v1 or v2"
             ))),
         }
     }
@@ -423,6 +435,8 @@ struct Kernels {
     bulk: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     gemm: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
+    wgmma: Vec<((DType, usize), CudaFunction)>,
     sum_qblocks: CudaFunction,
     /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
     ring: Vec<((DType, usize), CudaFunction)>,
@@ -492,6 +506,14 @@ impl CudaScorer {
                 gemm.push(((dtype, dim), f(&format!("maxsim_gemm_{dtype}_d{dim}"))?));
             }
         }
+        let mut wgmma = Vec::new();
+        if arch_name(major, minor) == "sm_90a" {
+            for dtype in [DType::F16, DType::BF16] {
+                for dim in WG_DIMS {
+                    wgmma.push(((dtype, dim), f(&format!("maxsim_wgmma_{dtype}_d{dim}"))?));
+                }
+            }
+        }
         let shape = KernelShape::parse(std::env::var("TILEMAXSIM_KERNEL_DEFINES").ok().as_deref())?;
         let kernels = Kernels {
             general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
@@ -505,6 +527,7 @@ impl CudaScorer {
             mma,
             bulk,
             gemm,
+            wgmma,
             sum_qblocks: f("sum_qblocks")?,
             ring: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
@@ -554,6 +577,7 @@ impl CudaScorer {
                 dim: corpus.dim,
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
+                wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
                 ring_available: aligned
                     && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
@@ -697,7 +721,7 @@ impl CudaScorer {
         }
         if matches!(
             kernel,
-            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring
+            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
         ) {
             // The tensor-core kernels take counts as i32 (query blocks ≥ queries).
             launch_size_ok(n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
@@ -708,8 +732,8 @@ impl CudaScorer {
         if kernel == Kernel::Bulk {
             return self.launch_bulk(queries, corpus, docs, n, out);
         }
-        if kernel == Kernel::Gemm {
-            return self.launch_gemm(queries, corpus, docs, n, out);
+        if kernel == Kernel::Gemm || kernel == Kernel::Wgmma {
+            return self.launch_gemm(kernel, queries, corpus, docs, n, out);
         }
         if kernel == Kernel::Ring {
             return self.launch_ring(queries, corpus, docs, n, out);
@@ -948,28 +972,41 @@ impl CudaScorer {
         Ok(())
     }
 
+    /// `maxsim_gemm` or `maxsim_wgmma` (the same arguments, grid and output).
     fn launch_gemm(
         &self,
+        kernel: Kernel,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
         docs: Option<&CudaSlice<i64>>,
         n: usize,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let func = kernel_in(&self.kernels.gemm, (corpus.dtype, corpus.dim), "many-query")?;
+        let key = (corpus.dtype, corpus.dim);
+        let (func, threads, qblocks_per_block, smem) = if kernel == Kernel::Wgmma {
+            // The ring 1024-byte aligned inside the allocation, then one float per warp.
+            let smem = self.shape.wg_stages * GEMM_BN * corpus.dim * 2
+                + 1024
+                + 4 * (WG_THREADS / 32) as usize;
+            let func = kernel_in(&self.kernels.wgmma, key, "warpgroup-MMA")?;
+            (func, WG_THREADS, WG_QBLOCKS, smem)
+        } else {
+            let smem = self.shape.gemm_stages * GEMM_BN * corpus.dim * 2;
+            let func = kernel_in(&self.kernels.gemm, key, "many-query")?;
+            (func, GEMM_THREADS, (GEMM_THREADS / 32) as usize, smem)
+        };
         let qb = same_dtype_blocks(queries, corpus)?;
-        let smem = self.shape.gemm_stages * GEMM_BN * corpus.dim * 2;
-        let per_sm = self.blocks_per_sm(func, GEMM_THREADS, smem)?;
+        let per_sm = self.blocks_per_sm(func, threads, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
-        let qtiles = qb.blocks.div_ceil((GEMM_THREADS / 32) as usize) as u64;
+        let qtiles = qb.blocks.div_ceil(qblocks_per_block) as u64;
         let mut blocks = self.persistent_blocks(per_sm, qtiles * n as u64);
         if blocks as u64 >= qtiles {
             blocks -= (blocks as u64 % qtiles) as u32;
         }
         let cfg = LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (GEMM_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem as u32,
         };
         // Queries of one block each are final in the kernel's output; longer ones are summed
@@ -1000,11 +1037,13 @@ impl CudaScorer {
                 .arg(&di)
                 .arg(&nd)
                 .arg(&o);
-            // SAFETY: the arguments match `maxsim_gemm_*` in kernels/maxsim.cu: `qp` holds
-            // blocks × 32 × d halves and `rows` one count per block, the offsets cover every
-            // document, `di` is null or `n` indices < corpus.len (checked by the caller), `o`
-            // holds blocks × n floats, `smem` bytes of dynamic shared memory for the ring.
-            unsafe { b.launch(cfg) }.map_err(drv("maxsim_gemm launch"))?;
+            // SAFETY: the arguments match `maxsim_gemm_*` in kernels/maxsim.cu and
+            // `maxsim_wgmma_*` in kernels/wgmma.cu: `qp` holds blocks × 32 × d halves and
+            // `rows` one count per block, the offsets cover every document, `di` is null or `n`
+            // indices < corpus.len (checked by the caller), `o` holds blocks × n floats, `smem`
+            // bytes of dynamic shared memory for the ring (and wgmma's alignment and sums); the
+            // tokens are 16-byte aligned for wgmma (`wgmma_available`).
+            unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
         }
         if let Some(p) = &partial {
             let (pp, _g1) = p.device_ptr(&self.stream);
@@ -1391,6 +1430,8 @@ struct LaunchShape {
     f32: bool,
     /// `maxsim_bulk` is loaded (sm_90+) and the corpus tokens are 16-byte aligned.
     bulk_available: bool,
+    /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
+    wgmma_available: bool,
     /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
     ring_available: bool,
 }
@@ -1407,7 +1448,7 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     };
     let tensor = matches!(
         force,
-        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring)
+        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring)
     );
     let Some(blocks) = s.blocks.filter(|_| tensor) else {
         return fallback;
@@ -1422,7 +1463,9 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
         return fallback;
     }
     let bulk_ok = single && s.bulk_available;
+    let wgmma_ok = s.wgmma_available && WG_DIMS.contains(&s.dim);
     match force {
+        Some(Kernel::Wgmma) if wgmma_ok => Kernel::Wgmma,
         Some(Kernel::Ring) if ring_ok => Kernel::Ring,
         Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
         Some(Kernel::Mma | Kernel::Bulk | Kernel::Ring) if single => Kernel::Mma,
@@ -1471,6 +1514,8 @@ fn bulk_shape() -> (usize, usize) {
 struct KernelShape {
     /// Tiles in flight of `maxsim_gemm` (GEMM_STAGES).
     gemm_stages: usize,
+    /// Tiles in flight of `maxsim_wgmma` (WG_STAGES).
+    wg_stages: usize,
     /// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
     ring_stages: usize,
     /// Most warps per block of `maxsim_ring` (RING_WARPS). 12 and 16 measured within noise of 8
@@ -1489,6 +1534,7 @@ struct KernelShape {
 impl KernelShape {
     const DEFAULT: KernelShape = KernelShape {
         gemm_stages: 3,
+        wg_stages: 3,
         ring_stages: 4,
         ring_warps: 8,
         ring_tiles: 2,
@@ -1506,6 +1552,7 @@ impl KernelShape {
             };
             let (slot, range) = match name.trim() {
                 "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
+                "WG_STAGES" => (&mut k.wg_stages, 2..=4),
                 "RING_STAGES" => (&mut k.ring_stages, 2..=8),
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
@@ -1656,6 +1703,7 @@ mod tests {
             dim,
             f32: false,
             bulk_available: bulk,
+            wgmma_available: bulk,
             ring_available: true,
         }
     }
@@ -1710,6 +1758,13 @@ mod tests {
         assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
         assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
+        // The warpgroup-MMA experiment: only by name, on sm_90a, at d = 64 and 128; else Gemm.
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, true)), Wgmma);
+        assert_eq!(forced(Wgmma, shape(Some(1), 1, 64, true)), Wgmma);
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 96, true)), Gemm);
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
+        assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, true)), Ring);
+        assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
         assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
         assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);

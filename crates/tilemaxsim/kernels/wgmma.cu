@@ -1,0 +1,233 @@
+// maxsim_wgmma: maxsim_gemm's work (many query rows against the same documents: a batch of
+// queries, or ColPali-style long queries) on Hopper's warpgroup tensor-core instruction
+// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. An experiment, chosen only by name
+// (`--kernel wgmma`) until a GPU run has tested and timed it; the engine uses maxsim_gemm.
+//
+// Same queries, tasks, grid and output as maxsim_gemm: 32-row query blocks, a block takes a
+// query tile of WG_QBLOCKS blocks and one document at a time, tiles of WG_BN tokens through a
+// WG_STAGES-deep cp.async ring across document boundaries, each query block's partial score
+// to out[qblock * num_docs + pair]. What differs: two warpgroups of four warps; warpgroup w
+// holds the 64 rows of query blocks 2w and 2w + 1 as A fragments in registers (warp i of the
+// group: rows 16i .. 16i + 15, the layout of mma.m16n8k16's A), and multiplies them by the
+// whole 128-token tile, read from shared memory through a matrix descriptor, in one chain of
+// d / 16 wgmma m64n128k16 (64 f32 accumulators per thread, the m16n8 layout per 8 columns).
+// The tile sits in shared memory as wgmma's 128-byte-swizzled K-major layout: per 64 dims
+// (128 bytes) an array of WG_BN rows of 128 bytes, 16-byte chunk j of row r at chunk
+// j ^ (r % 8), arrays 1024-byte aligned; the descriptor of k16 step kk starts kk % 4 * 32 bytes
+// into array kk / 4 (leading offset unused, stride 1024 bytes between 8-row groups).
+#define WG_QBLOCKS 4
+#define WG_THREADS 256
+#define WG_BN 128
+#ifndef WG_MINB
+#define WG_MINB 2
+#endif
+#ifndef WG_STAGES
+#define WG_STAGES 3
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+template <bool BF> struct Wgmma;
+template <> struct Wgmma<false> {
+    __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
+          "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+          "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),
+          "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+          "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+    }
+};
+template <> struct Wgmma<true> {
+    __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
+          "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
+          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+          "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]),
+          "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+          "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+    }
+};
+// Keeps the compiler from moving accesses of the accumulators across the asynchronous MMA.
+__device__ __forceinline__ void wg_fence_acc(float (&d)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+#endif
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_wgmma_impl(
+    const u16* __restrict__ qpad, const int* __restrict__ qblock_rows, int num_qblocks,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int D = KCH * 32;
+    constexpr int C = D / 8;                   // 16-byte chunks per token row
+    constexpr int KS = D / 16;                 // k16 steps
+    constexpr unsigned ATOM_BYTES = WG_BN * 128;
+    constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
+    const int wgi = warp >> 2, wl = warp & 3;
+    // The ring, 1024-byte aligned (the host allocates 1 KB more), then one float per warp.
+    const unsigned raw0 = smem_addr(wg_smem);
+    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
+    float* red = (float*)(wg_smem + (smem0 - raw0) + WG_STAGES * TILE_BYTES);
+    const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
+    const i64 tasks = (i64)qtiles * num_docs;
+
+    i64 p_task = blockIdx.x, p_start = 0;
+    int p_tile = 0, p_nd = 0;
+    auto extent = [&](i64 task, i64& start, int& nd) {
+        const int pair = (int)(task / qtiles);
+        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+        start = d_offsets[doc];
+        nd = (int)(d_offsets[doc + 1] - start);
+    };
+    if (p_task < tasks) extent(p_task, p_start, p_nd);
+    auto issue = [&](int slot) {
+        if (p_task < tasks) {
+            const int tok0 = p_tile * WG_BN;
+            const int ntok = min(WG_BN, p_nd - tok0);
+            const u16* base = d_tokens + (p_start + tok0) * D;
+            const unsigned dst0 = smem0 + (unsigned)slot * TILE_BYTES;
+#pragma unroll 4
+            for (int idx = threadIdx.x; idx < WG_BN * C; idx += WG_THREADS) {
+                const int row = idx / C, ch = idx % C;
+                const bool ok = row < ntok;
+                const unsigned dst = dst0 + (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u +
+                                     (unsigned)(((ch & 7) ^ (row & 7)) << 4);
+                cp_async16(dst, ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens, ok ? 16u : 0u);
+            }
+            if (++p_tile * WG_BN >= p_nd) {
+                p_tile = 0;
+                p_task += gridDim.x;
+                if (p_task < tasks) extent(p_task, p_start, p_nd);
+            }
+        }
+        cp_async_commit();  // empty groups too: the wait count stays uniform
+    };
+#pragma unroll
+    for (int s = 0; s < WG_STAGES - 1; ++s) issue(s);
+
+    unsigned a[KS][4];
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    int cur_qtile = -1, rows = 0, qblock = 0;
+    bool group_live = false;                   // the warpgroup has a real query block
+    i64 c_task = blockIdx.x, c_start = 0;
+    int c_tile = 0, c_nd = 0, slot = 0;
+    float best[2];
+    const int half = wl & 1;                   // rows half * 16 .. + 15 of the query block
+    while (c_task < tasks) {
+        cp_async_wait<WG_STAGES - 2>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data to wgmma
+        __syncthreads();
+        issue((slot + WG_STAGES - 1) % WG_STAGES);
+        if (c_tile == 0) {
+            extent(c_task, c_start, c_nd);
+            const int qtile = (int)(c_task % qtiles);
+            if (qtile != cur_qtile) {
+                cur_qtile = qtile;
+                qblock = qtile * WG_QBLOCKS + wgi * 2 + (wl >> 1);
+                rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
+                group_live = qtile * WG_QBLOCKS + wgi * 2 < num_qblocks;
+                const unsigned* q = (const unsigned*)(qpad + (i64)qblock * 32 * D);
+#pragma unroll
+                for (int kk = 0; kk < KS; ++kk) {
+                    if (rows > 0) {
+                        const unsigned* r0 = q + (half * 16 + g) * (D / 2) + kk * 8 + c;
+                        const unsigned* r8 = r0 + 8 * (D / 2);
+                        a[kk][0] = r0[0];
+                        a[kk][1] = r8[0];
+                        a[kk][2] = r0[4];
+                        a[kk][3] = r8[4];
+                    } else {
+                        a[kk][0] = a[kk][1] = a[kk][2] = a[kk][3] = 0u;
+                    }
+                }
+            }
+            best[0] = best[1] = NEG_INF;
+        }
+        const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
+        if (group_live) {  // uniform across the warpgroup
+            const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            wg_fence_acc(d);
+#pragma unroll
+            for (int kk = 0; kk < KS; ++kk)
+                Wgmma<BF>::run(d, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)(kk & 3) * 32u), kk > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            wg_fence_acc(d);
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                const float acc[4] = {d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]};
+                fold_max(best, acc, 8 * j + 2 * c, ntok);
+            }
+        }
+        if (++c_tile * WG_BN >= c_nd) {  // the document is done: sum the rows, then the halves
+            const float m0 = warp_max_xor(best[0], 2), m8 = warp_max_xor(best[1], 2);
+            float s = (half * 16 + g < rows ? m0 : 0.f) + (half * 16 + g + 8 < rows ? m8 : 0.f);
+            for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == 0) red[warp] = s;
+            __syncthreads();
+            if (half == 0 && lane == 0 && rows > 0)
+                out[(i64)qblock * num_docs + c_task / qtiles] = red[warp] + red[warp + 1];
+            c_tile = 0;
+            c_task += gridDim.x;
+        }
+        slot = (slot + 1) % WG_STAGES;
+    }
+    cp_async_wait<0>();
+#endif
+}
+
+#define INSTANTIATE_WGMMA(NAME, BF, KCH)                                                       \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, WG_MINB) NAME(                          \
+        const u16* qpad, const int* qblock_rows, int num_qblocks, const u16* d_tokens,         \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+    {                                                                                          \
+        maxsim_wgmma_impl<BF, KCH>(qpad, qblock_rows, num_qblocks, d_tokens, d_offsets, doc_index, num_docs, out); \
+    }
+
+INSTANTIATE_WGMMA(maxsim_wgmma_f16_d64, false, 2)
+INSTANTIATE_WGMMA(maxsim_wgmma_f16_d128, false, 4)
+INSTANTIATE_WGMMA(maxsim_wgmma_bf16_d64, true, 2)
+INSTANTIATE_WGMMA(maxsim_wgmma_bf16_d128, true, 4)
