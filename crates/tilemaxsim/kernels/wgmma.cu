@@ -188,8 +188,8 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
         const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
         if (group_live) {  // uniform across the warpgroup
             const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
+            wg_fence_acc(d);  // the last tile's reads of d stay before the fence (as CUTLASS)
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            wg_fence_acc(d);
 #pragma unroll
             for (int kk = 0; kk < KS; ++kk)
                 Wgmma<BF>::run(d, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)(kk & 3) * 32u), kk > 0);
