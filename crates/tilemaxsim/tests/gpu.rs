@@ -53,6 +53,19 @@ fn check(gpu: &CudaScorer, label: &str, queries: &[Matrix<'_>], corpus: &Corpus,
     }
 }
 
+/// `check` over every document, then over the candidate list `list`.
+fn check_all_and_list(
+    gpu: &CudaScorer,
+    label: &str,
+    queries: &[Matrix<'_>],
+    corpus: &Corpus,
+    list: &[usize],
+) {
+    check(gpu, label, queries, corpus, Docs::All);
+    let candidates = format!("{label} (candidates)");
+    check(gpu, &candidates, queries, corpus, Docs::List(list));
+}
+
 #[test]
 fn random_shapes_match_the_reference() {
     let Some(gpu) = gpu() else { return };
@@ -91,15 +104,8 @@ fn random_shapes_match_the_reference() {
             "case {case}: d={dim} {dtype} docs, {qdtype} queries, lens {:?}",
             &lens[..lens.len().min(4)]
         );
-        check(&gpu, &label, &queries, &corpus, Docs::All);
         let list: Vec<usize> = (0..n_docs * 2).map(|_| r.random_range(0..n_docs)).collect();
-        check(
-            &gpu,
-            &format!("{label} (candidates)"),
-            &queries,
-            &corpus,
-            Docs::List(&list),
-        );
+        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
         check(
             &gpu,
             &format!("{label} (range)"),
@@ -181,14 +187,7 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             "case {case}: d={dim} f32 x{scale}, {n_docs} docs, {} queries",
             queries.len()
         );
-        check(&gpu, &label, &queries, &corpus, Docs::All);
-        check(
-            &gpu,
-            &format!("{label} (candidates)"),
-            &queries,
-            &corpus,
-            Docs::List(&list),
-        );
+        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
     }
     // Past the split's range (|x| > 32768, or a row of values all below 2^-12) the exact
     // CUDA-core kernel scores instead.
@@ -346,14 +345,7 @@ fn tensor_core_path_matches_the_reference() {
         for (name, scorer) in scorers {
             let label =
                 format!("{name} case {case}: d={dim} {dtype} {n_docs} docs, {n_queries} queries");
-            check(scorer, &label, &queries, &corpus, Docs::All);
-            check(
-                scorer,
-                &format!("{label} (candidates)"),
-                &queries,
-                &corpus,
-                Docs::List(&list),
-            );
+            check_all_and_list(scorer, &label, &queries, &corpus, &list);
         }
     }
 }

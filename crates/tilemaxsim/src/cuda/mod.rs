@@ -802,11 +802,24 @@ impl CudaScorer {
         Ok(per_sm)
     }
 
-    /// Blocks of a persistent grid: what is resident at once (`per_sm` per SM), at most `work`.
-    fn persistent_blocks(&self, per_sm: u32, work: u64) -> u32 {
-        (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
+    /// A persistent grid of `func`: as many blocks of `threads` threads and `smem` dynamic
+    /// shared bytes as are resident at once, at most `work` blocks.
+    fn persistent_grid(
+        &self,
+        func: &CudaFunction,
+        threads: u32,
+        smem: usize,
+        work: u64,
+    ) -> Result<LaunchConfig> {
+        let per_sm = self.blocks_per_sm(func, threads, smem)?;
+        let blocks = (self.info.multiprocessors.max(1) as u64 * per_sm as u64)
             .min(work)
-            .max(1) as u32
+            .max(1) as u32;
+        Ok(LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: smem as u32,
+        })
     }
 
     /// The leading arguments of the one-warp-per-(query, document) kernels.
@@ -832,15 +845,20 @@ impl CudaScorer {
         }
     }
 
-    /// The persistent kernels' task counter, zeroed on the stream, when `dynamic`; else a null
-    /// pointer (a static schedule: each warp strides over the tasks). Dynamic scheduling pays
-    /// (uneven documents, tails) when each warp has many tasks; with few, the reset and the
-    /// claims cost more than they save. Keep the guard until the launch is enqueued, so no other
-    /// launch zeroes or takes the counter in between.
+    /// The task counter of a one-warp-per-task persistent kernel launched as `cfg`, zeroed on
+    /// the stream, when `allowed` and each warp has many of the `tasks` (dynamic scheduling pays
+    /// on uneven documents and tails; with few tasks per warp the reset and the claims cost more
+    /// than they save); else a null pointer (a static schedule: each warp strides over the
+    /// tasks). Keep the guard until the launch is enqueued, so no other launch zeroes or takes
+    /// the counter in between.
     fn task_counter(
         &self,
-        dynamic: bool,
+        allowed: bool,
+        tasks: u64,
+        cfg: &LaunchConfig,
     ) -> Result<(std::sync::MutexGuard<'_, CudaSlice<u64>>, u64)> {
+        let resident_warps = cfg.grid_dim.0 as u64 * (cfg.block_dim.0 as u64 / 32);
+        let dynamic = allowed && tasks > 16 * resident_warps;
         // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
         let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
         let ptr = if dynamic {
@@ -866,16 +884,9 @@ impl CudaScorer {
         let qpad = same_dtype_blocks(queries, corpus)?;
         let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.
-        let warps_needed = (queries.len * n) as u64;
-        let per_sm = self.blocks_per_sm(func, MMA_THREADS, 0)?;
-        let blocks = self.persistent_blocks(per_sm, warps_needed.div_ceil(4));
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (MMA_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let resident_warps = blocks as u64 * (MMA_THREADS as u64 / 32);
-        let (_counter, tc) = self.task_counter(warps_needed > 16 * resident_warps)?;
+        let tasks = (queries.len * n) as u64;
+        let cfg = self.persistent_grid(func, MMA_THREADS, 0, tasks.div_ceil(4))?;
+        let (_counter, tc) = self.task_counter(true, tasks, &cfg)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&tc);
@@ -898,19 +909,11 @@ impl CudaScorer {
         let qpad = same_dtype_blocks(queries, corpus)?;
         let (stages, tile) = bulk_shape();
         let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
-        let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
         let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
         let (st, ti) = (stages as i32, tile as i32);
         let tasks = (queries.len * n) as u64;
-        let blocks = self.persistent_blocks(per_sm, tasks.div_ceil(4));
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
-        let resident_warps = blocks as u64 * (BULK_THREADS as u64 / 32);
-        let dynamic = self.shape.bulk_dynamic && tasks > 16 * resident_warps;
-        let (_counter, tc) = self.task_counter(dynamic)?;
+        let cfg = self.persistent_grid(func, BULK_THREADS, smem, tasks.div_ceil(4))?;
+        let (_counter, tc) = self.task_counter(self.shape.bulk_dynamic, tasks, &cfg)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&ti).arg(&tc);
@@ -949,14 +952,8 @@ impl CudaScorer {
             ));
         }
         let threads = warps * 32;
-        let per_sm = self.blocks_per_sm(func, threads, smem)?;
         let tasks = n.div_ceil(warps as usize) as u64 * queries.len as u64;
-        let blocks = self.persistent_blocks(per_sm, tasks);
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
+        let cfg = self.persistent_grid(func, threads, smem, tasks)?;
         let args = self.pair_args(&qb.tokens, queries, corpus, docs, n, out);
         let dim = corpus.dim as i32;
         let mut b = self.stream.launch_builder(func);
@@ -996,19 +993,13 @@ impl CudaScorer {
             (func, GEMM_THREADS, (GEMM_THREADS / 32) as usize, smem)
         };
         let qb = same_dtype_blocks(queries, corpus)?;
-        let per_sm = self.blocks_per_sm(func, threads, smem)?;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
         let qtiles = qb.blocks.div_ceil(qblocks_per_block) as u64;
-        let mut blocks = self.persistent_blocks(per_sm, qtiles * n as u64);
-        if blocks as u64 >= qtiles {
-            blocks -= (blocks as u64 % qtiles) as u32;
+        let mut cfg = self.persistent_grid(func, threads, smem, qtiles * n as u64)?;
+        if cfg.grid_dim.0 as u64 >= qtiles {
+            cfg.grid_dim.0 -= (cfg.grid_dim.0 as u64 % qtiles) as u32;
         }
-        let cfg = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
         // Queries of one block each are final in the kernel's output; longer ones are summed
         // from per-block partial scores.
         let single = qb.blocks == queries.len;
