@@ -4,7 +4,7 @@
 # kernel, wgmma included, at d = 64 and 128, batches and long queries, candidates, long
 # documents), both sanitizers over it, then timings beside maxsim_gemm on the two many-row
 # targets (32 queries x 100K, ColPali Nq = Nd = 1024 x 1000) and its shape knobs. Build first
-# with bench/device_build.sh; carry .dev. Log in $OUT/wgmma.log.
+# with bench/device_build.sh; carry .dev. Log in $OUT/wgmma.log. KNOBS="" skips the knob sweep.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
@@ -24,7 +24,7 @@ row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} T
   echo "== ColPali Nq = Nd = 1024, B = 1000: gemm against wgmma"
   for k in gemm wgmma; do row "" --dtype f16 --nq 1024 --doc-len 1024 --docs 1000 --reps 10 --kernel $k; done
   echo "== wgmma knobs: blocks per SM bound, ring stages"
-  for def in WG_MINB=1 WG_STAGES=2 WG_STAGES=4; do
+  for def in ${KNOBS-WG_MINB=1 WG_STAGES=2 WG_STAGES=4}; do
     row "$def" --dtype f16 --queries 32 --docs 100000 --reps 10 --kernel wgmma
   done
 } 2>&1 | tee "$OUT/wgmma.log"

@@ -1,7 +1,7 @@
 // maxsim_wgmma: maxsim_gemm's work (many query rows against the same documents: a batch of
 // queries, or ColPali-style long queries) on Hopper's warpgroup tensor-core instruction
-// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. An experiment, chosen only by name
-// (`--kernel wgmma`) until a GPU run has tested and timed it; the engine uses maxsim_gemm.
+// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm on
+// documents of more than one tile on average (choose_kernel in cuda/mod.rs).
 //
 // Same queries, tasks, grid and output as maxsim_gemm: 32-row query blocks, a block takes a
 // query tile of WG_QBLOCKS blocks and one document at a time, tiles of WG_BN tokens through a
@@ -9,8 +9,12 @@
 // to out[qblock * num_docs + pair]. What differs: two warpgroups of four warps; warpgroup w
 // holds the 64 rows of query blocks 2w and 2w + 1 as A fragments in registers (warp i of the
 // group: rows 16i .. 16i + 15, the layout of mma.m16n8k16's A), and multiplies them by the
-// whole 128-token tile, read from shared memory through a matrix descriptor, in one chain of
-// d / 16 wgmma m64n128k16 (64 f32 accumulators per thread, the m16n8 layout per 8 columns).
+// 128-token tile, read from shared memory through matrix descriptors, as two 64-token halves:
+// two chains of d / 16 wgmma m64n64k16 (32 f32 accumulators per thread each, the m16n8 layout
+// per 8 columns), two commit groups, so the first half's maxima are folded on the CUDA cores
+// while the tensor cores multiply the second. (One m64n128k16 chain waited for whole, then
+// folded with masks: 295 TFLOP/s against maxsim_gemm's 355, ALU pipe 54% busy and tensor 31%,
+// bench/results/sweep.log.)
 // The tile sits in shared memory as wgmma's 128-byte-swizzled K-major layout: per 64 dims
 // (128 bytes) an array of WG_BN rows of 128 bytes, 16-byte chunk j of row r at chunk
 // j ^ (r % 8), arrays 1024-byte aligned; the descriptor of k16 step kk starts kk % 4 * 32 bytes
@@ -26,43 +30,60 @@
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The descriptor of the swizzled array at shared address `addr`: start address >> 4 in the low
+// 14 bits, leading offset 1 (unused), stride 1024 bytes, 128-byte swizzle. Built from 32-bit
+// halves so a tile's descriptors are one register plus constants (no carry can reach bit 32:
+// shared addresses are below 2^18).
 __device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+    return ((unsigned long long)((64u) | (1u << 30)) << 32) | (unsigned long long)(((addr & 0x3FFFF) >> 4) | (1u << 16));
 }
-// D (64 f32 per thread) += A (4 registers) x B (the descriptor's tile); scale_d = 0: D = A x B.
-#define WGMMA_M64N128K16(TY)                                                                                      \
+// D (32 f32 per thread: 64 rows x 64 token columns) += A (4 registers) x B (the descriptor's
+// 64-token half tile); scale_d = 0: D = A x B.
+#define WGMMA_M64N64K16(TY)                                                                                       \
     asm volatile(                                                                                                 \
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                              \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {"                                             \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                              \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                                              \
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                        \
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                        \
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                          \
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"                                                          \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"                          \
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"                                                          \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),         \
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),   \
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])  \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])  \
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
 template <bool BF> struct Wgmma;
 template <> struct Wgmma<false> {
-    __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
-        WGMMA_M64N128K16("f16")
+    __device__ __forceinline__ static void run(float (&d)[32], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
+        WGMMA_M64N64K16("f16")
     }
 };
 template <> struct Wgmma<true> {
-    __device__ __forceinline__ static void run(float (&d)[64], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
-        WGMMA_M64N128K16("bf16")
+    __device__ __forceinline__ static void run(float (&d)[32], const unsigned (&a)[4], unsigned long long desc, int scale_d) {
+        WGMMA_M64N64K16("bf16")
     }
 };
 // Keeps the compiler from moving accesses of the accumulators across the asynchronous MMA.
-__device__ __forceinline__ void wg_fence_acc(float (&d)[64]) {
+__device__ __forceinline__ void wg_fence_acc(float (&d)[32]) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// Fold a half tile's accumulators (this thread: rows g and g + 8 of its warp's 16, columns
+// col0 + 8j + 2c and + 1 for j < 8) into the two rows' running maxima; columns at or past
+// `limit` do not count. A whole half takes the unmasked path (one FMNMX per value).
+__device__ __forceinline__ void wg_fold_half(float (&best)[2], const float (&d)[32], int col0, int limit, int c) {
+    if (col0 + 64 <= limit) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            best[0] = fmaxf(best[0], fmaxf(d[4 * j], d[4 * j + 1]));
+            best[1] = fmaxf(best[1], fmaxf(d[4 * j + 2], d[4 * j + 3]));
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const float acc[4] = {d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]};
+            fold_max(best, acc, col0 + 8 * j + 2 * c, limit);
+        }
+    }
 }
 #endif
 
@@ -78,6 +99,7 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     constexpr int KS = D / 16;                 // k16 steps
     constexpr unsigned ATOM_BYTES = WG_BN * 128;
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    constexpr unsigned HALF_BYTES = WG_BN / 2 * 128;  // token row 64 of an array (a multiple of 1024)
     extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
     const int wgi = warp >> 2, wl = warp & 3;
@@ -123,9 +145,9 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     for (int s = 0; s < WG_STAGES - 1; ++s) issue(s);
 
     unsigned a[KS][4];
-    float d[64];
+    float d0[32], d1[32];  // the two halves' accumulators
 #pragma unroll
-    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    for (int i = 0; i < 32; ++i) d0[i] = d1[i] = 0.f;
     int cur_qtile = -1, rows = 0, qblock = 0;
     bool group_live = false;                   // the warpgroup has a real query block
     i64 c_task = blockIdx.x, c_start = 0;
@@ -164,20 +186,29 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
         }
         const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
         if (group_live) {  // uniform across the warpgroup
+            // Two 64-token halves as two commit groups: the first half's maxima are folded
+            // while the tensor cores work on the second.
             const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
-            wg_fence_acc(d);  // the last tile's reads of d stay before the fence (as CUTLASS)
+            wg_fence_acc(d0);  // the last tile's reads of d stay before the fence (as CUTLASS)
+            wg_fence_acc(d1);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int kk = 0; kk < KS; ++kk)
-                Wgmma<BF>::run(d, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)(kk & 3) * 32u), kk > 0);
+                Wgmma<BF>::run(d0, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)(kk & 3) * 32u), kk > 0);
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            wg_fence_acc(d);
+            // The second half even when the tile has no token past 64 (a branch here makes
+            // ptxas serialize every wgmma); its columns are masked out.
 #pragma unroll
-            for (int j = 0; j < 16; ++j) {
-                const float acc[4] = {d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]};
-                fold_max(best, acc, 8 * j + 2 * c, ntok);
-            }
+            for (int kk = 0; kk < KS; ++kk)
+                Wgmma<BF>::run(d1, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + HALF_BYTES +
+                                                  (unsigned)(kk & 3) * 32u), kk > 0);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            wg_fence_acc(d0);
+            wg_fold_half(best, d0, 0, ntok, c);
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            wg_fence_acc(d1);
+            wg_fold_half(best, d1, WG_BN / 2, ntok, c);
         }
         if (++c_tile * WG_BN >= c_nd) {  // the document is done: sum the rows, then the halves
             const float m0 = warp_max_xor(best[0], 2), m8 = warp_max_xor(best[1], 2);

@@ -331,7 +331,7 @@ fn tensor_core_path_matches_the_reference() {
         assert!(
             matches!(
                 chosen,
-                Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Ring
+                Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
             ),
             "case {case} should take a tensor-core path, took {chosen:?}"
         );

@@ -471,6 +471,7 @@ impl Staging {
             .max(1);
         let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
         let split_ok = super::split_ok(corpus, 0..offsets[corpus.len()]);
+        let uneven = super::uneven_lengths(offsets);
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
             let staged = if pinned { 1 } else { max_bytes };
@@ -489,6 +490,7 @@ impl Staging {
                 len: 0,
                 bytes: 0,
                 split_ok,
+                uneven,
             };
             Ok(Slot {
                 tokens,

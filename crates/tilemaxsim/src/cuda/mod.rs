@@ -145,6 +145,8 @@ pub struct DeviceCorpus {
     /// f32 tokens all in the split's range (`split_rows_ok`): `maxsim_ring` can score them
     /// exactly as f16 high and low parts.
     split_ok: bool,
+    /// Its documents are not all of one length: `maxsim_bulk` then takes tasks from a counter.
+    uneven: bool,
 }
 
 impl DeviceCorpus {
@@ -159,6 +161,11 @@ impl DeviceCorpus {
     }
     pub fn dtype(&self) -> DType {
         self.dtype
+    }
+    /// Tokens per document, on average (rounded down; 0 when empty).
+    fn mean_tokens(&self) -> usize {
+        let row = self.dim * self.dtype.size();
+        (self.bytes / row.max(1)).checked_div(self.len).unwrap_or(0)
     }
     /// Bytes of token embeddings on the device.
     pub fn size_bytes(&self) -> usize {
@@ -253,6 +260,15 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
 }
 
 /// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
+/// Whether the documents of these offsets differ in length.
+fn uneven_lengths(offsets: &[usize]) -> bool {
+    let len = |w: &[usize]| w[1] - w[0];
+    offsets.windows(2).next().is_some_and(|first| {
+        let first = len(first);
+        offsets.windows(2).any(|w| len(w) != first)
+    })
+}
+
 fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
     let dim = corpus.dim();
     match corpus.tokens().elements() {
@@ -277,9 +293,10 @@ const MMA_THREADS: u32 = 128;
 const BULK_THREADS: u32 = 128;
 const GEMM_THREADS: u32 = 256;
 const WG_THREADS: u32 = 256;
-/// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), the d it is instantiated for (128-byte
-/// swizzle atoms of 64 dimensions).
+/// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), tokens per tile (WG_BN), the d it is
+/// instantiated for (128-byte swizzle atoms of 64 dimensions).
 const WG_QBLOCKS: usize = 4;
+const WG_BN: usize = 128;
 const WG_DIMS: [usize; 2] = [64, 128];
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
@@ -578,6 +595,7 @@ impl CudaScorer {
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
                 wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
+                long_docs: corpus.mean_tokens() > WG_BN,
                 ring_available: aligned
                     && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
@@ -614,6 +632,7 @@ impl CudaScorer {
         let (first, last) = (offsets[docs.start], offsets[docs.end]);
         let bytes = &corpus.tokens().elements().as_bytes()[first * row..last * row];
         let split_ok = split_ok(corpus, first..last);
+        let uneven = uneven_lengths(&offsets[docs.start..=docs.end]);
         let rel: Vec<i64> = offsets[docs.start..=docs.end]
             .iter()
             .map(|&o| (o - first) as i64)
@@ -629,6 +648,7 @@ impl CudaScorer {
             len: docs.len(),
             bytes: bytes.len(),
             split_ok,
+            uneven,
         })
     }
 
@@ -913,7 +933,8 @@ impl CudaScorer {
         let (st, ti) = (stages as i32, tile as i32);
         let tasks = (queries.len * n) as u64;
         let cfg = self.persistent_grid(func, BULK_THREADS, smem, tasks.div_ceil(4))?;
-        let (_counter, tc) = self.task_counter(self.shape.bulk_dynamic, tasks, &cfg)?;
+        let (_counter, tc) =
+            self.task_counter(self.shape.bulk_dynamic && corpus.uneven, tasks, &cfg)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&ti).arg(&tc);
@@ -982,7 +1003,7 @@ impl CudaScorer {
         let key = (corpus.dtype, corpus.dim);
         let (func, threads, qblocks_per_block, smem) = if kernel == Kernel::Wgmma {
             // The ring 1024-byte aligned inside the allocation, then one float per warp.
-            let smem = self.shape.wg_stages * GEMM_BN * corpus.dim * 2
+            let smem = self.shape.wg_stages * WG_BN * corpus.dim * 2
                 + 1024
                 + 4 * (WG_THREADS / 32) as usize;
             let func = kernel_in(&self.kernels.wgmma, key, "warpgroup-MMA")?;
@@ -1423,13 +1444,16 @@ struct LaunchShape {
     bulk_available: bool,
     /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
     wgmma_available: bool,
+    /// The corpus's documents average more than one 128-token tile.
+    long_docs: bool,
     /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
     ring_available: bool,
 }
 
 /// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
 /// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
-/// any longer query: `Gemm`, compute-bound; d = 256..1024 or f32 (≤ 32 tokens per query):
+/// any longer query: compute-bound, `Wgmma` (sm_90a, d = 64 or 128) on documents of more than
+/// 128 tokens on average, else `Gemm`; d = 256..1024 or f32 (≤ 32 tokens per query):
 /// `Ring`; everything else: `Tiled`. A forced kernel that does not apply falls back to the
 /// nearest that does.
 fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
@@ -1467,6 +1491,10 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
                 Kernel::Mma
             }
         }
+        // The H100 (bench/results/wgmma.log): ColPali's 1024-token documents 404 against 377
+        // TFLOP/s; 128-token documents 320 against 355 (one tile per document, so the
+        // per-document work of a block of 256 threads is not hidden).
+        None if wgmma_ok && s.long_docs => Kernel::Wgmma,
         _ => Kernel::Gemm,
     }
 }
@@ -1514,11 +1542,12 @@ struct KernelShape {
     ring_warps: usize,
     /// 8-token tiles per f16/bf16 stage of `maxsim_ring` (RING_TILES).
     ring_tiles: usize,
-    /// `maxsim_bulk` takes its tasks from a counter when each warp has many (BULK_DYNAMIC=1),
-    /// as `maxsim_mma` does, instead of striding over them. A static schedule leaves warps
-    /// uneven work on documents of uneven length: for U[32,256] the busiest of 528 warps has 11%
-    /// more tokens than the mean, which is the packed case's gap to the fixed-length one
-    /// (92% against 100% of the read ceiling). Off until a GPU run has tested and timed it.
+    /// `maxsim_bulk` takes its tasks from a counter when each warp has many and the documents
+    /// differ in length (BULK_DYNAMIC=1, the default), as `maxsim_mma` does, instead of
+    /// striding over them. On U[32,256] the static stride leaves the busiest of 528 warps 11%
+    /// more tokens than the mean; the counter measured 84.0 / 84.2 against 76.1 / 76.2 M docs/s
+    /// at B = 100K, while on documents of one length it cost 8% (86.7 against 94.2 M), so those
+    /// keep the stride (H100, bench/results/dynamic.log).
     bulk_dynamic: bool,
 }
 
@@ -1529,7 +1558,7 @@ impl KernelShape {
         ring_stages: 4,
         ring_warps: 8,
         ring_tiles: 2,
-        bulk_dynamic: false,
+        bulk_dynamic: true,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
@@ -1695,6 +1724,7 @@ mod tests {
             f32: false,
             bulk_available: bulk,
             wgmma_available: bulk,
+            long_docs: false,
             ring_available: true,
         }
     }
@@ -1749,13 +1779,24 @@ mod tests {
         assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
         assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
-        // The warpgroup-MMA experiment: only by name, on sm_90a, at d = 64 and 128; else Gemm.
+        // Warpgroup MMA: by name on sm_90a at d = 64 and 128 (else Gemm); chosen on documents
+        // of more than one 128-token tile.
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, true)), Wgmma);
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 64, true)), Wgmma);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 96, true)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
+        let long = |blocks, queries, dim, sm90a| LaunchShape {
+            long_docs: true,
+            ..shape(blocks, queries, dim, sm90a)
+        };
+        assert_eq!(auto(long(Some(32), 1, 128, true)), Wgmma);
+        assert_eq!(auto(long(Some(40), 8, 64, true)), Wgmma);
+        assert_eq!(auto(long(Some(32), 1, 128, false)), Gemm);
+        assert_eq!(auto(long(Some(32), 1, 96, true)), Gemm);
+        assert_eq!(auto(long(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(forced(Gemm, long(Some(32), 1, 128, true)), Gemm);
         assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
         assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
@@ -1893,12 +1934,23 @@ mod tests {
     }
 
     #[test]
+    fn uneven_lengths_are_told_from_one_length() {
+        assert!(!uneven_lengths(&[]));
+        assert!(!uneven_lengths(&[0]));
+        assert!(!uneven_lengths(&[0, 7]));
+        assert!(!uneven_lengths(&[3, 131, 259, 387]));
+        assert!(uneven_lengths(&[0, 128, 256, 385]));
+        assert!(uneven_lengths(&[0, 1, 1]));
+    }
+
+    #[test]
     fn kernel_defines_are_checked_once() {
         assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
-        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=1")).unwrap();
-        assert_eq!((k.ring_tiles, k.bulk_dynamic), (4, true));
+        const { assert!(KernelShape::DEFAULT.bulk_dynamic) };
+        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0")).unwrap();
+        assert_eq!((k.ring_tiles, k.bulk_dynamic), (4, false));
         for bad in [
             "RING_STAGES=9",
             "RING_WARPS=0",
