@@ -53,7 +53,7 @@ fn kernels_compile_for_sm80_and_sm90() {
         );
         // The warpgroup MMA is in the sm_90a build only (elsewhere its kernels are empty).
         assert_eq!(
-            text.contains("wgmma.mma_async.sync.aligned.m64n128k16"),
+            text.contains("wgmma.mma_async.sync.aligned.m64n64k16"),
             arch == "sm_90a",
             "{arch}: wgmma where it should not be, or missing"
         );
