@@ -881,6 +881,20 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 #define SPLIT_ROUND_BITS 0
 #endif
 #define SPLIT_SCALE 2048.0f
+// 1 (sm_90+): lane 0 fills each stage with cp.async.bulk copies (one per stage when a stage
+// spans whole token rows, else one per row), completion on a per-stage mbarrier, as
+// maxsim_bulk does; the stage holds its tokens row-major and each lane reads its B pieces from
+// there. 0: each lane copies its own pieces by cp.async into lane-major slots. An experiment
+// (off until a GPU run has tested and timed it): maxsim_bulk's copies read 3.08-3.10 TB/s
+// where this kernel's read 2.87-2.91 (bench/results/sweep.log).
+#ifndef RING_BULK
+#define RING_BULK 0
+#endif
+#if RING_BULK && __CUDA_ARCH__ >= 900
+#define RING_TMA 1
+#else
+#define RING_TMA 0
+#endif
 
 // Two floats as f16x2 (`first` in the low half: the lower k index).
 __device__ __forceinline__ unsigned f16x2_of(float first, float second) {
@@ -925,7 +939,18 @@ __device__ __forceinline__ void maxsim_ring_impl(
     const int kj = dim / 16;                   // k16 steps
     const int ks_per_tok = dim / STEP;
     V4* qa = ring_smem;                                         // [SPLIT + 1][kj][2][32]
-    V4* ring = ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)wib * S * CPL * 32 + lane;
+    V4* wring = ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)wib * S * CPL * 32;  // this warp's ring
+    V4* ring = wring + lane;                                    // its lane-major slots
+#if RING_TMA
+    constexpr unsigned ROW_BYTES = STEP * EB;  // a token's bytes in one stage
+    unsigned long long* bars =
+        (unsigned long long*)(ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)nw * S * CPL * 32) + wib * S;
+    if (lane == 0) {
+        for (int s = 0; s < S; ++s) mbar_init(smem_addr(&bars[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+#endif
     const int groups = (num_docs + nw - 1) / nw;
     const i64 tasks = (i64)num_queries * groups;
     const char* tok_bytes = (const char*)d_tokens;
@@ -951,8 +976,20 @@ __device__ __forceinline__ void maxsim_ring_impl(
     };
     auto produce = [&](int slot) {
         if (pt < tasks) {
-            const unsigned dst = smem_addr(ring + slot * CPL * 32);
             const char* doc = tok_bytes + pd0 * dim * EB;
+#if RING_TMA
+            if (lane == 0) {
+                const int rows = min(TOK, pnd - ptok);
+                const unsigned bar = smem_addr(&bars[slot]), dst = smem_addr(wring + slot * CPL * 32);
+                const char* src = doc + (i64)ptok * dim * EB + pks * STEP * EB;
+                mbar_expect_tx(bar, (unsigned)rows * ROW_BYTES);
+                if (ks_per_tok == 1)  // whole rows: one contiguous copy
+                    bulk_load(dst, src, (unsigned)rows * ROW_BYTES, bar);
+                else
+                    for (int r = 0; r < rows; ++r) bulk_load(dst + r * ROW_BYTES, src + (i64)r * dim * EB, ROW_BYTES, bar);
+            }
+#else
+            const unsigned dst = smem_addr(ring + slot * CPL * 32);
 #pragma unroll
             for (int tt = 0; tt < TT; ++tt) {
                 const int tok = ptok + tt * 8 + g;
@@ -966,13 +1003,24 @@ __device__ __forceinline__ void maxsim_ring_impl(
                                    row + ch * 32 * EB + (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16),
                                    ok ? 16u : 0u);
             }
+#endif
             if (++pks == ks_per_tok) {
                 pks = 0;
                 ptok += TOK;
                 if (ptok >= pnd) { ptok = 0; pt += gridDim.x; p_seek(); }
             }
         }
-        cp_async_commit();
+        if (!RING_TMA) cp_async_commit();
+    };
+    // Piece h of 16 bytes of chunk ch of 8-token tile tt in stage `slot`: this lane's B
+    // fragment elements (see produce) for its token row g.
+    auto piece = [&](int slot, int tt, int ch, int h) -> V4 {
+#if RING_TMA
+        return *(const V4*)((const char*)(wring + slot * CPL * 32) + (tt * 8 + g) * ROW_BYTES + ch * 32 * EB +
+                            (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16));
+#else
+        return ring[(slot * CPL + (tt * KCH + ch) * PIECES + h) * 32];
+#endif
     };
     p_seek();
 #pragma unroll
@@ -1017,22 +1065,28 @@ __device__ __forceinline__ void maxsim_ring_impl(
 #pragma unroll
                     for (int r = 0; r < 4; ++r) acc[tt][mt][r] = cor[tt][mt][r] = 0.f;
             for (int ks = 0; ks < ks_per_tok; ++ks, ++stage) {
+#if RING_TMA
+                __syncwarp();  // every lane is done with the slot produce() refills
+                produce((stage + S - 1) % S);
+                mbar_wait(smem_addr(&bars[stage % S]), (unsigned)(stage / S) & 1u);
+#else
                 cp_async_wait<S - 2>();
                 produce((stage + S - 1) % S);
-                const V4* st = ring + (stage % S) * CPL * 32;
+#endif
+                const int slot = stage % S;
 #pragma unroll
                 for (int ch = 0; ch < KCH; ++ch) {
                     unsigned bh[TT][4], bl[TT][4];
 #pragma unroll
                     for (int tt = 0; tt < TT; ++tt) {
                         if (SPLIT) {
-                            const V4 v0 = st[((tt * KCH + ch) * 2) * 32], v1 = st[((tt * KCH + ch) * 2 + 1) * 32];
+                            const V4 v0 = piece(slot, tt, ch, 0), v1 = piece(slot, tt, ch, 1);
                             split_f32x2(__uint_as_float(v0.x), __uint_as_float(v0.y), bh[tt][0], bl[tt][0]);
                             split_f32x2(__uint_as_float(v0.z), __uint_as_float(v0.w), bh[tt][1], bl[tt][1]);
                             split_f32x2(__uint_as_float(v1.x), __uint_as_float(v1.y), bh[tt][2], bl[tt][2]);
                             split_f32x2(__uint_as_float(v1.z), __uint_as_float(v1.w), bh[tt][3], bl[tt][3]);
                         } else {
-                            const V4 v = st[(tt * KCH + ch) * 32];
+                            const V4 v = piece(slot, tt, ch, 0);
                             bh[tt][0] = v.x; bh[tt][1] = v.y; bh[tt][2] = v.z; bh[tt][3] = v.w;
                         }
                     }

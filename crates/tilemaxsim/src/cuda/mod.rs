@@ -235,7 +235,8 @@ const SPLIT_SCALE: f32 = 2048.0;
 
 /// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
 /// bytes), as many warps as `smem_per_block` holds up to `shape.ring_warps`; `None` if not one
-/// fits. A stage is `shape.ring_tiles` 8-token tiles (f32: one) of min(d, 128) dimensions.
+/// fits. A stage is `shape.ring_tiles` 8-token tiles (f32: one) of min(d, 128) dimensions,
+/// plus its 8-byte mbarrier with `shape.ring_bulk`.
 fn ring_layout(
     dim: usize,
     f32: bool,
@@ -244,7 +245,8 @@ fn ring_layout(
 ) -> Option<(u32, usize)> {
     let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
     let stage_bytes_per_dim = if f32 { 8 * 4 } else { shape.ring_tiles * 8 * 2 };
-    let per_warp = shape.ring_stages * ring_instance(dim)? * stage_bytes_per_dim;
+    let barrier = if shape.ring_bulk { 8 } else { 0 };
+    let per_warp = shape.ring_stages * (ring_instance(dim)? * stage_bytes_per_dim + barrier);
     let warps = (smem_per_block.checked_sub(query)? / per_warp).min(shape.ring_warps);
     (warps > 0).then_some((warps as u32, query + warps * per_warp))
 }
@@ -259,7 +261,6 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     })
 }
 
-/// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
 /// Whether the documents of these offsets differ in length.
 fn uneven_lengths(offsets: &[usize]) -> bool {
     let len = |w: &[usize]| w[1] - w[0];
@@ -269,6 +270,7 @@ fn uneven_lengths(offsets: &[usize]) -> bool {
     })
 }
 
+/// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
 fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
     let dim = corpus.dim();
     match corpus.tokens().elements() {
@@ -1549,6 +1551,10 @@ struct KernelShape {
     /// at B = 100K, while on documents of one length it cost 8% (86.7 against 94.2 M), so those
     /// keep the stride (H100, bench/results/dynamic.log).
     bulk_dynamic: bool,
+    /// `maxsim_ring` fills its stages with `cp.async.bulk` copies completing on one mbarrier
+    /// per stage (RING_BULK=1, sm_90+; 8 more bytes of shared memory per stage). An experiment,
+    /// off until a GPU run has tested and timed it.
+    ring_bulk: bool,
 }
 
 impl KernelShape {
@@ -1559,6 +1565,7 @@ impl KernelShape {
         ring_warps: 8,
         ring_tiles: 2,
         bulk_dynamic: true,
+        ring_bulk: false,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
@@ -1566,6 +1573,7 @@ impl KernelShape {
     fn parse(defines: Option<&str>) -> Result<Self> {
         let mut k = Self::DEFAULT;
         let mut bulk_dynamic = usize::from(k.bulk_dynamic);
+        let mut ring_bulk = usize::from(k.ring_bulk);
         for d in defines.unwrap_or("").split(',').map(str::trim) {
             let Some((name, value)) = d.split_once('=') else {
                 continue;
@@ -1577,6 +1585,7 @@ impl KernelShape {
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
                 "BULK_DYNAMIC" => (&mut bulk_dynamic, 0..=1),
+                "RING_BULK" => (&mut ring_bulk, 0..=1),
                 _ => continue,
             };
             *slot = value
@@ -1593,6 +1602,7 @@ impl KernelShape {
                 })?;
         }
         k.bulk_dynamic = bulk_dynamic == 1;
+        k.ring_bulk = ring_bulk == 1;
         Ok(k)
     }
 }
@@ -1919,6 +1929,14 @@ mod tests {
             Some((12, 49152 + 12 * 8192))
         );
         // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
+        let bulk = KernelShape {
+            ring_bulk: true,
+            ..k
+        };
+        assert_eq!(
+            ring_layout(128, true, H100, bulk),
+            Some((8, 16384 + 8 * 4 * (4096 + 8)))
+        );
         let tiles = KernelShape { ring_tiles: 4, ..k };
         assert_eq!(
             ring_layout(768, false, H100, tiles),
@@ -1949,14 +1967,18 @@ mod tests {
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
         const { assert!(KernelShape::DEFAULT.bulk_dynamic) };
-        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0")).unwrap();
-        assert_eq!((k.ring_tiles, k.bulk_dynamic), (4, false));
+        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0,RING_BULK=1")).unwrap();
+        assert_eq!(
+            (k.ring_tiles, k.bulk_dynamic, k.ring_bulk),
+            (4, false, true)
+        );
         for bad in [
             "RING_STAGES=9",
             "RING_WARPS=0",
             "GEMM_STAGES=x",
             "RING_TILES=5",
             "BULK_DYNAMIC=2",
+            "RING_BULK=3",
         ] {
             let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
