@@ -14,3 +14,11 @@ sanitize_tests() {
     echo "$tool exit: ${PIPESTATUS[0]}"
   done
 }
+
+# One `bench --device cuda` row (its third line) built with kernel defines $1 ("" for the
+# defaults; each set compiles into its own cache), the rest bench's options; ROW_TIMEOUT seconds.
+def_row() {
+  echo -n "${1:-default}: "
+  TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
+    timeout "${ROW_TIMEOUT:-60}" $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p
+}

@@ -8,8 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
 DYN=BULK_DYNAMIC=1
-row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
-          timeout 60 $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== tests: the large uneven batch (mma dynamic, bulk static)"
@@ -20,11 +18,11 @@ row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} T
   echo "== compute-sanitizer under $DYN (the large uneven batch)"
   TILEMAXSIM_CACHE_DIR=/tmp/tmc-$DYN TILEMAXSIM_KERNEL_DEFINES=$DYN sanitize_tests persistent
   echo "== timings: static against dynamic (Nq = 32, d = 128, f16)"
-  for def in "" "$DYN" "" "$DYN"; do row "$def" --dtype f16 --docs 100000 --doc-len 32:256 --reps 20; done
+  for def in "" "$DYN" "" "$DYN"; do def_row "$def" --dtype f16 --docs 100000 --doc-len 32:256 --reps 20; done
   for def in "" "$DYN"; do
-    row "$def" --dtype f16 --docs 100000 --reps 20
-    row "$def" --dtype f16 --docs 10000 --reps 30
+    def_row "$def" --dtype f16 --docs 100000 --reps 20
+    def_row "$def" --dtype f16 --docs 10000 --reps 30
   done
   echo "== f32 exact (whole-sector copies) against half sectors"
-  for def in "" SPLIT_SECTOR_PIECES=0; do row "$def" --dtype f32 --docs 100000 --reps 10; done
+  for def in "" SPLIT_SECTOR_PIECES=0; do def_row "$def" --dtype f32 --docs 100000 --reps 10; done
 } 2>&1 | tee "$OUT/dynamic.log"

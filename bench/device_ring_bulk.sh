@@ -10,8 +10,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
 RB=RING_BULK=1
-row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
-          timeout 60 $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== tests under $RB"
@@ -20,12 +18,12 @@ row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} T
   echo "== compute-sanitizer under $RB"
   TILEMAXSIM_CACHE_DIR=/tmp/tmc-$RB TILEMAXSIM_KERNEL_DEFINES=$RB sanitize_tests tensor_core fp32_split
   echo "== timings: per-lane copies against bulk copies"
-  for def in "" "$RB" "" "$RB"; do row "$def" --dtype f32 --docs 100000 --reps 10; done
-  for def in "" "$RB" "" "$RB"; do row "$def" --dtype f16 --dim 768 --docs 10000 --reps 30; done
+  for def in "" "$RB" "" "$RB"; do def_row "$def" --dtype f32 --docs 100000 --reps 10; done
+  for def in "" "$RB" "" "$RB"; do def_row "$def" --dtype f16 --dim 768 --docs 10000 --reps 30; done
   for def in "" "$RB"; do
-    row "$def" --dtype f16 --dim 256 --docs 100000 --reps 10
-    row "$def" --dtype f16 --docs 100000 --reps 20 --kernel ring
-    row "$def" --dtype f16 --docs 1000 --reps 40 --kernel ring
+    def_row "$def" --dtype f16 --dim 256 --docs 100000 --reps 10
+    def_row "$def" --dtype f16 --docs 100000 --reps 20 --kernel ring
+    def_row "$def" --dtype f16 --docs 1000 --reps 40 --kernel ring
   done
-  row "" --dtype f16 --docs 1000 --reps 40
+  def_row "" --dtype f16 --docs 1000 --reps 40
 } 2>&1 | tee "$OUT/ring_bulk.log"

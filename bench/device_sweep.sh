@@ -8,19 +8,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
-row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
-          timeout 60 $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== read-only bounds (bench/read_patterns.cu small)"
   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/rp bench/read_patterns.cu 2>&1 | grep -i error
   /tmp/rp small
   echo "== ours at the same sizes"
-  row "" --dtype f16 --docs 1000 --reps 40
-  row "" --dtype f16 --docs 10000 --reps 40
+  def_row "" --dtype f16 --docs 1000 --reps 40
+  def_row "" --dtype f16 --docs 10000 --reps 40
   echo "== f32 exact, B = 100K: ring depth and warps"
   for def in "" RING_STAGES=3 RING_STAGES=6 RING_STAGES=8 RING_WARPS=4 RING_WARPS=12 "RING_WARPS=12,RING_STAGES=3"; do
-    row "$def" --dtype f32 --docs 100000 --reps 10
+    def_row "$def" --dtype f32 --docs 100000 --reps 10
   done
   echo "== ncu: 32 queries x 20K, gemm and wgmma"
   for k in gemm wgmma; do

@@ -8,8 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
 CAND=${CAND:-RING_TILES=4,RING_STAGES=3}
-row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
-          timeout 60 $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   for def in "$CAND" RING_TILES=4; do
@@ -20,13 +18,13 @@ row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} T
   echo "== compute-sanitizer under $CAND (tensor-core test)"
   TILEMAXSIM_CACHE_DIR=/tmp/tmc-$CAND TILEMAXSIM_KERNEL_DEFINES=$CAND sanitize_tests tensor_core
   echo "== timings, default beside the candidates (Nq = 32, Nd = 128)"
-  for def in "" "$CAND" RING_TILES=4 "" "$CAND"; do row "$def" --dtype f16 --dim 768 --docs 10000 --reps 20; done
+  for def in "" "$CAND" RING_TILES=4 "" "$CAND"; do def_row "$def" --dtype f16 --dim 768 --docs 10000 --reps 20; done
   for def in "" "$CAND"; do
-    row "$def" --dtype f16 --dim 256 --docs 30000 --reps 20
-    row "$def" --dtype f16 --dim 1024 --docs 10000 --reps 20
-    row "$def" --dtype f16 --docs 10000 --reps 30 --kernel ring
+    def_row "$def" --dtype f16 --dim 256 --docs 30000 --reps 20
+    def_row "$def" --dtype f16 --dim 1024 --docs 10000 --reps 20
+    def_row "$def" --dtype f16 --docs 10000 --reps 30 --kernel ring
   done
-  row "" --dtype f16 --docs 10000 --reps 30
+  def_row "" --dtype f16 --docs 10000 --reps 30
   echo "== f32 split: whole-sector copies (default) against half sectors"
-  for def in "" SPLIT_SECTOR_PIECES=0 "" SPLIT_SECTOR_PIECES=0; do row "$def" --dtype f32 --docs 30000 --reps 20; done
+  for def in "" SPLIT_SECTOR_PIECES=0 "" SPLIT_SECTOR_PIECES=0; do def_row "$def" --dtype f32 --docs 30000 --reps 20; done
 } 2>&1 | tee "$OUT/tiles.log"

@@ -8,8 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/device_common.sh
-row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} TILEMAXSIM_KERNEL_DEFINES=$1 \
-          timeout 90 $B bench --device cuda "${@:2}" 2>&1 | sed -n 3p; }
+export ROW_TIMEOUT=90
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   echo "== ptxas (sm_90a): maxsim_wgmma"
@@ -20,11 +19,11 @@ row() { echo -n "${1:-default}: "; TILEMAXSIM_CACHE_DIR=/tmp/tmc-${1:-default} T
   echo "== compute-sanitizer (tensor-core test)"
   sanitize_tests tensor_core_path
   echo "== 32 queries x 100K (Nq = 32, Nd = 128, d = 128, f16): gemm against wgmma"
-  for k in gemm wgmma gemm wgmma; do row "" --dtype f16 --queries 32 --docs 100000 --reps 10 --kernel $k; done
+  for k in gemm wgmma gemm wgmma; do def_row "" --dtype f16 --queries 32 --docs 100000 --reps 10 --kernel $k; done
   echo "== ColPali Nq = Nd = 1024, B = 1000: gemm against wgmma"
-  for k in gemm wgmma; do row "" --dtype f16 --nq 1024 --doc-len 1024 --docs 1000 --reps 10 --kernel $k; done
+  for k in gemm wgmma; do def_row "" --dtype f16 --nq 1024 --doc-len 1024 --docs 1000 --reps 10 --kernel $k; done
   echo "== wgmma knobs: blocks per SM bound, ring stages"
   for def in ${KNOBS-WG_MINB=1 WG_STAGES=2 WG_STAGES=4}; do
-    row "$def" --dtype f16 --queries 32 --docs 100000 --reps 10 --kernel wgmma
+    def_row "$def" --dtype f16 --queries 32 --docs 100000 --reps 10 --kernel wgmma
   done
 } 2>&1 | tee "$OUT/wgmma.log"
