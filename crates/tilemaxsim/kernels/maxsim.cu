@@ -884,9 +884,12 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 // 1 (sm_90+): lane 0 fills each stage with cp.async.bulk copies (one per stage when a stage
 // spans whole token rows, else one per row), completion on a per-stage mbarrier, as
 // maxsim_bulk does; the stage holds its tokens row-major and each lane reads its B pieces from
-// there. 0: each lane copies its own pieces by cp.async into lane-major slots. An experiment
-// (off until a GPU run has tested and timed it): maxsim_bulk's copies read 3.08-3.10 TB/s
-// where this kernel's read 2.87-2.91 (bench/results/sweep.log).
+// there (2-way bank conflicts where a row is a multiple of 128 bytes, as in maxsim_bulk; a
+// padded or swizzled stage would need per-row or tensor-map copies). 0: each lane copies its
+// own pieces by cp.async into lane-major slots, conflict-free. An experiment (off until a GPU
+// run has tested and timed it, bench/device_ring_bulk.sh): maxsim_bulk's copies read 3.08-3.10
+// TB/s where this kernel's read 2.87-2.91 (bench/results/sweep.log). ptxas 12.9: no spills
+// but in maxsim_ring_f32_d64 (72 bytes).
 #ifndef RING_BULK
 #define RING_BULK 0
 #endif
@@ -940,8 +943,9 @@ __device__ __forceinline__ void maxsim_ring_impl(
     const int ks_per_tok = dim / STEP;
     V4* qa = ring_smem;                                         // [SPLIT + 1][kj][2][32]
     V4* wring = ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)wib * S * CPL * 32;  // this warp's ring
+#if !RING_TMA
     V4* ring = wring + lane;                                    // its lane-major slots
-#if RING_TMA
+#else
     constexpr unsigned ROW_BYTES = STEP * EB;  // a token's bytes in one stage
     unsigned long long* bars =
         (unsigned long long*)(ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)nw * S * CPL * 32) + wib * S;

@@ -1568,6 +1568,17 @@ impl KernelShape {
         ring_bulk: false,
     };
 
+    /// The defines the host sizes launches by (the rest only reach NVRTC).
+    const KNOBS: [&'static str; 7] = [
+        "GEMM_STAGES",
+        "WG_STAGES",
+        "RING_STAGES",
+        "RING_WARPS",
+        "RING_TILES",
+        "BULK_DYNAMIC",
+        "RING_BULK",
+    ];
+
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
     /// launch is an error, not a silent default (the kernels would be compiled with it).
     fn parse(defines: Option<&str>) -> Result<Self> {
@@ -1576,6 +1587,12 @@ impl KernelShape {
         let mut ring_bulk = usize::from(k.ring_bulk);
         for d in defines.unwrap_or("").split(',').map(str::trim) {
             let Some((name, value)) = d.split_once('=') else {
+                // A bare known name would be 1 to NVRTC but the default to the host.
+                if Self::KNOBS.contains(&d) {
+                    return Err(Error::Argument(format!(
+                        "TILEMAXSIM_KERNEL_DEFINES: {d} needs a value ({d}=N)"
+                    )));
+                }
                 continue;
             };
             let (slot, range) = match name.trim() {
@@ -1928,7 +1945,7 @@ mod tests {
             ring_layout(768, false, H100, wide),
             Some((12, 49152 + 12 * 8192))
         );
-        // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
+        // Bulk copies: one 8-byte mbarrier more per stage.
         let bulk = KernelShape {
             ring_bulk: true,
             ..k
@@ -1937,6 +1954,7 @@ mod tests {
             ring_layout(128, true, H100, bulk),
             Some((8, 16384 + 8 * 4 * (4096 + 8)))
         );
+        // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
         let tiles = KernelShape { ring_tiles: 4, ..k };
         assert_eq!(
             ring_layout(768, false, H100, tiles),
@@ -1979,6 +1997,7 @@ mod tests {
             "RING_TILES=5",
             "BULK_DYNAMIC=2",
             "RING_BULK=3",
+            "RING_BULK",
         ] {
             let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
