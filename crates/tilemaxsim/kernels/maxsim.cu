@@ -662,6 +662,55 @@ template <int C> __device__ __forceinline__ unsigned gemm_swz(int row, int ch) {
     return (unsigned)(row * C + (ch ^ x)) * 16u;
 }
 
+// The producer of the many-row kernels (maxsim_gemm, maxsim_wgmma). A block walks (query tile,
+// document) tasks with a grid stride, task = pair * qtiles + query tile; `extent` gives a task's
+// document tokens. TileProducer copies each document in tiles of TOKENS tokens by cp.async, one
+// call a stage, 16-byte chunk `ch` of token row `row` to byte `swz(row, ch)` of the stage (rows
+// past the document's end zero-filled), running ahead across document boundaries; each call
+// commits a group, empty ones too, so the consumers' wait count stays uniform.
+struct DocTasks {
+    const i64* __restrict__ d_offsets;
+    const i64* __restrict__ doc_index;
+    int qtiles;
+    i64 tasks;
+    __device__ __forceinline__ void extent(i64 task, i64& start, int& nd) const {
+        const int pair = (int)(task / qtiles);
+        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+        start = d_offsets[doc];
+        nd = (int)(d_offsets[doc + 1] - start);
+    }
+};
+template <int D, int TOKENS, int NTHREADS>
+struct TileProducer {
+    i64 task = blockIdx.x, start = 0;
+    int tile = 0, nd = 0;
+    __device__ __forceinline__ explicit TileProducer(const DocTasks& t) {
+        if (task < t.tasks) t.extent(task, start, nd);
+    }
+    template <class Swz>
+    __device__ __forceinline__ void issue(const DocTasks& t, const u16* __restrict__ d_tokens, unsigned dst0, Swz swz) {
+        constexpr int C = D / 8;  // 16-byte chunks per token row
+        if (task < t.tasks) {
+            const int tok0 = tile * TOKENS;
+            const int ntok = min(TOKENS, nd - tok0);
+            const u16* base = d_tokens + (start + tok0) * D;
+#pragma unroll 4
+            for (int idx = threadIdx.x; idx < TOKENS * C; idx += NTHREADS) {
+                const int row = idx / C, ch = idx % C;
+                const bool ok = row < ntok;
+                cp_async16(dst0 + swz(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
+                           ok ? 16u : 0u);
+            }
+            if (++tile * TOKENS >= nd) {
+                tile = 0;
+                task += gridDim.x;
+                if (task < t.tasks) t.extent(task, start, nd);
+            }
+        }
+        cp_async_commit();
+    }
+};
+
 template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_gemm_impl(
     const u16* __restrict__ qpad, const int* __restrict__ qblock_rows, int num_qblocks,
@@ -678,36 +727,10 @@ __device__ __forceinline__ void maxsim_gemm_impl(
     const i64 tasks = (i64)qtiles * num_docs;
     const unsigned smem0 = smem_addr(gemm_smem);
 
-    // Producer cursor: the task and tile it copies next, and that task's document extent.
-    i64 p_task = blockIdx.x, p_start = 0;
-    int p_tile = 0, p_nd = 0;
-    auto extent = [&](i64 task, i64& start, int& nd) {
-        const int pair = (int)(task / qtiles);
-        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-        start = d_offsets[doc];
-        nd = (int)(d_offsets[doc + 1] - start);
-    };
-    if (p_task < tasks) extent(p_task, p_start, p_nd);
+    const DocTasks dt{d_offsets, doc_index, qtiles, tasks};
+    TileProducer<D, GEMM_BN, GEMM_THREADS> producer(dt);
     auto issue = [&](int slot) {
-        if (p_task < tasks) {
-            const int tok0 = p_tile * GEMM_BN;
-            const int ntok = min(GEMM_BN, p_nd - tok0);
-            const u16* base = d_tokens + (p_start + tok0) * D;
-            const unsigned dst0 = smem0 + (unsigned)slot * TILE_BYTES;
-#pragma unroll 4
-            for (int idx = threadIdx.x; idx < GEMM_BN * C; idx += GEMM_THREADS) {
-                const int row = idx / C, ch = idx % C;
-                const bool ok = row < ntok;
-                cp_async16(dst0 + gemm_swz<C>(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
-                           ok ? 16u : 0u);
-            }
-            if (++p_tile * GEMM_BN >= p_nd) {
-                p_tile = 0;
-                p_task += gridDim.x;
-                if (p_task < tasks) extent(p_task, p_start, p_nd);
-            }
-        }
-        cp_async_commit();  // empty groups too: the wait count stays uniform
+        producer.issue(dt, d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) { return gemm_swz<C>(row, ch); });
     };
 #pragma unroll
     for (int s = 0; s < GEMM_STAGES - 1; ++s) issue(s);
@@ -722,7 +745,7 @@ __device__ __forceinline__ void maxsim_gemm_impl(
         __syncthreads();
         issue((slot + GEMM_STAGES - 1) % GEMM_STAGES);
         if (c_tile == 0) {
-            extent(c_task, c_start, c_nd);
+            dt.extent(c_task, c_start, c_nd);
             const int qtile = (int)(c_task % qtiles);
             if (qtile != cur_qtile) {
                 cur_qtile = qtile;

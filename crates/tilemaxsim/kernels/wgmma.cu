@@ -95,7 +95,6 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int D = KCH * 32;
-    constexpr int C = D / 8;                   // 16-byte chunks per token row
     constexpr int KS = D / 16;                 // k16 steps
     constexpr unsigned ATOM_BYTES = WG_BN * 128;
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
@@ -110,36 +109,12 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
     const i64 tasks = (i64)qtiles * num_docs;
 
-    i64 p_task = blockIdx.x, p_start = 0;
-    int p_tile = 0, p_nd = 0;
-    auto extent = [&](i64 task, i64& start, int& nd) {
-        const int pair = (int)(task / qtiles);
-        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-        start = d_offsets[doc];
-        nd = (int)(d_offsets[doc + 1] - start);
-    };
-    if (p_task < tasks) extent(p_task, p_start, p_nd);
+    const DocTasks dt{d_offsets, doc_index, qtiles, tasks};
+    TileProducer<D, WG_BN, WG_THREADS> producer(dt);
     auto issue = [&](int slot) {
-        if (p_task < tasks) {
-            const int tok0 = p_tile * WG_BN;
-            const int ntok = min(WG_BN, p_nd - tok0);
-            const u16* base = d_tokens + (p_start + tok0) * D;
-            const unsigned dst0 = smem0 + (unsigned)slot * TILE_BYTES;
-#pragma unroll 4
-            for (int idx = threadIdx.x; idx < WG_BN * C; idx += WG_THREADS) {
-                const int row = idx / C, ch = idx % C;
-                const bool ok = row < ntok;
-                const unsigned dst = dst0 + (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u +
-                                     (unsigned)(((ch & 7) ^ (row & 7)) << 4);
-                cp_async16(dst, ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens, ok ? 16u : 0u);
-            }
-            if (++p_tile * WG_BN >= p_nd) {
-                p_tile = 0;
-                p_task += gridDim.x;
-                if (p_task < tasks) extent(p_task, p_start, p_nd);
-            }
-        }
-        cp_async_commit();  // empty groups too: the wait count stays uniform
+        producer.issue(dt, d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) {
+            return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
+        });
     };
 #pragma unroll
     for (int s = 0; s < WG_STAGES - 1; ++s) issue(s);
@@ -160,7 +135,7 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
         __syncthreads();
         issue((slot + WG_STAGES - 1) % WG_STAGES);
         if (c_tile == 0) {
-            extent(c_task, c_start, c_nd);
+            dt.extent(c_task, c_start, c_nd);
             const int qtile = (int)(c_task % qtiles);
             if (qtile != cur_qtile) {
                 cur_qtile = qtile;
