@@ -263,11 +263,9 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
 
 /// Whether the documents of these offsets differ in length.
 fn uneven_lengths(offsets: &[usize]) -> bool {
-    let len = |w: &[usize]| w[1] - w[0];
-    offsets.windows(2).next().is_some_and(|first| {
-        let first = len(first);
-        offsets.windows(2).any(|w| len(w) != first)
-    })
+    let mut lens = offsets.windows(2).map(|w| w[1] - w[0]);
+    lens.next()
+        .is_some_and(|first| lens.any(|len| len != first))
 }
 
 /// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
@@ -1568,17 +1566,6 @@ impl KernelShape {
         ring_bulk: false,
     };
 
-    /// The defines the host sizes launches by (the rest only reach NVRTC).
-    const KNOBS: [&'static str; 7] = [
-        "GEMM_STAGES",
-        "WG_STAGES",
-        "RING_STAGES",
-        "RING_WARPS",
-        "RING_TILES",
-        "BULK_DYNAMIC",
-        "RING_BULK",
-    ];
-
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
     /// launch is an error, not a silent default (the kernels would be compiled with it).
     fn parse(defines: Option<&str>) -> Result<Self> {
@@ -1586,15 +1573,9 @@ impl KernelShape {
         let mut bulk_dynamic = usize::from(k.bulk_dynamic);
         let mut ring_bulk = usize::from(k.ring_bulk);
         for d in defines.unwrap_or("").split(',').map(str::trim) {
-            let Some((name, value)) = d.split_once('=') else {
-                // A bare known name would be 1 to NVRTC but the default to the host.
-                if Self::KNOBS.contains(&d) {
-                    return Err(Error::Argument(format!(
-                        "TILEMAXSIM_KERNEL_DEFINES: {d} needs a value ({d}=N)"
-                    )));
-                }
-                continue;
-            };
+            // A bare name has no value: an error for the host's knobs (NVRTC would read it
+            // as 1, the host as its default).
+            let (name, value) = d.split_once('=').unwrap_or((d, ""));
             let (slot, range) = match name.trim() {
                 "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
                 "WG_STAGES" => (&mut k.wg_stages, 2..=4),
