@@ -1888,63 +1888,43 @@ mod tests {
         const H100: usize = 227 * 1024;
         const RTX: usize = 99 * 1024;
         let k = KernelShape::DEFAULT;
-        // Up to eight warps' rings of 4 × 4 KB beside the query (f32: two copies of it).
-        assert_eq!(
-            ring_layout(128, false, H100, k),
-            Some((8, 8192 + 8 * 16384))
-        );
-        assert_eq!(
-            ring_layout(1024, false, H100, k),
-            Some((8, 65536 + 8 * 16384))
-        );
-        assert_eq!(
-            ring_layout(768, true, H100, k),
-            Some((8, 98304 + 8 * 16384))
-        );
-        assert_eq!(
-            ring_layout(1024, true, H100, k),
-            Some((6, 131072 + 6 * 16384))
-        );
-        assert_eq!(
-            ring_layout(1024, false, RTX, k),
-            Some((2, 65536 + 2 * 16384))
-        );
-        assert_eq!(ring_layout(1024, true, RTX, k), None);
-        // Stages of 32 bytes per dimension below d = 128.
-        assert_eq!(
-            ring_layout(32, true, H100, k),
-            Some((8, 4096 + 8 * 4 * 1024))
-        );
-        assert_eq!(ring_layout(160, false, H100, k), None);
-        // The experiment knobs size the block too.
         let wide = KernelShape {
             ring_warps: 12,
             ring_stages: 2,
             ..k
         };
-        assert_eq!(
-            ring_layout(768, false, H100, wide),
-            Some((12, 49152 + 12 * 8192))
-        );
-        // Bulk copies: one 8-byte mbarrier more per stage.
         let bulk = KernelShape {
             ring_bulk: true,
             ..k
         };
-        assert_eq!(
-            ring_layout(128, true, H100, bulk),
-            Some((8, 16384 + 8 * 4 * (4096 + 8)))
-        );
-        // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
         let tiles = KernelShape { ring_tiles: 4, ..k };
-        assert_eq!(
-            ring_layout(768, false, H100, tiles),
-            Some((5, 49152 + 5 * 32768))
-        );
-        assert_eq!(
-            ring_layout(128, true, H100, tiles),
-            Some((8, 16384 + 8 * 16384))
-        );
+        // (d, f32, shared memory per block, shape, (warps, bytes)).
+        let cases = [
+            // Up to eight warps' rings of 4 × 4 KB beside the query (f32: two copies of it).
+            (128, false, H100, k, Some((8, 8192 + 8 * 16384))),
+            (1024, false, H100, k, Some((8, 65536 + 8 * 16384))),
+            (768, true, H100, k, Some((8, 98304 + 8 * 16384))),
+            (1024, true, H100, k, Some((6, 131072 + 6 * 16384))),
+            (1024, false, RTX, k, Some((2, 65536 + 2 * 16384))),
+            (1024, true, RTX, k, None),
+            // Stages of 32 bytes per dimension below d = 128.
+            (32, true, H100, k, Some((8, 4096 + 8 * 4 * 1024))),
+            (160, false, H100, k, None),
+            // The experiment knobs size the block too.
+            (768, false, H100, wide, Some((12, 49152 + 12 * 8192))),
+            // Bulk copies: one 8-byte mbarrier more per stage.
+            (128, true, H100, bulk, Some((8, 16384 + 8 * 4 * (4096 + 8)))),
+            // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
+            (768, false, H100, tiles, Some((5, 49152 + 5 * 32768))),
+            (128, true, H100, tiles, Some((8, 16384 + 8 * 16384))),
+        ];
+        for (dim, f32, smem, shape, want) in cases {
+            assert_eq!(
+                ring_layout(dim, f32, smem, shape),
+                want,
+                "d = {dim}, f32 {f32}, {smem} bytes, {shape:?}"
+            );
+        }
         assert_eq!(ring_instance(96), Some(96));
         assert_eq!(ring_instance(640), Some(128));
         assert_eq!(ring_instance(160), None);
