@@ -465,6 +465,11 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigne
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
+#else  // declared only: the `if constexpr` branches that call them are discarded below sm_90
+__device__ void mbar_init(unsigned bar);
+__device__ void mbar_expect_tx(unsigned bar, unsigned bytes);
+__device__ void mbar_wait(unsigned bar, unsigned parity);
+__device__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar);
 #endif
 
 struct alignas(16) V4 { unsigned x, y, z, w; };
@@ -904,22 +909,22 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 #define SPLIT_ROUND_BITS 0
 #endif
 #define SPLIT_SCALE 2048.0f
-// 1 (sm_90+): lane 0 fills each stage with cp.async.bulk copies (one per stage when a stage
-// spans whole token rows, else one per row), completion on a per-stage mbarrier, as
-// maxsim_bulk does; the stage holds its tokens row-major and each lane reads its B pieces from
-// there (2-way bank conflicts where a row is a multiple of 128 bytes, as in maxsim_bulk; a
-// padded or swizzled stage would need per-row or tensor-map copies). 0: each lane copies its
-// own pieces by cp.async into lane-major slots, conflict-free. An experiment (off until a GPU
-// run has tested and timed it, bench/device_ring_bulk.sh): maxsim_bulk's copies read 3.08-3.10
-// TB/s where this kernel's read 2.87-2.91 (bench/results/sweep.log). ptxas 12.9: no spills
-// but in maxsim_ring_f32_d64 (72 bytes).
+// 1 (the default; sm_90+, f32 only): lane 0 fills each stage with cp.async.bulk copies (one per
+// stage when a stage spans whole token rows, else one per row), completion on a per-stage
+// mbarrier, as maxsim_bulk does; the stage holds its tokens row-major and each lane reads its B
+// pieces from there (2-way bank conflicts where a row is a multiple of 128 bytes). Otherwise
+// each lane copies its own pieces by cp.async into lane-major slots, conflict-free. On the H100
+// (bench/results/ring_bulk.log) bulk copies read f32 at 3.06 TB/s against 2.91 (46.75 against
+// 44.50 M docs/s at B = 100K), but f16 at d = 768 at 2.69 against 2.85 (one 256-byte copy per
+// row), so f16/bf16 keep the per-lane copies. ptxas 12.9: 72 bytes of spills in
+// maxsim_ring_f32_d64.
 #ifndef RING_BULK
-#define RING_BULK 0
+#define RING_BULK 1
 #endif
 #if RING_BULK && __CUDA_ARCH__ >= 900
-#define RING_TMA 1
+#define RING_TMA_ARCH true
 #else
-#define RING_TMA 0
+#define RING_TMA_ARCH false
 #endif
 
 // Two floats as f16x2 (`first` in the low half: the lower k index).
@@ -966,18 +971,19 @@ __device__ __forceinline__ void maxsim_ring_impl(
     const int ks_per_tok = dim / STEP;
     V4* qa = ring_smem;                                         // [SPLIT + 1][kj][2][32]
     V4* wring = ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)wib * S * CPL * 32;  // this warp's ring
-#if !RING_TMA
-    V4* ring = wring + lane;                                    // its lane-major slots
-#else
-    constexpr unsigned ROW_BYTES = STEP * EB;  // a token's bytes in one stage
+    V4* ring = wring + lane;                                    // per-lane copies: its lane-major slots
+    // Bulk copies: the stages' mbarriers, and a token's bytes in one stage.
+    constexpr bool TMA = RING_TMA_ARCH && SPLIT;
+    constexpr unsigned ROW_BYTES = STEP * EB;
     unsigned long long* bars =
         (unsigned long long*)(ring_smem + (SPLIT ? 2 : 1) * kj * 64 + (i64)nw * S * CPL * 32) + wib * S;
-    if (lane == 0) {
-        for (int s = 0; s < S; ++s) mbar_init(smem_addr(&bars[s]));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if (TMA) {
+        if (lane == 0) {
+            for (int s = 0; s < S; ++s) mbar_init(smem_addr(&bars[s]));
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        __syncwarp();
     }
-    __syncwarp();
-#endif
     const int groups = (num_docs + nw - 1) / nw;
     const i64 tasks = (i64)num_queries * groups;
     const char* tok_bytes = (const char*)d_tokens;
@@ -1004,50 +1010,50 @@ __device__ __forceinline__ void maxsim_ring_impl(
     auto produce = [&](int slot) {
         if (pt < tasks) {
             const char* doc = tok_bytes + pd0 * dim * EB;
-#if RING_TMA
-            if (lane == 0) {
-                const int rows = min(TOK, pnd - ptok);
-                const unsigned bar = smem_addr(&bars[slot]), dst = smem_addr(wring + slot * CPL * 32);
-                const char* src = doc + (i64)ptok * dim * EB + pks * STEP * EB;
-                mbar_expect_tx(bar, (unsigned)rows * ROW_BYTES);
-                if (ks_per_tok == 1)  // whole rows: one contiguous copy
-                    bulk_load(dst, src, (unsigned)rows * ROW_BYTES, bar);
-                else
-                    for (int r = 0; r < rows; ++r) bulk_load(dst + r * ROW_BYTES, src + (i64)r * dim * EB, ROW_BYTES, bar);
+            if constexpr (TMA) {
+                if (lane == 0) {
+                    const int rows = min(TOK, pnd - ptok);
+                    const unsigned bar = smem_addr(&bars[slot]), dst = smem_addr(wring + slot * CPL * 32);
+                    const char* src = doc + (i64)ptok * dim * EB + pks * STEP * EB;
+                    mbar_expect_tx(bar, (unsigned)rows * ROW_BYTES);
+                    if (ks_per_tok == 1)  // whole rows: one contiguous copy
+                        bulk_load(dst, src, (unsigned)rows * ROW_BYTES, bar);
+                    else
+                        for (int r = 0; r < rows; ++r)
+                            bulk_load(dst + r * ROW_BYTES, src + (i64)r * dim * EB, ROW_BYTES, bar);
+                }
+            } else {
+                const unsigned dst = smem_addr(ring + slot * CPL * 32);
+#pragma unroll
+                for (int tt = 0; tt < TT; ++tt) {
+                    const int tok = ptok + tt * 8 + g;
+                    const bool ok = tok < pnd;
+                    const char* row = doc + (i64)(ok ? tok : 0) * dim * EB + pks * STEP * EB;
+#pragma unroll
+                    for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                        for (int h = 0; h < PIECES; ++h)
+                            cp_async16(dst + ((tt * KCH + ch) * PIECES + h) * 512u,
+                                       row + ch * 32 * EB + (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16),
+                                       ok ? 16u : 0u);
+                }
             }
-#else
-            const unsigned dst = smem_addr(ring + slot * CPL * 32);
-#pragma unroll
-            for (int tt = 0; tt < TT; ++tt) {
-                const int tok = ptok + tt * 8 + g;
-                const bool ok = tok < pnd;
-                const char* row = doc + (i64)(ok ? tok : 0) * dim * EB + pks * STEP * EB;
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-                    for (int h = 0; h < PIECES; ++h)
-                        cp_async16(dst + ((tt * KCH + ch) * PIECES + h) * 512u,
-                                   row + ch * 32 * EB + (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16),
-                                   ok ? 16u : 0u);
-            }
-#endif
             if (++pks == ks_per_tok) {
                 pks = 0;
                 ptok += TOK;
                 if (ptok >= pnd) { ptok = 0; pt += gridDim.x; p_seek(); }
             }
         }
-        if (!RING_TMA) cp_async_commit();
+        if (!TMA) cp_async_commit();
     };
     // Piece h of 16 bytes of chunk ch of 8-token tile tt in stage `slot`: this lane's B
     // fragment elements (see produce) for its token row g.
     auto piece = [&](int slot, int tt, int ch, int h) -> V4 {
-#if RING_TMA
-        return *(const V4*)((const char*)(wring + slot * CPL * 32) + (tt * 8 + g) * ROW_BYTES + ch * 32 * EB +
-                            (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16));
-#else
-        return ring[(slot * CPL + (tt * KCH + ch) * PIECES + h) * 32];
-#endif
+        if constexpr (TMA)
+            return *(const V4*)((const char*)(wring + slot * CPL * 32) + (tt * 8 + g) * ROW_BYTES + ch * 32 * EB +
+                                (SPLIT && SPLIT_SECTOR_PIECES ? h * 64 + c * 16 : c * 8 * EB + h * 16));
+        else
+            return ring[(slot * CPL + (tt * KCH + ch) * PIECES + h) * 32];
     };
     p_seek();
 #pragma unroll
@@ -1092,14 +1098,14 @@ __device__ __forceinline__ void maxsim_ring_impl(
 #pragma unroll
                     for (int r = 0; r < 4; ++r) acc[tt][mt][r] = cor[tt][mt][r] = 0.f;
             for (int ks = 0; ks < ks_per_tok; ++ks, ++stage) {
-#if RING_TMA
-                __syncwarp();  // every lane is done with the slot produce() refills
-                produce((stage + S - 1) % S);
-                mbar_wait(smem_addr(&bars[stage % S]), (unsigned)(stage / S) & 1u);
-#else
-                cp_async_wait<S - 2>();
-                produce((stage + S - 1) % S);
-#endif
+                if constexpr (TMA) {
+                    __syncwarp();  // every lane is done with the slot produce() refills
+                    produce((stage + S - 1) % S);
+                    mbar_wait(smem_addr(&bars[stage % S]), (unsigned)(stage / S) & 1u);
+                } else {
+                    cp_async_wait<S - 2>();
+                    produce((stage + S - 1) % S);
+                }
                 const int slot = stage % S;
 #pragma unroll
                 for (int ch = 0; ch < KCH; ++ch) {

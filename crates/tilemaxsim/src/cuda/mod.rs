@@ -236,7 +236,7 @@ const SPLIT_SCALE: f32 = 2048.0;
 /// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
 /// bytes), as many warps as `smem_per_block` holds up to `shape.ring_warps`; `None` if not one
 /// fits. A stage is `shape.ring_tiles` 8-token tiles (f32: one) of min(d, 128) dimensions,
-/// plus its 8-byte mbarrier with `shape.ring_bulk`.
+/// plus (f32) its 8-byte mbarrier with `shape.ring_bulk`.
 fn ring_layout(
     dim: usize,
     f32: bool,
@@ -245,7 +245,7 @@ fn ring_layout(
 ) -> Option<(u32, usize)> {
     let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
     let stage_bytes_per_dim = if f32 { 8 * 4 } else { shape.ring_tiles * 8 * 2 };
-    let barrier = if shape.ring_bulk { 8 } else { 0 };
+    let barrier = if shape.ring_bulk && f32 { 8 } else { 0 };
     let per_warp = shape.ring_stages * (ring_instance(dim)? * stage_bytes_per_dim + barrier);
     let warps = (smem_per_block.checked_sub(query)? / per_warp).min(shape.ring_warps);
     (warps > 0).then_some((warps as u32, query + warps * per_warp))
@@ -1549,9 +1549,10 @@ struct KernelShape {
     /// at B = 100K, while on documents of one length it cost 8% (86.7 against 94.2 M), so those
     /// keep the stride (H100, bench/results/dynamic.log).
     bulk_dynamic: bool,
-    /// `maxsim_ring` fills its stages with `cp.async.bulk` copies completing on one mbarrier
-    /// per stage (RING_BULK=1, sm_90+; 8 more bytes of shared memory per stage). An experiment,
-    /// off until a GPU run has tested and timed it.
+    /// `maxsim_ring` fills its f32 stages with `cp.async.bulk` copies completing on one
+    /// mbarrier per stage (RING_BULK=1, the default, sm_90+; 8 more bytes of shared memory per
+    /// stage): 46.75 against 44.50 M docs/s at B = 100K on the H100; f16/bf16 keep per-lane
+    /// copies, faster at d = 768 (bench/results/ring_bulk.log).
     ring_bulk: bool,
 }
 
@@ -1563,7 +1564,7 @@ impl KernelShape {
         ring_warps: 8,
         ring_tiles: 2,
         bulk_dynamic: true,
-        ring_bulk: false,
+        ring_bulk: true,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
@@ -1893,30 +1894,32 @@ mod tests {
             ring_stages: 2,
             ..k
         };
-        let bulk = KernelShape {
-            ring_bulk: true,
+        let lane_copies = KernelShape {
+            ring_bulk: false,
             ..k
         };
+        // An f32 stage of 4 KB and its 8-byte mbarrier (bulk copies, the default).
+        const F32_STAGE: usize = 4096 + 8;
         let tiles = KernelShape { ring_tiles: 4, ..k };
         // (d, f32, shared memory per block, shape, (warps, bytes)).
         let cases = [
             // Up to eight warps' rings of 4 × 4 KB beside the query (f32: two copies of it).
             (128, false, H100, k, Some((8, 8192 + 8 * 16384))),
             (1024, false, H100, k, Some((8, 65536 + 8 * 16384))),
-            (768, true, H100, k, Some((8, 98304 + 8 * 16384))),
-            (1024, true, H100, k, Some((6, 131072 + 6 * 16384))),
+            (768, true, H100, k, Some((8, 98304 + 8 * 4 * F32_STAGE))),
+            (1024, true, H100, k, Some((6, 131072 + 6 * 4 * F32_STAGE))),
             (1024, false, RTX, k, Some((2, 65536 + 2 * 16384))),
             (1024, true, RTX, k, None),
             // Stages of 32 bytes per dimension below d = 128.
-            (32, true, H100, k, Some((8, 4096 + 8 * 4 * 1024))),
+            (32, true, H100, k, Some((8, 4096 + 8 * 4 * (1024 + 8)))),
             (160, false, H100, k, None),
             // The experiment knobs size the block too.
             (768, false, H100, wide, Some((12, 49152 + 12 * 8192))),
-            // Bulk copies: one 8-byte mbarrier more per stage.
-            (128, true, H100, bulk, Some((8, 16384 + 8 * 4 * (4096 + 8)))),
+            // Per-lane copies need no mbarrier.
+            (128, true, H100, lane_copies, Some((8, 16384 + 8 * 16384))),
             // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
             (768, false, H100, tiles, Some((5, 49152 + 5 * 32768))),
-            (128, true, H100, tiles, Some((8, 16384 + 8 * 16384))),
+            (128, true, H100, tiles, Some((8, 16384 + 8 * 4 * F32_STAGE))),
         ];
         for (dim, f32, smem, shape, want) in cases {
             assert_eq!(
@@ -1946,10 +1949,10 @@ mod tests {
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
         const { assert!(KernelShape::DEFAULT.bulk_dynamic) };
-        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0,RING_BULK=1")).unwrap();
+        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0,RING_BULK=0")).unwrap();
         assert_eq!(
             (k.ring_tiles, k.bulk_dynamic, k.ring_bulk),
-            (4, false, true)
+            (4, false, false)
         );
         for bad in [
             "RING_STAGES=9",
