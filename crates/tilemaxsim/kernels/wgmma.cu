@@ -1,32 +1,40 @@
 // maxsim_wgmma: maxsim_gemm's work (many query rows against the same documents: a batch of
 // queries, or ColPali-style long queries) on Hopper's warpgroup tensor-core instruction
-// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm on
-// documents of more than one tile on average (choose_kernel in cuda/mod.rs).
+// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm at
+// d = 128 on documents that fill their 128-token tiles (choose_kernel in cuda/mod.rs).
 //
-// Same queries, tasks, grid and output as maxsim_gemm: 32-row query blocks, a block takes a
-// query tile of WG_QBLOCKS blocks and one document at a time, tiles of WG_BN tokens through a
-// WG_STAGES-deep cp.async ring across document boundaries, each query block's partial score
-// to out[qblock * num_docs + pair]. What differs: two warpgroups of four warps; warpgroup w
-// holds the 64 rows of query blocks 2w and 2w + 1 as A fragments in registers (warp i of the
-// group: rows 16i .. 16i + 15, the layout of mma.m16n8k16's A), and multiplies them by the
-// 128-token tile, read from shared memory through matrix descriptors, as two 64-token halves:
-// two chains of d / 16 wgmma m64n64k16 (32 f32 accumulators per thread each, the m16n8 layout
-// per 8 columns), two commit groups, so the first half's maxima are folded on the CUDA cores
-// while the tensor cores multiply the second. (One m64n128k16 chain waited for whole, then
-// folded with masks: 295 TFLOP/s against maxsim_gemm's 355, ALU pipe 54% busy and tensor 31%,
-// bench/results/sweep.log.)
+// Same queries, tasks and output as maxsim_gemm (32-row query blocks; each block's partial
+// score to out[qblock * num_docs + pair]); one block per SM of two warpgroups takes a query
+// tile of WG_QBLOCKS = 8 blocks (256 rows: each 128-token document tile read from L2 feeds
+// 8.4 MFLOP) and one document at a time, tiles of WG_BN tokens through a WG_STAGES-deep
+// cp.async ring across document boundaries. Warp w holds query block 8 * tile + w whole, as
+// the A fragments (in registers) of two 64-row wgmma operands: rows 0-15 of the block are its
+// warp's rows of the warpgroup's "m-block 0", rows 16-31 those of "m-block 1" (a warp of a
+// warpgroup owns rows 16i .. 16i + 15 of each m64 operand, the layout of mma.m16n8k16's A),
+// so a block's maxima never leave its warp. Each tile is four chains of d / 16 wgmma
+// m64n64k16 (m-block x 64-token half, 32 f32 accumulators per thread each, the m16n8 layout
+// per 8 columns) into two accumulator sets used in turn: a chain is issued, then the one
+// before it is waited for and folded into the rows' maxima on the CUDA cores while the tensor
+// cores work on the next. H100 (bench/results/wgmma.log, wgmma_v4.log): 363-378 TFLOP/s on
+// 32 queries x 100K documents of 128 tokens (maxsim_gemm 353-355), 486-494 on ColPali
+// (gemm 377-380); the previous version (two warpgroups of 64 rows, two blocks per SM, a
+// __syncthreads per document) ran 325 and 407-409 in the same runs. Not better:
+//  - folding a tile's last chain during the next tile, after its first chain is issued, with
+//    the producer's copies also moved behind that first chain: 373-378 and 476-478;
+//  - keeping that chain in flight across the loop's back edge: ptxas then serializes every
+//    wgmma (C7514), as it does for waits or accumulator reads on a divergent path (C7518).
+// Where the documents leave tiles part empty it loses to maxsim_gemm (all four chains run;
+// gemm skips empty 8-token n-tiles): U[32,256] x 16 queries 284-288 against 318; and at
+// d = 64 (32 queries x 100K): 236-238 against 295.
 // The tile sits in shared memory as wgmma's 128-byte-swizzled K-major layout: per 64 dims
 // (128 bytes) an array of WG_BN rows of 128 bytes, 16-byte chunk j of row r at chunk
 // j ^ (r % 8), arrays 1024-byte aligned; the descriptor of k16 step kk starts kk % 4 * 32 bytes
 // into array kk / 4 (leading offset unused, stride 1024 bytes between 8-row groups).
-#define WG_QBLOCKS 4
+#define WG_QBLOCKS 8
 #define WG_THREADS 256
 #define WG_BN 128
-#ifndef WG_MINB
-#define WG_MINB 2
-#endif
 #ifndef WG_STAGES
-#define WG_STAGES 3
+#define WG_STAGES 4
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -85,6 +93,25 @@ __device__ __forceinline__ void wg_fold_half(float (&best)[2], const float (&d)[
         }
     }
 }
+
+// One chain: D = a warp's m-block rows (A fragments `a`) x 64-token half `h` of the tile at
+// shared address `tile0`, d / 16 wgmma issued and committed as one group.
+template <bool BF, int KS>
+__device__ __forceinline__ void wg_chain(float (&d)[32], const unsigned (&a)[KS][4], unsigned tile0, int h) {
+    constexpr unsigned ATOM_BYTES = WG_BN * 128;
+    constexpr unsigned HALF_BYTES = WG_BN / 2 * 128;  // token row 64 of an array (a multiple of 1024)
+    wg_fence_acc(d);  // the last reads of d (its fold) stay before the fence (as CUTLASS)
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < KS; ++kk)
+        Wgmma<BF>::run(d, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)h * HALF_BYTES +
+                                          (unsigned)(kk & 3) * 32u), kk > 0);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wg_wait(float (&d)[32]) {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+    wg_fence_acc(d);  // d is read only after the wait
+}
 #endif
 
 template <bool BF, int KCH>
@@ -96,16 +123,13 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int D = KCH * 32;
     constexpr int KS = D / 16;                 // k16 steps
+    constexpr int S = WG_STAGES;
     constexpr unsigned ATOM_BYTES = WG_BN * 128;
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
-    constexpr unsigned HALF_BYTES = WG_BN / 2 * 128;  // token row 64 of an array (a multiple of 1024)
     extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
-    const int wgi = warp >> 2, wl = warp & 3;
-    // The ring, 1024-byte aligned (the host allocates 1 KB more), then one float per warp.
-    const unsigned raw0 = smem_addr(wg_smem);
-    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
-    float* red = (float*)(wg_smem + (smem0 - raw0) + WG_STAGES * TILE_BYTES);
+    // The ring, 1024-byte aligned (the host allocates 1 KB more).
+    const unsigned smem0 = (smem_addr(wg_smem) + 1023u) & ~1023u;
     const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
     const i64 tasks = (i64)qtiles * num_docs;
 
@@ -117,93 +141,90 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
         });
     };
 #pragma unroll
-    for (int s = 0; s < WG_STAGES - 1; ++s) issue(s);
+    for (int s = 0; s < S - 1; ++s) issue(s);
 
-    unsigned a[KS][4];
-    float d0[32], d1[32];  // the two halves' accumulators
+    unsigned a[2][KS][4];   // the warp's query block: m-block 0 (rows 0-15), m-block 1 (16-31)
+    float acc0[32], acc1[32];  // chains 0 and 2 of a tile into acc0, 1 and 3 into acc1
+    float best[2][2];          // per m-block: the maxima of rows g and g + 8
 #pragma unroll
-    for (int i = 0; i < 32; ++i) d0[i] = d1[i] = 0.f;
+    for (int i = 0; i < 32; ++i) acc0[i] = acc1[i] = 0.f;
+    best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
     int cur_qtile = -1, rows = 0, qblock = 0;
-    bool group_live = false;                   // the warpgroup has a real query block
+    bool live = false;                         // the warpgroup has a real query block
     i64 c_task = blockIdx.x, c_start = 0;
     int c_tile = 0, c_nd = 0, slot = 0;
-    float best[2];
-    const int half = wl & 1;                   // rows half * 16 .. + 15 of the query block
     while (c_task < tasks) {
-        cp_async_wait<WG_STAGES - 2>();
+        cp_async_wait<S - 2>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data to wgmma
         __syncthreads();
-        issue((slot + WG_STAGES - 1) % WG_STAGES);
+        issue((slot + S - 1) % S);
         if (c_tile == 0) {
             dt.extent(c_task, c_start, c_nd);
             const int qtile = (int)(c_task % qtiles);
-            if (qtile != cur_qtile) {
+            if (qtile != cur_qtile) {  // uniform across the block
                 cur_qtile = qtile;
-                qblock = qtile * WG_QBLOCKS + wgi * 2 + (wl >> 1);
+                qblock = qtile * WG_QBLOCKS + warp;
                 rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
-                group_live = qtile * WG_QBLOCKS + wgi * 2 < num_qblocks;
+                live = qtile * WG_QBLOCKS + (warp & ~3) < num_qblocks;
                 const unsigned* q = (const unsigned*)(qpad + (i64)qblock * 32 * D);
 #pragma unroll
-                for (int kk = 0; kk < KS; ++kk) {
-                    if (rows > 0) {
-                        const unsigned* r0 = q + (half * 16 + g) * (D / 2) + kk * 8 + c;
-                        const unsigned* r8 = r0 + 8 * (D / 2);
-                        a[kk][0] = r0[0];
-                        a[kk][1] = r8[0];
-                        a[kk][2] = r0[4];
-                        a[kk][3] = r8[4];
-                    } else {
-                        a[kk][0] = a[kk][1] = a[kk][2] = a[kk][3] = 0u;
+                for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                    for (int kk = 0; kk < KS; ++kk) {
+                        if (rows > 0) {
+                            const unsigned* r0 = q + (mb * 16 + g) * (D / 2) + kk * 8 + c;
+                            const unsigned* r8 = r0 + 8 * (D / 2);
+                            a[mb][kk][0] = r0[0];
+                            a[mb][kk][1] = r8[0];
+                            a[mb][kk][2] = r0[4];
+                            a[mb][kk][3] = r8[4];
+                        } else {
+                            a[mb][kk][0] = a[mb][kk][1] = a[mb][kk][2] = a[mb][kk][3] = 0u;
+                        }
                     }
-                }
             }
-            best[0] = best[1] = NEG_INF;
         }
         const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
-        if (group_live) {  // uniform across the warpgroup
-            // Two 64-token halves as two commit groups: the first half's maxima are folded
-            // while the tensor cores work on the second.
+        // Chains (m-block, half): (0, 0) -> acc0, (1, 0) -> acc1, (0, 1) -> acc0, (1, 1) -> acc1;
+        // each waited for and folded after the next is issued. (The second half runs even when
+        // the tile has no token past 64, masked in the fold: a branch around wgmma makes ptxas
+        // serialize them.)
+        if (live) {  // uniform across the warpgroup
             const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
-            wg_fence_acc(d0);  // the last tile's reads of d stay before the fence (as CUTLASS)
-            wg_fence_acc(d1);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int kk = 0; kk < KS; ++kk)
-                Wgmma<BF>::run(d0, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + (unsigned)(kk & 3) * 32u), kk > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            // The second half even when the tile has no token past 64 (a branch here makes
-            // ptxas serialize every wgmma); its columns are masked out.
-#pragma unroll
-            for (int kk = 0; kk < KS; ++kk)
-                Wgmma<BF>::run(d1, a[kk], wg_desc(tile0 + (unsigned)(kk >> 2) * ATOM_BYTES + HALF_BYTES +
-                                                  (unsigned)(kk & 3) * 32u), kk > 0);
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-            wg_fence_acc(d0);
-            wg_fold_half(best, d0, 0, ntok, c);
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            wg_fence_acc(d1);
-            wg_fold_half(best, d1, WG_BN / 2, ntok, c);
+            wg_chain<BF, KS>(acc0, a[0], tile0, 0);
+            wg_chain<BF, KS>(acc1, a[1], tile0, 0);
+            wg_wait<1>(acc0);
+            wg_fold_half(best[0], acc0, 0, ntok, c);
+            wg_chain<BF, KS>(acc0, a[0], tile0, 1);
+            wg_wait<1>(acc1);
+            wg_fold_half(best[1], acc1, 0, ntok, c);
+            wg_chain<BF, KS>(acc1, a[1], tile0, 1);
+            wg_wait<1>(acc0);
+            wg_fold_half(best[0], acc0, WG_BN / 2, ntok, c);
+            wg_wait<0>(acc1);
+            wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
         }
-        if (++c_tile * WG_BN >= c_nd) {  // the document is done: sum the rows, then the halves
-            const float m0 = warp_max_xor(best[0], 2), m8 = warp_max_xor(best[1], 2);
-            float s = (half * 16 + g < rows ? m0 : 0.f) + (half * 16 + g + 8 < rows ? m8 : 0.f);
-            for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (lane == 0) red[warp] = s;
-            __syncthreads();
-            if (half == 0 && lane == 0 && rows > 0)
-                out[(i64)qblock * num_docs + c_task / qtiles] = red[warp] + red[warp + 1];
+        if (++c_tile * WG_BN >= c_nd) {  // the document is done: its score for the warp's block
+            float sum = 0.f;
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb) {
+                const float m0 = warp_max_xor(best[mb][0], 2), m8 = warp_max_xor(best[mb][1], 2);
+                sum += (mb * 16 + g < rows ? m0 : 0.f) + (mb * 16 + g + 8 < rows ? m8 : 0.f);
+                best[mb][0] = best[mb][1] = NEG_INF;
+            }
+            for (int o = 4; o < 32; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + c_task / qtiles] = sum;
             c_tile = 0;
             c_task += gridDim.x;
         }
-        slot = (slot + 1) % WG_STAGES;
+        slot = (slot + 1) % S;
     }
     cp_async_wait<0>();
 #endif
 }
 
 #define INSTANTIATE_WGMMA(NAME, BF, KCH)                                                       \
-    extern "C" __global__ void __launch_bounds__(WG_THREADS, WG_MINB) NAME(                          \
+    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1) NAME(                          \
         const u16* qpad, const int* qblock_rows, int num_qblocks, const u16* d_tokens,         \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
     {                                                                                          \

@@ -472,6 +472,7 @@ impl Staging {
         let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
         let split_ok = super::split_ok(corpus, 0..offsets[corpus.len()]);
         let uneven = super::uneven_lengths(offsets);
+        let whole_tiles = super::whole_tiles(offsets);
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
             let staged = if pinned { 1 } else { max_bytes };
@@ -491,6 +492,7 @@ impl Staging {
                 bytes: 0,
                 split_ok,
                 uneven,
+                whole_tiles,
             };
             Ok(Slot {
                 tokens,

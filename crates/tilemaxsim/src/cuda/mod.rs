@@ -147,6 +147,9 @@ pub struct DeviceCorpus {
     split_ok: bool,
     /// Its documents are not all of one length: `maxsim_bulk` then takes tasks from a counter.
     uneven: bool,
+    /// Its documents fill their 128-token tiles, padding at most a tenth (`whole_tiles`):
+    /// `maxsim_wgmma` then beats `maxsim_gemm`.
+    whole_tiles: bool,
 }
 
 impl DeviceCorpus {
@@ -161,11 +164,6 @@ impl DeviceCorpus {
     }
     pub fn dtype(&self) -> DType {
         self.dtype
-    }
-    /// Tokens per document, on average (rounded down; 0 when empty).
-    fn mean_tokens(&self) -> usize {
-        let row = self.dim * self.dtype.size();
-        (self.bytes / row.max(1)).checked_div(self.len).unwrap_or(0)
     }
     /// Bytes of token embeddings on the device.
     pub fn size_bytes(&self) -> usize {
@@ -268,6 +266,18 @@ fn uneven_lengths(offsets: &[usize]) -> bool {
         .is_some_and(|first| lens.any(|len| len != first))
 }
 
+/// Whether the documents of these offsets, cut into `WG_BN`-token tiles, pad at most a tenth of
+/// their tokens (`maxsim_wgmma` multiplies whole tiles).
+fn whole_tiles(offsets: &[usize]) -> bool {
+    let (tokens, padded) = offsets
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .fold((0usize, 0usize), |(t, p), len| {
+            (t + len, p + len.div_ceil(WG_BN) * WG_BN)
+        });
+    tokens > 0 && padded * 10 <= tokens * 11
+}
+
 /// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
 fn split_ok(corpus: &Corpus, tokens: std::ops::Range<usize>) -> bool {
     let dim = corpus.dim();
@@ -295,7 +305,7 @@ const GEMM_THREADS: u32 = 256;
 const WG_THREADS: u32 = 256;
 /// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), tokens per tile (WG_BN), the d it is
 /// instantiated for (128-byte swizzle atoms of 64 dimensions).
-const WG_QBLOCKS: usize = 4;
+const WG_QBLOCKS: usize = 8;
 const WG_BN: usize = 128;
 const WG_DIMS: [usize; 2] = [64, 128];
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
@@ -595,7 +605,7 @@ impl CudaScorer {
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
                 wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
-                long_docs: corpus.mean_tokens() > WG_BN,
+                whole_tiles: corpus.whole_tiles,
                 ring_available: aligned
                     && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
@@ -633,6 +643,7 @@ impl CudaScorer {
         let bytes = &corpus.tokens().elements().as_bytes()[first * row..last * row];
         let split_ok = split_ok(corpus, first..last);
         let uneven = uneven_lengths(&offsets[docs.start..=docs.end]);
+        let whole_tiles = whole_tiles(&offsets[docs.start..=docs.end]);
         let rel: Vec<i64> = offsets[docs.start..=docs.end]
             .iter()
             .map(|&o| (o - first) as i64)
@@ -649,6 +660,7 @@ impl CudaScorer {
             bytes: bytes.len(),
             split_ok,
             uneven,
+            whole_tiles,
         })
     }
 
@@ -1002,10 +1014,8 @@ impl CudaScorer {
     ) -> Result<()> {
         let key = (corpus.dtype, corpus.dim);
         let (func, threads, qblocks_per_block, smem) = if kernel == Kernel::Wgmma {
-            // The ring 1024-byte aligned inside the allocation, then one float per warp.
-            let smem = self.shape.wg_stages * WG_BN * corpus.dim * 2
-                + 1024
-                + 4 * (WG_THREADS / 32) as usize;
+            // The ring, 1024-byte aligned inside the allocation.
+            let smem = self.shape.wg_stages * WG_BN * corpus.dim * 2 + 1024;
             let func = kernel_in(&self.kernels.wgmma, key, "warpgroup-MMA")?;
             (func, WG_THREADS, WG_QBLOCKS, smem)
         } else {
@@ -1053,7 +1063,7 @@ impl CudaScorer {
             // `maxsim_wgmma_*` in kernels/wgmma.cu: `qp` holds blocks × 32 × d halves and
             // `rows` one count per block, the offsets cover every document, `di` is null or `n`
             // indices < corpus.len (checked by the caller), `o` holds blocks × n floats, `smem`
-            // bytes of dynamic shared memory for the ring (and wgmma's alignment and sums); the
+            // bytes of dynamic shared memory for the ring (and wgmma's alignment); the
             // tokens are 16-byte aligned for wgmma (`wgmma_available`).
             unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
         }
@@ -1444,16 +1454,16 @@ struct LaunchShape {
     bulk_available: bool,
     /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
     wgmma_available: bool,
-    /// The corpus's documents average more than one 128-token tile.
-    long_docs: bool,
+    /// The corpus's documents fill their 128-token tiles (`whole_tiles`).
+    whole_tiles: bool,
     /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
     ring_available: bool,
 }
 
 /// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
 /// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
-/// any longer query: compute-bound, `Wgmma` (sm_90a, d = 64 or 128) on documents of more than
-/// 128 tokens on average, else `Gemm`; d = 256..1024 or f32 (≤ 32 tokens per query):
+/// any longer query: compute-bound, `Wgmma` (sm_90a) at d = 128 on documents that fill their
+/// 128-token tiles, else `Gemm`; d = 256..1024 or f32 (≤ 32 tokens per query):
 /// `Ring`; everything else: `Tiled`. A forced kernel that does not apply falls back to the
 /// nearest that does.
 fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
@@ -1491,10 +1501,10 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
                 Kernel::Mma
             }
         }
-        // The H100 (bench/results/wgmma.log): ColPali's 1024-token documents 404 against 377
-        // TFLOP/s; 128-token documents 320 against 355 (one tile per document, so the
-        // per-document work of a block of 256 threads is not hidden).
-        None if wgmma_ok && s.long_docs => Kernel::Wgmma,
+        // The H100 (bench/results/wgmma.log, wgmma_v4.log), TFLOP/s against gemm: ColPali's
+        // 1024-token documents 486-494 against 377-380, 128-token documents 363-378 against
+        // 353-355; U[32,256] 284-288 against 318 (part-empty tiles), d = 64 236 against 295.
+        None if wgmma_ok && s.dim == 128 && s.whole_tiles => Kernel::Wgmma,
         _ => Kernel::Gemm,
     }
 }
@@ -1559,7 +1569,7 @@ struct KernelShape {
 impl KernelShape {
     const DEFAULT: KernelShape = KernelShape {
         gemm_stages: 3,
-        wg_stages: 3,
+        wg_stages: 4,
         ring_stages: 4,
         ring_warps: 8,
         ring_tiles: 2,
@@ -1579,7 +1589,7 @@ impl KernelShape {
             let (name, value) = d.split_once('=').unwrap_or((d, ""));
             let (slot, range) = match name.trim() {
                 "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
-                "WG_STAGES" => (&mut k.wg_stages, 2..=4),
+                "WG_STAGES" => (&mut k.wg_stages, 2..=6),
                 "RING_STAGES" => (&mut k.ring_stages, 2..=8),
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
@@ -1733,7 +1743,7 @@ mod tests {
             f32: false,
             bulk_available: bulk,
             wgmma_available: bulk,
-            long_docs: false,
+            whole_tiles: false,
             ring_available: true,
         }
     }
@@ -1788,24 +1798,25 @@ mod tests {
         assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
         assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
-        // Warpgroup MMA: by name on sm_90a at d = 64 and 128 (else Gemm); chosen on documents
-        // of more than one 128-token tile.
+        // Warpgroup MMA: by name on sm_90a at d = 64 and 128 (else Gemm); chosen at d = 128 on
+        // documents that fill their 128-token tiles.
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, true)), Wgmma);
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 64, true)), Wgmma);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 96, true)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
-        let long = |blocks, queries, dim, sm90a| LaunchShape {
-            long_docs: true,
+        let whole = |blocks, queries, dim, sm90a| LaunchShape {
+            whole_tiles: true,
             ..shape(blocks, queries, dim, sm90a)
         };
-        assert_eq!(auto(long(Some(32), 1, 128, true)), Wgmma);
-        assert_eq!(auto(long(Some(40), 8, 64, true)), Wgmma);
-        assert_eq!(auto(long(Some(32), 1, 128, false)), Gemm);
-        assert_eq!(auto(long(Some(32), 1, 96, true)), Gemm);
-        assert_eq!(auto(long(Some(1), 1, 128, true)), Bulk);
-        assert_eq!(forced(Gemm, long(Some(32), 1, 128, true)), Gemm);
+        assert_eq!(auto(whole(Some(32), 1, 128, true)), Wgmma);
+        assert_eq!(auto(whole(Some(32), 32, 128, true)), Wgmma);
+        assert_eq!(auto(whole(Some(40), 8, 64, true)), Gemm);
+        assert_eq!(auto(whole(Some(32), 1, 128, false)), Gemm);
+        assert_eq!(auto(whole(Some(32), 1, 96, true)), Gemm);
+        assert_eq!(auto(whole(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(forced(Gemm, whole(Some(32), 1, 128, true)), Gemm);
         assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
         assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
@@ -1931,6 +1942,20 @@ mod tests {
         assert_eq!(ring_instance(96), Some(96));
         assert_eq!(ring_instance(640), Some(128));
         assert_eq!(ring_instance(160), None);
+    }
+
+    #[test]
+    fn whole_tiles_pad_at_most_a_tenth() {
+        assert!(whole_tiles(&[0, 128, 256]));
+        assert!(whole_tiles(&[0, 1024, 2048]));
+        assert!(whole_tiles(&[0, 1024, 1124]));
+        // 1152 tile tokens hold 1048 document tokens (9.9% more), not 1047 or 1030.
+        assert!(whole_tiles(&[0, 1048]));
+        assert!(!whole_tiles(&[0, 1047]));
+        assert!(!whole_tiles(&[0, 1030]));
+        assert!(!whole_tiles(&[0, 32, 288]));
+        assert!(!whole_tiles(&[0]));
+        assert!(!whole_tiles(&[0, 0]));
     }
 
     #[test]
