@@ -667,6 +667,25 @@ template <int C> __device__ __forceinline__ unsigned gemm_swz(int row, int ch) {
     return (unsigned)(row * C + (ch ^ x)) * 16u;
 }
 
+// A query block's 32 rows (`qb`, rows of D halves) as A fragments of mma.m16n8k16 (the layout
+// of a wgmma warp's 16 rows too), rows 16mt .. 16mt + 15 in a[mt]: register i of k16 step kk
+// holds rows g / g + 8 at k = 16kk + 2c (+ 8), the many-row kernels' query operand.
+template <int D>
+__device__ __forceinline__ void qblock_fragments(unsigned (&a)[2][D / 16][4], const u16* __restrict__ qb, int g, int c) {
+    const unsigned* q = (const unsigned*)qb;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const unsigned* r0 = q + (mt * 16 + g) * (D / 2) + kk * 8 + c;
+            const unsigned* r8 = r0 + 8 * (D / 2);
+            a[mt][kk][0] = r0[0];
+            a[mt][kk][1] = r8[0];
+            a[mt][kk][2] = r0[4];
+            a[mt][kk][3] = r8[4];
+        }
+}
+
 // The producer of the many-row kernels (maxsim_gemm, maxsim_wgmma). A block walks (query tile,
 // document) tasks with a grid stride, task = pair * qtiles + query tile; `extent` gives a task's
 // document tokens. TileProducer copies each document in tiles of TOKENS tokens by cp.async, one
@@ -756,20 +775,7 @@ __device__ __forceinline__ void maxsim_gemm_impl(
                 cur_qtile = qtile;
                 qblock = qtile * GEMM_WARPS + wib;
                 rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
-                if (rows > 0) {
-                    const unsigned* q = (const unsigned*)(qpad + (i64)qblock * 32 * D);
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                        for (int kk = 0; kk < KS; ++kk) {
-                            const unsigned* r0 = q + (mt * 16 + g) * (D / 2) + kk * 8 + c;
-                            const unsigned* r8 = r0 + 8 * (D / 2);
-                            a[mt][kk][0] = r0[0];
-                            a[mt][kk][1] = r8[0];
-                            a[mt][kk][2] = r0[4];
-                            a[mt][kk][3] = r8[4];
-                        }
-                }
+                if (rows > 0) qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
             }
             best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         }

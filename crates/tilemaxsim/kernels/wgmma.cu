@@ -166,22 +166,14 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
                 qblock = qtile * WG_QBLOCKS + warp;
                 rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
                 live = qtile * WG_QBLOCKS + (warp & ~3) < num_qblocks;
-                const unsigned* q = (const unsigned*)(qpad + (i64)qblock * 32 * D);
+                if (rows > 0) {
+                    qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
+                } else {  // zeros, so a warp past the last block multiplies nothing undefined
 #pragma unroll
-                for (int mb = 0; mb < 2; ++mb)
+                    for (int mb = 0; mb < 2; ++mb)
 #pragma unroll
-                    for (int kk = 0; kk < KS; ++kk) {
-                        if (rows > 0) {
-                            const unsigned* r0 = q + (mb * 16 + g) * (D / 2) + kk * 8 + c;
-                            const unsigned* r8 = r0 + 8 * (D / 2);
-                            a[mb][kk][0] = r0[0];
-                            a[mb][kk][1] = r8[0];
-                            a[mb][kk][2] = r0[4];
-                            a[mb][kk][3] = r8[4];
-                        } else {
-                            a[mb][kk][0] = a[mb][kk][1] = a[mb][kk][2] = a[mb][kk][3] = 0u;
-                        }
-                    }
+                        for (int kk = 0; kk < KS; ++kk) a[mb][kk][0] = a[mb][kk][1] = a[mb][kk][2] = a[mb][kk][3] = 0u;
+                }
             }
         }
         const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
