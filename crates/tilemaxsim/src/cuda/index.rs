@@ -471,8 +471,7 @@ impl Staging {
             .max(1);
         let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
         let split_ok = super::split_ok(corpus, 0..offsets[corpus.len()]);
-        let uneven = super::uneven_lengths(offsets);
-        let whole_tiles = super::whole_tiles(offsets);
+        let lengths = super::DocLengths::of(offsets);
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
             let staged = if pinned { 1 } else { max_bytes };
@@ -491,8 +490,7 @@ impl Staging {
                 len: 0,
                 bytes: 0,
                 split_ok,
-                uneven,
-                whole_tiles,
+                lengths,
             };
             Ok(Slot {
                 tokens,

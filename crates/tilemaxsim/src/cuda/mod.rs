@@ -145,11 +145,8 @@ pub struct DeviceCorpus {
     /// f32 tokens all in the split's range (`split_rows_ok`): `maxsim_ring` can score them
     /// exactly as f16 high and low parts.
     split_ok: bool,
-    /// Its documents are not all of one length: `maxsim_bulk` then takes tasks from a counter.
-    uneven: bool,
-    /// Its documents fill their 128-token tiles, padding at most a tenth (`whole_tiles`):
-    /// `maxsim_wgmma` then beats `maxsim_gemm`.
-    whole_tiles: bool,
+    /// What the kernel choice needs of its documents' lengths.
+    lengths: DocLengths,
 }
 
 impl DeviceCorpus {
@@ -259,23 +256,30 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     })
 }
 
-/// Whether the documents of these offsets differ in length.
-fn uneven_lengths(offsets: &[usize]) -> bool {
-    let mut lens = offsets.windows(2).map(|w| w[1] - w[0]);
-    lens.next()
-        .is_some_and(|first| lens.any(|len| len != first))
+/// What the kernel choice needs of a corpus's document lengths, from its offsets in one pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DocLengths {
+    /// The documents are not all of one length: `maxsim_bulk` then takes tasks from a counter.
+    uneven: bool,
+    /// Cut into `WG_BN`-token tiles, they pad at most a tenth of their tokens: `maxsim_wgmma`
+    /// (which multiplies whole tiles) then beats `maxsim_gemm`.
+    whole_tiles: bool,
 }
 
-/// Whether the documents of these offsets, cut into `WG_BN`-token tiles, pad at most a tenth of
-/// their tokens (`maxsim_wgmma` multiplies whole tiles).
-fn whole_tiles(offsets: &[usize]) -> bool {
-    let (tokens, padded) = offsets
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .fold((0usize, 0usize), |(t, p), len| {
-            (t + len, p + len.div_ceil(WG_BN) * WG_BN)
-        });
-    tokens > 0 && padded * 10 <= tokens * 11
+impl DocLengths {
+    fn of(offsets: &[usize]) -> Self {
+        let (mut tokens, mut padded, mut uneven) = (0usize, 0usize, false);
+        let first = offsets.get(1).zip(offsets.first()).map(|(b, a)| b - a);
+        for len in offsets.windows(2).map(|w| w[1] - w[0]) {
+            tokens += len;
+            padded += len.div_ceil(WG_BN) * WG_BN;
+            uneven |= Some(len) != first;
+        }
+        DocLengths {
+            uneven,
+            whole_tiles: tokens > 0 && padded * 10 <= tokens * 11,
+        }
+    }
 }
 
 /// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).
@@ -374,8 +378,8 @@ pub enum Kernel {
     /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
     /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
     Gemm,
-    /// `Gemm`'s work on Hopper's warpgroup MMA (`wgmma`, sm_90a: H100, H200), d ∈ {64, 128}.
-    /// An experiment: chosen only by name until a GPU run has tested and timed it.
+    /// `Gemm`'s work on Hopper's warpgroup MMA (`wgmma`, sm_90a: H100, H200), d ∈ {64, 128};
+    /// chosen at d = 128 on documents that fill their 128-token tiles (`choose_kernel`).
     Wgmma,
     /// One warp per (query, document) with the query in shared memory and the document streamed
     /// through a per-warp cp.async ring, Nq ≤ 32: wide embeddings (d a multiple of 128 up to
@@ -605,7 +609,7 @@ impl CudaScorer {
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
                 wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
-                whole_tiles: corpus.whole_tiles,
+                whole_tiles: corpus.lengths.whole_tiles,
                 ring_available: aligned
                     && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
@@ -642,8 +646,7 @@ impl CudaScorer {
         let (first, last) = (offsets[docs.start], offsets[docs.end]);
         let bytes = &corpus.tokens().elements().as_bytes()[first * row..last * row];
         let split_ok = split_ok(corpus, first..last);
-        let uneven = uneven_lengths(&offsets[docs.start..=docs.end]);
-        let whole_tiles = whole_tiles(&offsets[docs.start..=docs.end]);
+        let lengths = DocLengths::of(&offsets[docs.start..=docs.end]);
         let rel: Vec<i64> = offsets[docs.start..=docs.end]
             .iter()
             .map(|&o| (o - first) as i64)
@@ -659,8 +662,7 @@ impl CudaScorer {
             len: docs.len(),
             bytes: bytes.len(),
             split_ok,
-            uneven,
-            whole_tiles,
+            lengths,
         })
     }
 
@@ -945,8 +947,11 @@ impl CudaScorer {
         let (st, ti) = (stages as i32, tile as i32);
         let tasks = (queries.len * n) as u64;
         let cfg = self.persistent_grid(func, BULK_THREADS, smem, tasks.div_ceil(4))?;
-        let (_counter, tc) =
-            self.task_counter(self.shape.bulk_dynamic && corpus.uneven, tasks, &cfg)?;
+        let (_counter, tc) = self.task_counter(
+            self.shape.bulk_dynamic && corpus.lengths.uneven,
+            tasks,
+            &cfg,
+        )?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&ti).arg(&tc);
@@ -1454,7 +1459,7 @@ struct LaunchShape {
     bulk_available: bool,
     /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
     wgmma_available: bool,
-    /// The corpus's documents fill their 128-token tiles (`whole_tiles`).
+    /// The corpus's documents fill their 128-token tiles (`DocLengths`).
     whole_tiles: bool,
     /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
     ring_available: bool,
@@ -1946,26 +1951,28 @@ mod tests {
 
     #[test]
     fn whole_tiles_pad_at_most_a_tenth() {
-        assert!(whole_tiles(&[0, 128, 256]));
-        assert!(whole_tiles(&[0, 1024, 2048]));
-        assert!(whole_tiles(&[0, 1024, 1124]));
+        let whole = |o: &[usize]| DocLengths::of(o).whole_tiles;
+        assert!(whole(&[0, 128, 256]));
+        assert!(whole(&[0, 1024, 2048]));
+        assert!(whole(&[0, 1024, 1124]));
         // 1152 tile tokens hold 1048 document tokens (9.9% more), not 1047 or 1030.
-        assert!(whole_tiles(&[0, 1048]));
-        assert!(!whole_tiles(&[0, 1047]));
-        assert!(!whole_tiles(&[0, 1030]));
-        assert!(!whole_tiles(&[0, 32, 288]));
-        assert!(!whole_tiles(&[0]));
-        assert!(!whole_tiles(&[0, 0]));
+        assert!(whole(&[0, 1048]));
+        assert!(!whole(&[0, 1047]));
+        assert!(!whole(&[0, 1030]));
+        assert!(!whole(&[0, 32, 288]));
+        assert!(!whole(&[0]));
+        assert!(!whole(&[0, 0]));
     }
 
     #[test]
     fn uneven_lengths_are_told_from_one_length() {
-        assert!(!uneven_lengths(&[]));
-        assert!(!uneven_lengths(&[0]));
-        assert!(!uneven_lengths(&[0, 7]));
-        assert!(!uneven_lengths(&[3, 131, 259, 387]));
-        assert!(uneven_lengths(&[0, 128, 256, 385]));
-        assert!(uneven_lengths(&[0, 1, 1]));
+        let uneven = |o: &[usize]| DocLengths::of(o).uneven;
+        assert!(!uneven(&[]));
+        assert!(!uneven(&[0]));
+        assert!(!uneven(&[0, 7]));
+        assert!(!uneven(&[3, 131, 259, 387]));
+        assert!(uneven(&[0, 128, 256, 385]));
+        assert!(uneven(&[0, 1, 1]));
     }
 
     #[test]
