@@ -29,11 +29,11 @@ prev() {  # a row of the previous build (its own kernel cache)
   sanitize_tests tensor_core_path
   q32=(--dtype f16 --queries 32 --docs 100000 --reps 10)
   colpali=(--dtype f16 --nq 1024 --doc-len 1024 --docs 1000 --reps 10)
-  echo "== 32 queries x 100K (Nq = 32, Nd = 128, d = 128, f16): gemm, wgmma, previous wgmma"
+  echo "== 32 queries x 100K (Nq = 32, Nd = 128, d = 128, f16): gemm and wgmma, this build and the previous"
   for r in 1 2; do
     for k in gemm wgmma; do def_row "" "${q32[@]}" --kernel $k; prev "${q32[@]}" --kernel $k; done
   done
-  echo "== ColPali Nq = Nd = 1024, B = 1000: gemm, wgmma, previous wgmma"
+  echo "== ColPali Nq = Nd = 1024, B = 1000: gemm and wgmma, this build and the previous"
   for r in 1 2; do
     for k in gemm wgmma; do def_row "" "${colpali[@]}" --kernel $k; prev "${colpali[@]}" --kernel $k; done
   done
