@@ -687,51 +687,90 @@ __device__ __forceinline__ void qblock_fragments(unsigned (&a)[2][D / 16][4], co
 }
 
 // The producer of the many-row kernels (maxsim_gemm, maxsim_wgmma). A block walks (query tile,
-// document) tasks with a grid stride, task = pair * qtiles + query tile; `extent` gives a task's
-// document tokens. TileProducer copies each document in tiles of TOKENS tokens by cp.async, one
-// call a stage, 16-byte chunk `ch` of token row `row` to byte `swz(row, ch)` of the stage (rows
-// past the document's end zero-filled), running ahead across document boundaries; each call
-// commits a group, empty ones too, so the consumers' wait count stays uniform.
-struct DocTasks {
-    const i64* __restrict__ d_offsets;
-    const i64* __restrict__ doc_index;
-    int qtiles;
-    i64 tasks;
-    __device__ __forceinline__ void extent(i64 task, i64& start, int& nd) const {
-        const int pair = (int)(task / qtiles);
-        const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-        start = d_offsets[doc];
-        nd = (int)(d_offsets[doc + 1] - start);
-    }
+// document) tasks with a grid stride, task = pair * qtiles + query tile, kept as (pair, qtile)
+// and stepped without dividing. TileProducer copies each document in tiles of TOKENS tokens by
+// cp.async, one call a stage, 16-byte chunk `ch` of token row `row` to byte `swz(row, ch)` of
+// the stage (rows past the document's end zero-filled), running ahead across document
+// boundaries; each call commits a group, empty ones too, so the consumers' wait count stays
+// uniform. It returns what the consumers need of the tile (TileMeta), which thread 0 leaves in
+// shared memory beside the stage: the consumers read no offsets and divide nothing. A task's
+// offsets are loaded when the task before it ends and first used a call later, so no thread
+// waits on those loads.
+struct alignas(16) TileMeta {
+    int ntok;   // the tile's tokens
+    int last;   // it ends its document
+    int qtile;  // the task's query tile
+    int pair;   // the task's document (in the launch's order); -1: no task (the walk is over)
 };
 template <int D, int TOKENS, int NTHREADS>
 struct TileProducer {
-    i64 task = blockIdx.x, start = 0;
-    int tile = 0, nd = 0;
-    __device__ __forceinline__ explicit TileProducer(const DocTasks& t) {
-        if (task < t.tasks) t.extent(task, start, nd);
+    const i64* __restrict__ d_offsets;
+    const i64* __restrict__ doc_index;
+    i64 num_docs, pair, step_pair;  // (64-bit: a step past the last of 2^31 - 1 documents)
+    int qtiles, qtile, step_q, tile = 0;
+    i64 start = 0, end = 0;  // the current task's tokens (as loaded: used a call later)
+    __device__ __forceinline__ TileProducer(const i64* offsets, const i64* index, int docs, int tiles)
+        : d_offsets(offsets), doc_index(index), num_docs(docs), qtiles(tiles) {
+        const unsigned t = tiles > 0 ? (unsigned)tiles : 1u;
+        pair = tiles > 0 ? (i64)(blockIdx.x / t) : num_docs;  // no query tile: no task
+        step_pair = gridDim.x / t;
+        qtile = (int)(blockIdx.x % t);
+        step_q = (int)(gridDim.x % t);
+        load();
+    }
+    __device__ __forceinline__ void load() {
+        if (pair < num_docs) {
+            const i64 doc = doc_index ? doc_index[pair] : pair;
+            start = d_offsets[doc];
+            end = d_offsets[doc + 1];
+        }
     }
     template <class Swz>
-    __device__ __forceinline__ void issue(const DocTasks& t, const u16* __restrict__ d_tokens, unsigned dst0, Swz swz) {
+    __device__ __forceinline__ TileMeta issue(const u16* __restrict__ d_tokens, unsigned dst0, Swz swz) {
         constexpr int C = D / 8;  // 16-byte chunks per token row
-        if (task < t.tasks) {
+        TileMeta m{0, 0, 0, -1};
+        if (pair < num_docs) {
+            const int nd = (int)(end - start);
             const int tok0 = tile * TOKENS;
             const int ntok = min(TOKENS, nd - tok0);
             const u16* base = d_tokens + (start + tok0) * D;
+            if constexpr (NTHREADS % C == 0) {  // a thread copies one chunk column, every RSTEP rows
+                constexpr int RSTEP = NTHREADS / C;
+                static_assert(TOKENS % RSTEP == 0, "every thread copies the same number of chunks");
+                const int ch = (int)(threadIdx.x % C), row0 = (int)(threadIdx.x / C);
+                const u16* src = base + (i64)row0 * D + ch * 8;
+#pragma unroll
+                for (int i = 0; i < TOKENS / RSTEP; ++i) {
+                    const int row = row0 + i * RSTEP;
+                    const bool ok = row < ntok;
+                    cp_async16(dst0 + swz(row, ch), ok ? (const void*)(src + i * RSTEP * D) : (const void*)d_tokens,
+                               ok ? 16u : 0u);
+                }
+            } else {
 #pragma unroll 4
-            for (int idx = threadIdx.x; idx < TOKENS * C; idx += NTHREADS) {
-                const int row = idx / C, ch = idx % C;
-                const bool ok = row < ntok;
-                cp_async16(dst0 + swz(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
-                           ok ? 16u : 0u);
+                for (int idx = threadIdx.x; idx < TOKENS * C; idx += NTHREADS) {
+                    const int row = idx / C, ch = idx % C;
+                    const bool ok = row < ntok;
+                    cp_async16(dst0 + swz(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
+                               ok ? 16u : 0u);
+                }
             }
-            if (++tile * TOKENS >= nd) {
+            m = TileMeta{ntok, tok0 + TOKENS >= nd, qtile, (int)pair};
+            if (m.last) {
                 tile = 0;
-                task += gridDim.x;
-                if (task < t.tasks) t.extent(task, start, nd);
+                pair += step_pair;
+                qtile += step_q;
+                if (qtile >= qtiles) {
+                    qtile -= qtiles;
+                    ++pair;
+                }
+                load();
+            } else {
+                ++tile;
             }
         }
         cp_async_commit();
+        return m;
     }
 };
 
@@ -748,38 +787,34 @@ __device__ __forceinline__ void maxsim_gemm_impl(
     extern __shared__ __attribute__((aligned(128))) unsigned char gemm_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const int qtiles = (num_qblocks + GEMM_WARPS - 1) / GEMM_WARPS;
-    const i64 tasks = (i64)qtiles * num_docs;
     const unsigned smem0 = smem_addr(gemm_smem);
+    TileMeta* meta = (TileMeta*)(gemm_smem + GEMM_STAGES * TILE_BYTES);  // per stage
 
-    const DocTasks dt{d_offsets, doc_index, qtiles, tasks};
-    TileProducer<D, GEMM_BN, GEMM_THREADS> producer(dt);
+    TileProducer<D, GEMM_BN, GEMM_THREADS> producer(d_offsets, doc_index, num_docs, qtiles);
     auto issue = [&](int slot) {
-        producer.issue(dt, d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) { return gemm_swz<C>(row, ch); });
+        const TileMeta m =
+            producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) { return gemm_swz<C>(row, ch); });
+        if (threadIdx.x == 0) meta[slot] = m;
     };
 #pragma unroll
     for (int s = 0; s < GEMM_STAGES - 1; ++s) issue(s);
 
     unsigned a[2][KS][4];
-    int cur_qtile = -1, rows = 0, qblock = 0;
-    i64 c_task = blockIdx.x, c_start = 0;
-    int c_tile = 0, c_nd = 0, slot = 0;
-    float best[2][2];
-    while (c_task < tasks) {
+    int cur_qtile = -1, rows = 0, qblock = 0, slot = 0;
+    float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+    while (true) {
         cp_async_wait<GEMM_STAGES - 2>();
         __syncthreads();
+        const TileMeta m = meta[slot];
+        if (m.pair < 0) break;  // uniform across the block
         issue((slot + GEMM_STAGES - 1) % GEMM_STAGES);
-        if (c_tile == 0) {
-            dt.extent(c_task, c_start, c_nd);
-            const int qtile = (int)(c_task % qtiles);
-            if (qtile != cur_qtile) {
-                cur_qtile = qtile;
-                qblock = qtile * GEMM_WARPS + wib;
-                rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
-                if (rows > 0) qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
-            }
-            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        if (m.qtile != cur_qtile) {
+            cur_qtile = m.qtile;
+            qblock = m.qtile * GEMM_WARPS + wib;
+            rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
+            if (rows > 0) qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
         }
-        const int ntok = min(GEMM_BN, c_nd - c_tile * GEMM_BN);
+        const int ntok = m.ntok;
         if (rows > 0) {
             const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
             const int mi = lane >> 3, r = lane & 7;
@@ -827,13 +862,12 @@ __device__ __forceinline__ void maxsim_gemm_impl(
                 }
             }
         }
-        if (++c_tile * GEMM_BN >= c_nd) {  // the document is done
+        if (m.last) {  // the document is done
             if (rows > 0) {
                 const float s = block_score(best, rows, g);
-                if (lane == 0) out[(i64)qblock * num_docs + c_task / qtiles] = s;
+                if (lane == 0) out[(i64)qblock * num_docs + m.pair] = s;
             }
-            c_tile = 0;
-            c_task += gridDim.x;
+            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         }
         slot = (slot + 1) % GEMM_STAGES;
     }

@@ -128,17 +128,18 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
     extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
-    // The ring, 1024-byte aligned (the host allocates 1 KB more).
-    const unsigned smem0 = (smem_addr(wg_smem) + 1023u) & ~1023u;
+    // The ring, 1024-byte aligned (the host allocates 1 KB more), then a TileMeta per stage.
+    const unsigned raw0 = smem_addr(wg_smem);
+    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
+    TileMeta* meta = (TileMeta*)(wg_smem + (smem0 - raw0) + S * TILE_BYTES);
     const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
-    const i64 tasks = (i64)qtiles * num_docs;
 
-    const DocTasks dt{d_offsets, doc_index, qtiles, tasks};
-    TileProducer<D, WG_BN, WG_THREADS> producer(dt);
+    TileProducer<D, WG_BN, WG_THREADS> producer(d_offsets, doc_index, num_docs, qtiles);
     auto issue = [&](int slot) {
-        producer.issue(dt, d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) {
+        const TileMeta m = producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) {
             return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
         });
+        if (threadIdx.x == 0) meta[slot] = m;
     };
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) issue(s);
@@ -149,34 +150,30 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
 #pragma unroll
     for (int i = 0; i < 32; ++i) acc0[i] = acc1[i] = 0.f;
     best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
-    int cur_qtile = -1, rows = 0, qblock = 0;
+    int cur_qtile = -1, rows = 0, qblock = 0, slot = 0;
     bool live = false;                         // the warpgroup has a real query block
-    i64 c_task = blockIdx.x, c_start = 0;
-    int c_tile = 0, c_nd = 0, slot = 0;
-    while (c_task < tasks) {
+    while (true) {
         cp_async_wait<S - 2>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data to wgmma
         __syncthreads();
+        const TileMeta m = meta[slot];
+        if (m.pair < 0) break;  // uniform across the block
         issue((slot + S - 1) % S);
-        if (c_tile == 0) {
-            dt.extent(c_task, c_start, c_nd);
-            const int qtile = (int)(c_task % qtiles);
-            if (qtile != cur_qtile) {  // uniform across the block
-                cur_qtile = qtile;
-                qblock = qtile * WG_QBLOCKS + warp;
-                rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
-                live = qtile * WG_QBLOCKS + (warp & ~3) < num_qblocks;
-                if (rows > 0) {
-                    qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
-                } else {  // zeros, so a warp past the last block multiplies nothing undefined
+        if (m.qtile != cur_qtile) {  // uniform across the block
+            cur_qtile = m.qtile;
+            qblock = m.qtile * WG_QBLOCKS + warp;
+            rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
+            live = m.qtile * WG_QBLOCKS + (warp & ~3) < num_qblocks;
+            if (rows > 0) {
+                qblock_fragments<D>(a, qpad + (i64)qblock * 32 * D, g, c);
+            } else {  // zeros, so a warp past the last block multiplies nothing undefined
 #pragma unroll
-                    for (int mb = 0; mb < 2; ++mb)
+                for (int mb = 0; mb < 2; ++mb)
 #pragma unroll
-                        for (int kk = 0; kk < KS; ++kk) a[mb][kk][0] = a[mb][kk][1] = a[mb][kk][2] = a[mb][kk][3] = 0u;
-                }
+                    for (int kk = 0; kk < KS; ++kk) a[mb][kk][0] = a[mb][kk][1] = a[mb][kk][2] = a[mb][kk][3] = 0u;
             }
         }
-        const int ntok = min(WG_BN, c_nd - c_tile * WG_BN);
+        const int ntok = m.ntok;
         // Chains (m-block, half): (0, 0) -> acc0, (1, 0) -> acc1, (0, 1) -> acc0, (1, 1) -> acc1;
         // each waited for and folded after the next is issued. (The second half runs even when
         // the tile has no token past 64, masked in the fold: a branch around wgmma makes ptxas
@@ -196,18 +193,10 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
             wg_wait<0>(acc1);
             wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
         }
-        if (++c_tile * WG_BN >= c_nd) {  // the document is done: its score for the warp's block
-            float sum = 0.f;
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb) {
-                const float m0 = warp_max_xor(best[mb][0], 2), m8 = warp_max_xor(best[mb][1], 2);
-                sum += (mb * 16 + g < rows ? m0 : 0.f) + (mb * 16 + g + 8 < rows ? m8 : 0.f);
-                best[mb][0] = best[mb][1] = NEG_INF;
-            }
-            for (int o = 4; o < 32; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-            if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + c_task / qtiles] = sum;
-            c_tile = 0;
-            c_task += gridDim.x;
+        if (m.last) {  // the document is done: its score for the warp's block
+            const float sum = block_score(best, rows, g);
+            if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + m.pair] = sum;
+            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         }
         slot = (slot + 1) % S;
     }

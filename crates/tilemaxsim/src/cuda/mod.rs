@@ -316,6 +316,8 @@ const WG_DIMS: [usize; 2] = [64, 128];
 const BULK_BY_DEFAULT: bool = true;
 /// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
 const GEMM_BN: usize = 128;
+/// Bytes of a `TileMeta` (kernels/maxsim.cu), one per stage of `maxsim_gemm` and `maxsim_wgmma`.
+const TILE_META: usize = 16;
 /// From this many queries in one launch the engine scores them with `maxsim_gemm` (one read of
 /// each document tile for eight query blocks) rather than one warp per (query, document).
 const GEMM_MIN_QUERIES: usize = 8;
@@ -1019,12 +1021,12 @@ impl CudaScorer {
     ) -> Result<()> {
         let key = (corpus.dtype, corpus.dim);
         let (func, threads, qblocks_per_block, smem) = if kernel == Kernel::Wgmma {
-            // The ring, 1024-byte aligned inside the allocation.
-            let smem = self.shape.wg_stages * WG_BN * corpus.dim * 2 + 1024;
+            // The ring, 1024-byte aligned inside the allocation, then a TileMeta per stage.
+            let smem = self.shape.wg_stages * (WG_BN * corpus.dim * 2 + TILE_META) + 1024;
             let func = kernel_in(&self.kernels.wgmma, key, "warpgroup-MMA")?;
             (func, WG_THREADS, WG_QBLOCKS, smem)
         } else {
-            let smem = self.shape.gemm_stages * GEMM_BN * corpus.dim * 2;
+            let smem = self.shape.gemm_stages * (GEMM_BN * corpus.dim * 2 + TILE_META);
             let func = kernel_in(&self.kernels.gemm, key, "many-query")?;
             (func, GEMM_THREADS, (GEMM_THREADS / 32) as usize, smem)
         };
@@ -1068,7 +1070,7 @@ impl CudaScorer {
             // `maxsim_wgmma_*` in kernels/wgmma.cu: `qp` holds blocks × 32 × d halves and
             // `rows` one count per block, the offsets cover every document, `di` is null or `n`
             // indices < corpus.len (checked by the caller), `o` holds blocks × n floats, `smem`
-            // bytes of dynamic shared memory for the ring (and wgmma's alignment); the
+            // bytes of dynamic shared memory for the ring and its TileMetas (and wgmma's alignment); the
             // tokens are 16-byte aligned for wgmma (`wgmma_available`).
             unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
         }
