@@ -27,6 +27,13 @@ log="$OUT/gpu_check.log"
   .dev/tilemaxsim bench --device cuda --plot "$OUT/roofline.png" --compute-ceiling "${COMPUTE_CEILING:-735000}" "$@" 2>&1
   echo "== ablation: the paper's kernel family on one shape (f16, Nq=32, Nd=128, d=128, B=100K)"
   for k in bulk mma tiled v2 v1; do .dev/tilemaxsim bench --device cuda --kernel $k --dtype f16 "$@" 2>&1 | sed -n 3p; done
+  echo "== many query rows: the engine's choice, then gemm and wgmma forced (wgmma where tiles fill)"
+  for a in "--queries 32 --docs 100000" "--nq 1024 --doc-len 1024 --docs 1000" \
+    "--queries 16 --doc-len 32:256 --docs 100000" "--queries 32 --doc-len 64 --docs 100000"; do
+    for k in "" "--kernel gemm" "--kernel wgmma"; do
+      .dev/tilemaxsim bench --device cuda --dtype f16 $a $k --reps 10 2>&1 | sed -n 3p
+    done
+  done
   echo "== maxsim_ring: wide d and exact f32 (split)"
   for a in "--dtype f16 --dim 768 --docs 10000" "--dtype f32 --docs 100000"; do
     .dev/tilemaxsim bench --device cuda $a --reps 20 2>&1 | sed -n 3p

@@ -708,9 +708,10 @@ struct TileProducer {
     const i64* __restrict__ doc_index;
     i64 num_docs, pair, step_pair;  // (64-bit: a step past the last of 2^31 - 1 documents)
     int qtiles, qtile, step_q, tile = 0;
+    unsigned tid;            // this thread's index among the NTHREADS copying threads
     i64 start = 0, end = 0;  // the current task's tokens (as loaded: used a call later)
-    __device__ __forceinline__ TileProducer(const i64* offsets, const i64* index, int docs, int tiles)
-        : d_offsets(offsets), doc_index(index), num_docs(docs), qtiles(tiles) {
+    __device__ __forceinline__ TileProducer(const i64* offsets, const i64* index, int docs, int tiles, unsigned thread)
+        : d_offsets(offsets), doc_index(index), num_docs(docs), qtiles(tiles), tid(thread) {
         const unsigned t = tiles > 0 ? (unsigned)tiles : 1u;
         pair = tiles > 0 ? (i64)(blockIdx.x / t) : num_docs;  // no query tile: no task
         step_pair = gridDim.x / t;
@@ -737,7 +738,7 @@ struct TileProducer {
             if constexpr (NTHREADS % C == 0) {  // a thread copies one chunk column, every RSTEP rows
                 constexpr int RSTEP = NTHREADS / C;
                 static_assert(TOKENS % RSTEP == 0, "every thread copies the same number of chunks");
-                const int ch = (int)(threadIdx.x % C), row0 = (int)(threadIdx.x / C);
+                const int ch = (int)(tid % C), row0 = (int)(tid / C);
                 const u16* src = base + (i64)row0 * D + ch * 8;
 #pragma unroll
                 for (int i = 0; i < TOKENS / RSTEP; ++i) {
@@ -748,7 +749,7 @@ struct TileProducer {
                 }
             } else {
 #pragma unroll 4
-                for (int idx = threadIdx.x; idx < TOKENS * C; idx += NTHREADS) {
+                for (int idx = (int)tid; idx < TOKENS * C; idx += NTHREADS) {
                     const int row = idx / C, ch = idx % C;
                     const bool ok = row < ntok;
                     cp_async16(dst0 + swz(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
@@ -790,7 +791,7 @@ __device__ __forceinline__ void maxsim_gemm_impl(
     const unsigned smem0 = smem_addr(gemm_smem);
     TileMeta* meta = (TileMeta*)(gemm_smem + GEMM_STAGES * TILE_BYTES);  // per stage
 
-    TileProducer<D, GEMM_BN, GEMM_THREADS> producer(d_offsets, doc_index, num_docs, qtiles);
+    TileProducer<D, GEMM_BN, GEMM_THREADS> producer(d_offsets, doc_index, num_docs, qtiles, threadIdx.x);
     auto issue = [&](int slot) {
         const TileMeta m =
             producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) { return gemm_swz<C>(row, ch); });

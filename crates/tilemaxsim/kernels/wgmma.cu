@@ -1,31 +1,34 @@
 // maxsim_wgmma: maxsim_gemm's work (many query rows against the same documents: a batch of
 // queries, or ColPali-style long queries) on Hopper's warpgroup tensor-core instruction
-// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm at
-// d = 128 on documents that fill their 128-token tiles (choose_kernel in cuda/mod.rs).
+// (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm on
+// documents that mostly fill their 128-token tiles (choose_kernel in cuda/mod.rs).
 //
 // Same queries, tasks and output as maxsim_gemm (32-row query blocks; each block's partial
-// score to out[qblock * num_docs + pair]); one block per SM of two warpgroups takes a query
-// tile of WG_QBLOCKS = 8 blocks (256 rows: each 128-token document tile read from L2 feeds
-// 8.4 MFLOP) and one document at a time, tiles of WG_BN tokens through a WG_STAGES-deep
-// cp.async ring across document boundaries. Warp w holds query block 8 * tile + w whole, as
-// the A fragments (in registers) of two 64-row wgmma operands: rows 0-15 of the block are its
-// warp's rows of the warpgroup's "m-block 0", rows 16-31 those of "m-block 1" (a warp of a
-// warpgroup owns rows 16i .. 16i + 15 of each m64 operand, the layout of mma.m16n8k16's A),
-// so a block's maxima never leave its warp. Each tile is four chains of d / 16 wgmma
-// m64n64k16 (m-block x 64-token half, 32 f32 accumulators per thread each, the m16n8 layout
-// per 8 columns) into two accumulator sets used in turn: a chain is issued, then the one
-// before it is waited for and folded into the rows' maxima on the CUDA cores while the tensor
-// cores work on the next. H100 (bench/results/wgmma.log, wgmma_v4.log): 363-378 TFLOP/s on
-// 32 queries x 100K documents of 128 tokens (maxsim_gemm 353-355), 486-494 on ColPali
-// (gemm 377-380); the previous version (two warpgroups of 64 rows, two blocks per SM, a
-// __syncthreads per document) ran 325 and 407-409 in the same runs. Not better:
-//  - folding a tile's last chain during the next tile, after its first chain is issued, with
-//    the producer's copies also moved behind that first chain: 373-378 and 476-478;
+// score to out[qblock * num_docs + pair]); one block per SM takes a query tile of
+// WG_QBLOCKS = 8 blocks (256 rows: each 128-token document tile read from L2 feeds 8.4 MFLOP)
+// and one document at a time, tiles of WG_BN tokens through a WG_STAGES-deep ring across
+// document boundaries. The block is warp-specialized: a producer warp copies the tiles
+// (cp.async; a "full" mbarrier per stage completes when its copies land and its TileMeta is
+// stored) and two consumer warpgroups multiply, each handing a stage back through an "empty"
+// mbarrier when its chains are done. No __syncthreads ties the warpgroups together per tile,
+// so one folds, scores and takes its next tile while the other's chains run.
+// Consumer warp w holds query block 8 * tile + w whole, as the A fragments (in registers) of
+// two 64-row wgmma operands: rows 0-15 of the block are its warp's rows of the warpgroup's
+// "m-block 0", rows 16-31 those of "m-block 1" (a warp of a warpgroup owns rows 16i .. 16i + 15
+// of each m64 operand, the layout of mma.m16n8k16's A), so a block's maxima never leave its
+// warp. Each tile is four chains of d / 16 wgmma m64n64k16 (m-block x 64-token half, 32 f32
+// accumulators per thread each, the m16n8 layout per 8 columns) into two accumulator sets used
+// in turn: a chain is issued, then the one before it is waited for and folded into the rows'
+// maxima on the CUDA cores while the tensor cores work on the next.
+// H100, TFLOP/s (bench/results/ws.log, race_ws.log): 32 queries x 100K documents of 128 tokens
+// 548-549 (maxsim_gemm 406-408; the same kernel with every thread copying and a __syncthreads
+// per tile 474-478), ColPali 589-592 (gemm 431-433; 582-588), U[32,256] x 16 queries 401
+// (gemm 386), d = 64 bf16 449 (gemm 364). Not better (earlier versions, wgmma_v4.log):
+//  - folding a tile's last chain during the next tile, after its first chain is issued;
 //  - keeping that chain in flight across the loop's back edge: ptxas then serializes every
 //    wgmma (C7514), as it does for waits or accumulator reads on a divergent path (C7518).
-// Where the documents leave tiles part empty it loses to maxsim_gemm (all four chains run;
-// gemm skips empty 8-token n-tiles): U[32,256] x 16 queries 284-288 against 318; and at
-// d = 64 (32 queries x 100K): 236-238 against 295.
+// All four chains run on a part-empty tile (maxsim_gemm skips empty 8-token n-tiles), so on
+// short documents gemm wins.
 // The tile sits in shared memory as wgmma's 128-byte-swizzled K-major layout: per 64 dims
 // (128 bytes) an array of WG_BN rows of 128 bytes, 16-byte chunk j of row r at chunk
 // j ^ (r % 8), arrays 1024-byte aligned; the descriptor of k16 step kk starts kk % 4 * 32 bytes
@@ -36,6 +39,7 @@
 #ifndef WG_STAGES
 #define WG_STAGES 4
 #endif
+#define WG_BLOCK_THREADS (WG_THREADS + 32)  // the consumers, then the producer warp
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // The descriptor of the swizzled array at shared address `addr`: start address >> 4 in the low
@@ -128,21 +132,43 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
     extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
-    // The ring, 1024-byte aligned (the host allocates 1 KB more), then a TileMeta per stage.
+    // The ring, 1024-byte aligned (the host allocates 1 KB more), then a TileMeta per stage,
+    // then the mbarriers.
     const unsigned raw0 = smem_addr(wg_smem);
     const unsigned smem0 = (raw0 + 1023u) & ~1023u;
     TileMeta* meta = (TileMeta*)(wg_smem + (smem0 - raw0) + S * TILE_BYTES);
     const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
 
-    TileProducer<D, WG_BN, WG_THREADS> producer(d_offsets, doc_index, num_docs, qtiles);
-    auto issue = [&](int slot) {
-        const TileMeta m = producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, [](int row, int ch) {
-            return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
-        });
-        if (threadIdx.x == 0) meta[slot] = m;
+    auto swz = [](int row, int ch) {
+        return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
     };
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) issue(s);
+    // After the TileMetas: S "full" mbarriers (32 copying lanes' cp.async arrivals and lane 0's
+    // arrival after its TileMeta store), then S "empty" ones (each consumer thread's arrival).
+    const unsigned full0 = smem0 + S * TILE_BYTES + S * (unsigned)sizeof(TileMeta), empty0 = full0 + 8u * S;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 33;" :: "r"(full0 + 8u * s) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(empty0 + 8u * s), "n"(WG_THREADS) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == WG_THREADS / 32) {  // the producer warp
+        TileProducer<D, WG_BN, 32> producer(d_offsets, doc_index, num_docs, qtiles, (unsigned)lane);
+        for (int n = 0, slot = 0;; ++n) {
+            if (n >= S) mbar_wait(empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
+            const TileMeta m = producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, swz);
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(full0 + 8u * slot) : "memory");
+            if (lane == 0) {
+                meta[slot] = m;
+                mbar_arrive(full0 + 8u * slot);  // release: the TileMeta store before it
+            }
+            if (m.pair < 0) break;
+            slot = slot + 1 == S ? 0 : slot + 1;
+        }
+        cp_async_wait<0>();
+        return;
+    }
 
     unsigned a[2][KS][4];   // the warp's query block: m-block 0 (rows 0-15), m-block 1 (16-31)
     float acc0[32], acc1[32];  // chains 0 and 2 of a tile into acc0, 1 and 3 into acc1
@@ -151,15 +177,14 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     for (int i = 0; i < 32; ++i) acc0[i] = acc1[i] = 0.f;
     best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
     int cur_qtile = -1, rows = 0, qblock = 0, slot = 0;
+    unsigned phase = 0;                        // the parity of the stages' current use
     bool live = false;                         // the warpgroup has a real query block
     while (true) {
-        cp_async_wait<S - 2>();
+        mbar_wait(full0 + 8u * slot, phase);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data to wgmma
-        __syncthreads();
         const TileMeta m = meta[slot];
-        if (m.pair < 0) break;  // uniform across the block
-        issue((slot + S - 1) % S);
-        if (m.qtile != cur_qtile) {  // uniform across the block
+        if (m.pair < 0) break;  // uniform across the consumers
+        if (m.qtile != cur_qtile) {  // uniform across the consumers
             cur_qtile = m.qtile;
             qblock = m.qtile * WG_QBLOCKS + warp;
             rows = qblock < num_qblocks ? qblock_rows[qblock] : 0;
@@ -193,19 +218,24 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
             wg_wait<0>(acc1);
             wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
         }
+        // Every consumer thread arrives: an arrive releases its own thread's reads (of the
+        // TileMeta) only; and the warp's chains, waited for above, are done with the stage.
+        mbar_arrive(empty0 + 8u * slot);
         if (m.last) {  // the document is done: its score for the warp's block
             const float sum = block_score(best, rows, g);
             if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + m.pair] = sum;
             best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         }
-        slot = (slot + 1) % S;
+        if (++slot == S) {
+            slot = 0;
+            phase ^= 1u;
+        }
     }
-    cp_async_wait<0>();
 #endif
 }
 
 #define INSTANTIATE_WGMMA(NAME, BF, KCH)                                                       \
-    extern "C" __global__ void __launch_bounds__(WG_THREADS, 1) NAME(                          \
+    extern "C" __global__ void __launch_bounds__(WG_BLOCK_THREADS, 1) NAME(                    \
         const u16* qpad, const int* qblock_rows, int num_qblocks, const u16* d_tokens,         \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
     {                                                                                          \
