@@ -8,6 +8,11 @@
 //   doc       one warp per 32 KB "document" (as maxsim_mma), docs by warp stride
 //   bulk      per-warp cp.async.bulk ring (as maxsim_bulk): S stages of T bytes, lane 0 issues
 //   bulk_ef   the same with an L2 evict_first cache policy
+//   cta       one block of 128 threads per 32 KB document, a grid of all documents (as
+//             flash-maxsim's Triton kernel launches): cta_cpasync copies it with cp.async (16 bytes
+//             a thread, 16 per thread), cta_bulk with two 16 KB cp.async.bulk copies on one
+//             mbarrier; extra dynamic shared memory sets the blocks per SM
+// (./rp cta: only the cta patterns.)
 #include <cstdio>
 #include <cstdint>
 #include <vector>
@@ -117,8 +122,46 @@ __global__ void bulk(const char* __restrict__ p, long long nchunks, int T, int S
     if (x == 0x9e3779b9u) sink[0] = x;
 }
 
+// One block per 32 KB document (blockIdx.x), the whole document into shared memory, then one
+// word of it touched per thread. BULK: thread 0 issues two 16 KB bulk copies on one mbarrier.
+template <bool BULK>
+__global__ void cta(const char* __restrict__ p, unsigned* sink) {
+    extern __shared__ __align__(128) unsigned char sm[];
+    const char* src = p + (long long)blockIdx.x * 32768;
+    __shared__ __align__(8) unsigned long long bar;
+    if (BULK) {
+        const unsigned b = saddr(&bar);
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(32768) : "memory");
+            for (int h = 0; h < 2; ++h)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             :: "r"(saddr(sm + h * 16384)), "l"(src + h * 16384), "r"(16384), "r"(b) : "memory");
+        }
+        __syncthreads();
+        unsigned done = 0;
+        do {
+            asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; selp.u32 %0, 1, 0, q; }"
+                         : "=r"(done) : "r"(b), "r"(0u) : "memory");
+        } while (!done);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const int off = (i * 128 + threadIdx.x) * 16;
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(saddr(sm + off)), "l"(src + off) : "memory");
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        __syncthreads();
+    }
+    const unsigned x = ((const unsigned*)sm)[threadIdx.x * 33 % 8192];
+    if (x == 0x9e3779b9u) sink[0] = x;
+}
+
 int main(int argc, char** argv) {
-    const bool small_only = argc > 1;  // any argument: only the small rotated reads
+    const bool cta_only = argc > 1 && argv[1][0] == 'c';  // "cta": only the one-block-per-document reads
+    const bool small_only = argc > 1;  // any other argument: only the small rotated reads
     const long long bytes = 4ll << 30;
     char* buf; unsigned* sink;
     CK(cudaMalloc(&buf, bytes)); CK(cudaMalloc(&sink, 4));
@@ -140,6 +183,29 @@ int main(int argc, char** argv) {
     };
     const long long n16 = bytes / 16;
     char name[96];
+    if (cta_only) {
+        for (int rep = 0; rep < 2; ++rep) {
+            for (int bpsm : {1, 4}) {  // maxsim_bulk's pattern (1) and the best persistent one (4)
+                const int T = bpsm == 1 ? 16384 : 4096;
+                const size_t smem = (size_t)4 * 2 * T + 4 * 2 * 8;
+                CK(cudaFuncSetAttribute(bulk<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                snprintf(name, sizeof name, "bulk T%dK S2 %dx4w/SM", T / 1024, bpsm);
+                time(name, [&] { bulk<false><<<sms * bpsm, 128, smem>>>(buf, bytes / T, T, 2, sink); });
+            }
+            for (int smemk : {32, 40, 56, 72, 110}) {
+                const int smem = smemk * 1024;
+                for (int bulkp = 0; bulkp < 2; ++bulkp) {
+                    auto k = bulkp ? cta<true> : cta<false>;
+                    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                    int per_sm = 0;
+                    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 128, smem));
+                    snprintf(name, sizeof name, "cta_%s 32K doc/block, %d/SM", bulkp ? "bulk" : "cpasync", per_sm);
+                    time(name, [&] { k<<<(unsigned)(bytes / 32768), 128, smem>>>(buf, sink); });
+                }
+            }
+        }
+        return 0;
+    }
     if (!small_only) {
     for (int bpsm : {4, 8, 16}) for (int thr : {256, 512}) {
         if (bpsm * thr > 2048) continue;
