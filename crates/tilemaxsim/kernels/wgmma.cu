@@ -20,10 +20,10 @@
 // accumulators per thread each, the m16n8 layout per 8 columns) into two accumulator sets used
 // in turn: a chain is issued, then the one before it is waited for and folded into the rows'
 // maxima on the CUDA cores while the tensor cores work on the next.
-// H100, TFLOP/s (bench/results/ws.log, race_ws.log): 32 queries x 100K documents of 128 tokens
-// 548-549 (maxsim_gemm 406-408; the same kernel with every thread copying and a __syncthreads
-// per tile 474-478), ColPali 589-592 (gemm 431-433; 582-588), U[32,256] x 16 queries 401
-// (gemm 386), d = 64 bf16 449 (gemm 364). Not better (earlier versions, wgmma_v4.log):
+// H100, TFLOP/s (bench/results/ws.log, wgmma_meta.log, race_ws.log): 32 queries x 100K
+// documents of 128 tokens 561-562 (maxsim_gemm 418; the same kernel with every thread copying
+// and a __syncthreads per tile 485-489), ColPali 603-607 (gemm 431-433; 596-602), U[32,256] x
+// 16 queries 401 (gemm 386), d = 64 bf16 449 (gemm 364). Not better (earlier versions, wgmma_v4.log):
 //  - folding a tile's last chain during the next tile, after its first chain is issued;
 //  - keeping that chain in flight across the loop's back edge: ptxas then serializes every
 //    wgmma (C7514), as it does for waits or accumulator reads on a divergent path (C7518).

@@ -1511,9 +1511,9 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
                 Kernel::Mma
             }
         }
-        // The H100 (bench/results/ws.log, race_ws.log), TFLOP/s against gemm: ColPali's
-        // 1024-token documents 589-592 against 431-433, 32 queries x 128-token documents
-        // 548-549 against 406-408, U[32,256] 401 against 386, bf16 d = 64 449 against 364.
+        // The H100 (bench/results/ws.log, wgmma_meta.log, race_ws.log), TFLOP/s against gemm:
+        // ColPali's 1024-token documents 603-607 against 431-433, 32 queries x 128-token
+        // documents 561-562 against 418, U[32,256] 401 against 386, bf16 d = 64 449 against 364.
         None if wgmma_ok && s.fills_tiles => Kernel::Wgmma,
         _ => Kernel::Gemm,
     }
