@@ -445,8 +445,8 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 }
 
 #if __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void mbar_init(unsigned bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals = 1) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
@@ -466,7 +466,7 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigne
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
 #else  // declared only: the `if constexpr` branches that call them are discarded below sm_90
-__device__ void mbar_init(unsigned bar);
+__device__ void mbar_init(unsigned bar, unsigned arrivals = 1);
 __device__ void mbar_expect_tx(unsigned bar, unsigned bytes);
 __device__ void mbar_wait(unsigned bar, unsigned parity);
 __device__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar);

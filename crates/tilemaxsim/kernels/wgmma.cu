@@ -147,8 +147,8 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     const unsigned full0 = smem0 + S * TILE_BYTES + S * (unsigned)sizeof(TileMeta), empty0 = full0 + 8u * S;
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; ++s) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 33;" :: "r"(full0 + 8u * s) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(empty0 + 8u * s), "n"(WG_THREADS) : "memory");
+            mbar_init(full0 + 8u * s, 33);
+            mbar_init(empty0 + 8u * s, WG_THREADS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }

@@ -1816,17 +1816,17 @@ mod tests {
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, true)), Ring);
         assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
-        let whole = |blocks, queries, dim, sm90a| LaunchShape {
+        let filled = |blocks, queries, dim, sm90a| LaunchShape {
             fills_tiles: true,
             ..shape(blocks, queries, dim, sm90a)
         };
-        assert_eq!(auto(whole(Some(32), 1, 128, true)), Wgmma);
-        assert_eq!(auto(whole(Some(32), 32, 128, true)), Wgmma);
-        assert_eq!(auto(whole(Some(40), 8, 64, true)), Wgmma);
-        assert_eq!(auto(whole(Some(32), 1, 128, false)), Gemm);
-        assert_eq!(auto(whole(Some(32), 1, 96, true)), Gemm);
-        assert_eq!(auto(whole(Some(1), 1, 128, true)), Bulk);
-        assert_eq!(forced(Gemm, whole(Some(32), 1, 128, true)), Gemm);
+        assert_eq!(auto(filled(Some(32), 1, 128, true)), Wgmma);
+        assert_eq!(auto(filled(Some(32), 32, 128, true)), Wgmma);
+        assert_eq!(auto(filled(Some(40), 8, 64, true)), Wgmma);
+        assert_eq!(auto(filled(Some(32), 1, 128, false)), Gemm);
+        assert_eq!(auto(filled(Some(32), 1, 96, true)), Gemm);
+        assert_eq!(auto(filled(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(forced(Gemm, filled(Some(32), 1, 128, true)), Gemm);
         assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
         assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
@@ -1956,19 +1956,19 @@ mod tests {
 
     #[test]
     fn filled_tiles_pad_at_most_two_fifths() {
-        let whole = |o: &[usize]| DocLengths::of(o).fills_tiles;
-        assert!(whole(&[0, 128, 256]));
-        assert!(whole(&[0, 1024, 2048]));
-        assert!(whole(&[0, 1024, 1124]));
+        let fills = |o: &[usize]| DocLengths::of(o).fills_tiles;
+        assert!(fills(&[0, 128, 256]));
+        assert!(fills(&[0, 1024, 2048]));
+        assert!(fills(&[0, 1024, 1124]));
         // 256 tile tokens hold 183 document tokens (39.9% more), not 182 or 130.
-        assert!(whole(&[0, 183]));
-        assert!(!whole(&[0, 182]));
-        assert!(!whole(&[0, 130]));
+        assert!(fills(&[0, 183]));
+        assert!(!fills(&[0, 182]));
+        assert!(!fills(&[0, 130]));
         // 64 + 224 tokens in 384: 33% more.
-        assert!(whole(&[0, 64, 288]));
-        assert!(!whole(&[0, 32, 96]));
-        assert!(!whole(&[0]));
-        assert!(!whole(&[0, 0]));
+        assert!(fills(&[0, 64, 288]));
+        assert!(!fills(&[0, 32, 96]));
+        assert!(!fills(&[0]));
+        assert!(!fills(&[0, 0]));
     }
 
     #[test]
