@@ -77,6 +77,9 @@ pub(crate) struct CaseResult {
     pub gb_per_s: f64,
     pub gflop_per_s: f64,
     pub pct_ceiling: f64,
+    /// GPU: the median time of one isolated call (the host waits for each before the next),
+    /// launch latency included; `ms` is the time per call back to back.
+    pub latency_ms: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -263,6 +266,7 @@ fn run_case(
         gb_per_s: corpus.size_bytes() as f64 / secs / 1e9,
         gflop_per_s: gflops,
         pct_ceiling: 100.0 * gflops / ceilings.fma_gflops,
+        latency_ms: None,
     })
 }
 
@@ -297,20 +301,35 @@ fn print_table(report: &Report) {
     } else {
         "% FMA"
     };
+    let gpu = report.results.iter().any(|r| r.latency_ms.is_some());
     println!(
-        "{:<44} {:>10} {:>14} {:>8} {:>10} {:>9}",
-        "case", "ms", "docs/s", "GB/s", "GFLOP/s", pct
+        "{:<44} {:>10} {:>14} {:>8} {:>10} {:>9}{}",
+        "case",
+        "ms",
+        "docs/s",
+        "GB/s",
+        "GFLOP/s",
+        pct,
+        if gpu { "   alone ms" } else { "" }
     );
     for r in &report.results {
         println!(
-            "{:<44} {:>10.3} {:>14} {:>8.2} {:>10.1} {:>8.1}%",
+            "{:<44} {:>10.3} {:>14} {:>8.2} {:>10.1} {:>8.1}%{}",
             r.name,
             r.ms,
             crate::progress::si(r.docs_per_s),
             r.gb_per_s,
             r.gflop_per_s,
-            r.pct_ceiling
+            r.pct_ceiling,
+            r.latency_ms
+                .map_or(String::new(), |l| format!(" {l:>10.3}"))
         );
     }
     println!("docs/s counts query-document pairs; GB/s counts document bytes read once per call.");
+    if gpu {
+        println!(
+            "ms: per call, calls back to back (as do_bench times the peers); alone ms: one call \
+             waited for before the next, launch latency included."
+        );
+    }
 }

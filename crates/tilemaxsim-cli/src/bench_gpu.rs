@@ -1,6 +1,7 @@
 //! `tilemaxsim bench --device cuda`: measures the GPU's streaming read ceiling first, then per
-//! case the kernel time with CUDA events (median after a warm-up), from a corpus resident on the
-//! device. Corpora smaller than four times L2 are replicated and rotated so each timed run reads
+//! case the time per call with CUDA events (median after a warm-up, calls back to back as
+//! `triton.testing.do_bench` times the peers; also the latency of an isolated call), from a
+//! corpus resident on the device. Corpora smaller than four times L2 are replicated and rotated so each timed run reads
 //! from memory, not from L2.
 
 use anyhow::{Context, Result};
@@ -50,10 +51,12 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
         let mut out = gpu.alloc_scores(case.queries * corpus.len())?;
         let kernel = gpu.kernel_for(&dq, &device[0]);
         let mut turn = 0;
-        let times = gpu.time_ms(args.reps, || {
+        let mut call = || {
             turn = (turn + 1) % copies;
             gpu.score_device(&dq, &device[turn], None, &mut out)
-        })?;
+        };
+        let times = gpu.time_ms(args.reps, &mut call)?;
+        let latency = median(&gpu.time_ms_isolated(args.reps.min(10), &mut call)?);
         // Check the scores of the last run are all written and finite.
         let mut host = vec![f32::NAN; case.queries * corpus.len()];
         gpu.download(&out, &mut host)?;
@@ -84,6 +87,7 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
             gb_per_s: gbps,
             gflop_per_s: flops / secs / 1e9,
             pct_ceiling: 100.0 * gbps / read,
+            latency_ms: Some(latency),
         });
         progress.inc(1);
     }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdeviceptr, CUstream};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
-    DeviceRepr, DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut,
+    DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
@@ -1343,28 +1343,64 @@ impl CudaScorer {
         Ok(bytes as f64 / median(&times) / 1e6)
     }
 
-    /// Time `work` (enqueued on the scorer's stream) with CUDA events: one warm-up, then
-    /// `reps` timed runs; milliseconds per run.
+    /// Time `work` (enqueued on the scorer's stream) with CUDA events, calls back to back:
+    /// three warm-up calls, then `reps` calls, each between its own pair of events, with no
+    /// host wait between them (the stream is drained once, at the end); milliseconds per call.
+    /// This is how `triton.testing.do_bench` times the peers (bench/peers_gpu.py): a call's
+    /// figure is the device's time for it in a stream of calls, its launch overlapped with the
+    /// call before. Where the host cannot enqueue a call as fast as the device runs it, the
+    /// events see the device waiting for the host, and the figure says so (launch-bound).
     pub fn time_ms(&self, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        for _ in 0..3 {
+            work()?;
+        }
+        self.synchronize()?;
+        let events = self.event_pairs(reps)?;
+        for (start, end) in &events {
+            start.record(&self.stream).map_err(drv("event"))?;
+            work()?;
+            end.record(&self.stream).map_err(drv("event"))?;
+        }
+        self.synchronize()?;
+        events
+            .iter()
+            .map(|(s, e)| Ok(s.elapsed_ms(e).map_err(drv("event"))? as f64))
+            .collect()
+    }
+
+    /// Time `work` as one isolated call: the host waits for each call before it enqueues the
+    /// next, so each figure includes the launch's latency (the host's call, the driver, the
+    /// device picking it up). One warm-up, then `reps` calls; milliseconds per call.
+    pub fn time_ms_isolated(
+        &self,
+        reps: usize,
+        mut work: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<f64>> {
         work()?;
         self.synchronize()?;
+        let events = self.event_pairs(reps)?;
         let mut out = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let start = self
-                .ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("event"))?;
-            let end = self
-                .ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("event"))?;
+        for (start, end) in &events {
             start.record(&self.stream).map_err(drv("event"))?;
             work()?;
             end.record(&self.stream).map_err(drv("event"))?;
             end.synchronize().map_err(drv("event"))?;
-            out.push(start.elapsed_ms(&end).map_err(drv("event"))? as f64);
+            out.push(start.elapsed_ms(end).map_err(drv("event"))? as f64);
         }
         Ok(out)
+    }
+
+    /// `n` pairs of timing events, made before the timed calls so making them costs no call.
+    fn event_pairs(&self, n: usize) -> Result<Vec<(CudaEvent, CudaEvent)>> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        (0..n)
+            .map(|_| {
+                Ok((
+                    self.ctx.new_event(flags).map_err(drv("event"))?,
+                    self.ctx.new_event(flags).map_err(drv("event"))?,
+                ))
+            })
+            .collect()
     }
 
     pub fn synchronize(&self) -> Result<()> {
