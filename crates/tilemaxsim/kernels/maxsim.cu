@@ -426,17 +426,22 @@ INSTANTIATE_MMA(maxsim_mma_bf16_d96, true, 3)
 INSTANTIATE_MMA(maxsim_mma_bf16_d128, true, 4)
 
 // ---------------------------------------------------------------------------------------------
-// maxsim_bulk (sm_90+): maxsim_mma's tensor-core math with document tiles brought into shared
-// memory by the copy engine (cp.async.bulk, completion on an mbarrier) instead of per-thread
-// loads. Each warp owns a ring of `stages` buffers of `tile` tokens and walks its tasks (query,
-// document) with a grid stride; lane 0 keeps the ring full, running `stages` tiles ahead across
-// document boundaries, so a warp has up to stages × tile × 2d bytes in flight with no registers
-// held for them. A tile never spans two documents; its task and token range travel with it
-// (BulkMeta, written before the barrier's arrive and read after its wait). Needs d_tokens
-// 16-byte aligned (every document starts on a 2d-byte row, a multiple of 16).
-struct BulkMeta { int qi, pair, tok0, ntok, nd; };
+// maxsim_bulk (sm_90+): maxsim_mma's tensor-core math on document tiles that the copy engine
+// brings into shared memory (cp.async.bulk, completion on an mbarrier). One block of BULK_WARPS
+// warps scores a run of `group` consecutive tasks (task = query * num_docs + pair), a grid of
+// all of them: the hardware hands blocks out in order as others retire, so the documents in
+// flight form one compact window of addresses, and blocks of short documents simply retire
+// sooner (no schedule to balance). Measured on the H100 (bench/read_patterns.cu, `cta`): a
+// block per 32 KB document reads 3188-3212 GB/s where persistent per-warp rings read 3150.
+// A document goes through a ring of `stages` tiles of BULK_TILE tokens (a tile never spans two
+// documents; one bulk copy per tile, issued by thread 0 `stages` tiles ahead across document
+// boundaries); warp w multiplies tokens 32w .. 32w + 31 of each tile, the four warps' running
+// maxima meet in shared memory at the document's end, and warp 0 sums them. Every thread walks
+// the same tile sequence (BulkWalk), so no tile metadata goes through shared memory. Needs
+// d_tokens 16-byte aligned (every row is 2d bytes, a multiple of 16).
 #define BULK_WARPS 4
 #define BULK_THREADS (BULK_WARPS * 32)
+#define BULK_TILE (BULK_WARPS * 32)
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     unsigned r;
@@ -474,125 +479,147 @@ __device__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigne
 
 struct alignas(16) V4 { unsigned x, y, z, w; };
 
+// The tile sequence of a run of `left` tasks from (query qi, pair): (first token, tokens,
+// document length) stepped tile by tile, the task stepped without dividing. Empty documents
+// take one empty tile (their score is then the sum of nothing found, as in maxsim_mma).
+struct BulkWalk {
+    int qi, pair, left, tok, nd;
+    i64 d0;
+    __device__ __forceinline__ BulkWalk(i64 first, i64 tasks, int group, int num_docs)
+        : qi((int)(first / num_docs)), pair((int)(first % num_docs)),
+          left((int)min((i64)group, tasks - first)), tok(0), nd(0), d0(0) {}
+    __device__ __forceinline__ void extent(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index) {
+        if (left > 0) {
+            const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+            d0 = d_offsets[doc];
+            nd = (int)(d_offsets[doc + 1] - d0);
+        }
+    }
+    __device__ __forceinline__ bool done() const { return left <= 0; }
+    __device__ __forceinline__ int ntok() const { return min(BULK_TILE, nd - tok); }
+    __device__ __forceinline__ bool last() const { return tok + BULK_TILE >= nd; }
+    __device__ __forceinline__ void step(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
+                                         int num_docs) {
+        tok += BULK_TILE;
+        if (tok >= nd) {
+            tok = 0;
+            --left;
+            if (++pair == num_docs) {
+                pair = 0;
+                ++qi;
+            }
+            extent(d_offsets, doc_index);
+        }
+    }
+};
+
 template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_bulk_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
     const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int tile,
-    unsigned long long* __restrict__ next_task)
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
 {
 #if __CUDA_ARCH__ >= 900
     constexpr int D = KCH * 32;
+    constexpr int STAGE = BULK_TILE * D;  // halves
     extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    u16* ring = (u16*)bulk_smem;
+    unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
+    float* red = (float*)(bars + stages);  // [2][BULK_WARPS][32]: row maxima per warp, two documents
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
-    const int stage_halves = tile * D;
-    u16* ring = (u16*)bulk_smem + (i64)wib * stages * stage_halves;
-    unsigned long long* bars =
-        (unsigned long long*)((u16*)bulk_smem + (i64)BULK_WARPS * stages * stage_halves) + wib * stages;
-    BulkMeta* meta = (BulkMeta*)((unsigned long long*)((u16*)bulk_smem + (i64)BULK_WARPS * stages * stage_halves) +
-                                 BULK_WARPS * stages) + wib * stages;
-    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
+    const i64 first = (i64)blockIdx.x * group;
 
-    // Producer (lane 0): the task and token it loads next. Its first task is `warp`; then, as in
-    // maxsim_mma, the next task is `task + nwarps` (static) or, with a counter (zeroed before
-    // the launch, passed when each warp has many tasks), the next unclaimed one, claimed one
-    // task ahead so the atomic's latency overlaps the current document.
-    i64 p_task = warp, p_d0 = 0;
-    int p_tok = 0, p_nd = 0;
-    auto claim = [&]() -> i64 {
-        return next_task ? nwarps + (i64)atomicAdd(next_task, 1ull) : p_task + nwarps;
-    };
-    i64 p_next = 0;
-    auto p_extent = [&]() {
-        if (p_task < tasks) {
-            const int p = (int)(p_task % num_docs);
-            const i64 doc = doc_index ? doc_index[p] : (i64)p;
-            p_d0 = d_offsets[doc];
-            p_nd = (int)(d_offsets[doc + 1] - p_d0);
-        }
-    };
+    // Thread 0's walk runs `stages` tiles ahead of the consumers' (same sequence).
+    BulkWalk pw(first, tasks, group, num_docs);
     auto produce = [&](int s) {
         const unsigned bar = smem_addr(&bars[s]);
-        BulkMeta m;
-        if (p_task >= tasks) {
-            m.qi = -1; m.pair = 0; m.tok0 = 0; m.ntok = 0; m.nd = 0;
-            meta[s] = m;
-            mbar_arrive(bar);
-            return;
-        }
-        const int ntok = min(tile, p_nd - p_tok);
-        m.qi = (int)(p_task / num_docs); m.pair = (int)(p_task % num_docs);
-        m.tok0 = p_tok; m.ntok = ntok; m.nd = p_nd;
-        meta[s] = m;
+        if (pw.done()) return;
+        const int ntok = pw.ntok();
         if (ntok > 0) {
             const unsigned bytes = (unsigned)ntok * D * 2u;
             mbar_expect_tx(bar, bytes);
-            bulk_load(smem_addr(ring + (i64)s * stage_halves), d_tokens + (p_d0 + p_tok) * D, bytes, bar);
+            bulk_load(smem_addr(ring + (i64)s * STAGE), d_tokens + (pw.d0 + pw.tok) * D, bytes, bar);
         } else {
             mbar_arrive(bar);
         }
-        p_tok += ntok;
-        if (p_tok >= p_nd) {
-            p_task = p_next;
-            p_tok = 0;
-            p_extent();
-            if (p_task < tasks) p_next = claim();
-        }
+        pw.step(d_offsets, doc_index, num_docs);
     };
-    if (lane == 0) {
+    if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        p_extent();
-        if (p_task < tasks) p_next = claim();
+        pw.extent(d_offsets, doc_index);
         for (int s = 0; s < stages; ++s) produce(s);
     }
-    __syncwarp();
+    BulkWalk w(first, tasks, group, num_docs);
+    w.extent(d_offsets, doc_index);
+    __syncthreads();  // the barriers are initialized
 
     unsigned a[2][KCH][2][4];
-    int cur_q = -1, nq = 0;
+    int cur_q = -1, nq = 0, ndone = 0;
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
-    for (int i = 0;; ++i) {
+    for (int i = 0; !w.done(); ++i) {
         const int s = i % stages;
+        if (w.qi != cur_q) {
+            cur_q = w.qi;
+            nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
+            load_a_permuted<KCH>(a, qpad + (i64)cur_q * 32 * D, g, c);
+        }
+        if (w.tok == 0) best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        const int mine = w.ntok() - wib * 32;  // this warp's tokens of the tile (uniform)
         mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
-        const BulkMeta m = meta[s];
-        if (m.qi < 0) break;
-        if (m.qi != cur_q) {
-            cur_q = m.qi;
-            nq = (int)(q_offsets[m.qi + 1] - q_offsets[m.qi]);
-            load_a_permuted<KCH>(a, qpad + (i64)m.qi * 32 * D, g, c);
-        }
-        if (m.tok0 == 0) {
-            best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
-        }
-        const u16* buf = ring + (i64)s * stage_halves;
-        for (int t0 = 0; t0 < m.ntok; t0 += 8) {
-            V4 b[KCH];
+        if (mine > 0) {
+            const u16* buf = ring + (i64)s * STAGE + wib * 32 * D;
+            // All four 8-token tiles, loaded before the first MMA; columns past `mine` hold
+            // whatever the stage held before and are masked out of the maxima.
+            V4 b[4][KCH];
 #pragma unroll
-            for (int ch = 0; ch < KCH; ++ch)
-                b[ch] = *(const V4*)(buf + (t0 + g) * D + ch * 32 + c * 8);
-            float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            for (int t = 0; t < 4; ++t)
 #pragma unroll
-            for (int ch = 0; ch < KCH; ++ch)
+                for (int ch = 0; ch < KCH; ++ch)
+                    b[t][ch] = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
 #pragma unroll
-                for (int mt = 0; mt < 2; ++mt) {
-                    Mma<BF>::run(acc[mt], a[mt][ch][0], b[ch].x, b[ch].y);
-                    Mma<BF>::run(acc[mt], a[mt][ch][1], b[ch].z, b[ch].w);
-                }
-            const int col = t0 + 2 * c;
+            for (int t = 0; t < 4; ++t) {
+                float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                fold_max(best[mt], acc[mt], col, m.ntok);
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        Mma<BF>::run(acc[mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
+                        Mma<BF>::run(acc[mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
+                    }
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], t * 8 + 2 * c, mine);
             }
         }
-        if (m.tok0 + m.ntok >= m.nd) {
-            const float sum = block_score(best, nq, g);
-            if (lane == 0) out[(i64)m.qi * num_docs + m.pair] = sum;
+        const bool last = w.last();
+        const int par = ndone & 1;
+        if (last) {
+            // This warp's row maxima (max over the quad), rows g, g + 8, 16 + g, 24 + g.
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const float m0 = warp_max_xor(best[mt][0], 2);
+                const float m8 = warp_max_xor(best[mt][1], 2);
+                if (c == 0) {
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
+                }
+            }
         }
-        __syncwarp();  // every lane is done with buffer s
-        if (lane == 0) produce(s);
-        __syncwarp();
+        const i64 task = (i64)w.qi * num_docs + w.pair;
+        w.step(d_offsets, doc_index, num_docs);
+        __syncthreads();  // stage s is read by every warp; the row maxima are in `red`
+        if (threadIdx.x == 0) produce(s);
+        if (last) {
+            if (wib == 0) {
+                float m = red[par * BULK_WARPS * 32 + lane];
+#pragma unroll
+                for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(par * BULK_WARPS + k) * 32 + lane]);
+                const float sum = warp_sum(lane < nq ? m : 0.f);
+                if (lane == 0) out[task] = sum;  // task = query * num_docs + pair
+            }
+            ++ndone;  // the next document's maxima go to the other half of `red`
+        }
     }
 #endif
 }
@@ -601,9 +628,9 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
-        int tile, unsigned long long* next_task)                                               \
+        int group)                                                                             \
     {                                                                                          \
-        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, tile, next_task); \
+        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
     }
 
 INSTANTIATE_BULK(maxsim_bulk_f16_d32, false, 1)

@@ -280,14 +280,18 @@ fn tensor_core_path_matches_the_reference() {
     let Some(gpu) = gpu() else { return };
     // Each tensor-core kernel forced on the same cases, where it applies (bulk: sm_90+; wgmma:
     // sm_90a, d = 64 and 128; mma and bulk: queries of ≤ 32 tokens), beside the engine's own
-    // choice.
+    // choice; bulk also with one stage and runs of three tasks per block, and with three
+    // stages and runs of two (its own choice on these small corpora is one task per block).
     let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
+    let shaped = |stages, group| forced(Kernel::Bulk).bulk_shape(stages, group).unwrap();
     let kernels = [
-        (Kernel::Mma, forced(Kernel::Mma)),
-        (Kernel::Bulk, forced(Kernel::Bulk)),
-        (Kernel::Gemm, forced(Kernel::Gemm)),
-        (Kernel::Wgmma, forced(Kernel::Wgmma)),
-        (Kernel::Ring, forced(Kernel::Ring)),
+        (Kernel::Mma, "", forced(Kernel::Mma)),
+        (Kernel::Bulk, "", forced(Kernel::Bulk)),
+        (Kernel::Bulk, " (1 stage, 3 per block)", shaped(1, 3)),
+        (Kernel::Bulk, " (3 stages, 2 per block)", shaped(3, 2)),
+        (Kernel::Gemm, "", forced(Kernel::Gemm)),
+        (Kernel::Wgmma, "", forced(Kernel::Wgmma)),
+        (Kernel::Ring, "", forced(Kernel::Ring)),
     ];
     let mut r = rng(21);
     let cases = gpu_cases(40);
@@ -336,10 +340,10 @@ fn tensor_core_path_matches_the_reference() {
             "case {case} should take a tensor-core path, took {chosen:?}"
         );
         let list: Vec<usize> = (0..n_docs + 5).map(|_| r.random_range(0..n_docs)).collect();
-        let mut scorers = vec![(chosen.name(), &gpu)];
-        for (k, scorer) in &kernels {
-            if scorer.kernel_for(&dq, &dc) == *k && *k != chosen {
-                scorers.push((k.name(), scorer));
+        let mut scorers = vec![(chosen.name().to_string(), &gpu)];
+        for (k, shape, scorer) in &kernels {
+            if scorer.kernel_for(&dq, &dc) == *k && (*k != chosen || !shape.is_empty()) {
+                scorers.push((format!("{}{shape}", k.name()), scorer));
             }
         }
         for (name, scorer) in scorers {
@@ -351,17 +355,22 @@ fn tensor_core_path_matches_the_reference() {
 }
 
 #[test]
-fn persistent_kernels_cover_every_task_of_a_large_uneven_batch() {
+fn every_task_of_a_large_uneven_batch_is_scored_once() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
-    // 200K (query, document) tasks of uneven length: more than 16 per resident warp, where
-    // maxsim_mma (and maxsim_bulk under TILEMAXSIM_KERNEL_DEFINES=BULK_DYNAMIC=1) take their
-    // tasks from a counter instead of striding. Every task must be scored exactly once: the
-    // outputs are NaN-poisoned, so a skipped task fails.
+    // 200,005 (query, document) tasks of uneven length: more than 16 per resident warp, where
+    // maxsim_mma takes its tasks from a counter instead of striding, and enough for
+    // maxsim_bulk to give each block runs of several tasks (its own choice, then fixed shapes
+    // whose runs straddle two queries: 40,001 documents is no multiple of 3, 4 or 7). Every
+    // task must be scored exactly once: the outputs are NaN-poisoned, so a skipped task fails.
     let mut r = rng(33);
-    let (dim, n_docs) = (32, 40_000);
+    let (dim, n_docs) = (32, 40_001);
     let lens: Vec<usize> = (0..n_docs)
-        .map(|i| if i % 7 == 0 { 1 } else { r.random_range(1..25) })
+        .map(|i| match i % 97 {
+            0 => 1,
+            1 => r.random_range(129..400),
+            _ => r.random_range(1..25),
+        })
         .collect();
     let corpus = random_corpus(&mut r, &lens, dim, DType::F16, 1.0);
     let qs: Vec<OwnedElements> = (0..5)
@@ -374,21 +383,30 @@ fn persistent_kernels_cover_every_task_of_a_large_uneven_batch() {
     let want = Expected::new(&queries, &corpus);
     let dq = gpu.upload_queries(&queries, dim).unwrap();
     let dc = gpu.upload(&corpus).unwrap();
-    for kernel in [Kernel::Mma, Kernel::Bulk] {
-        let scorer = CudaScorer::new(0).expect("GPU").force_kernel(Some(kernel));
-        if scorer.kernel_for(&dq, &dc) != kernel {
+    let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
+    let mut scorers = vec![("mma".to_string(), forced(Kernel::Mma))];
+    for shape in [None, Some((1, 3)), Some((2, 4)), Some((3, 7))] {
+        let s = forced(Kernel::Bulk);
+        let s = match shape {
+            Some((stages, group)) => s.bulk_shape(stages, group).unwrap(),
+            None => s,
+        };
+        scorers.push((format!("bulk {shape:?}"), s));
+    }
+    for (name, scorer) in &scorers {
+        if scorer.kernel_for(&dq, &dc) == Kernel::Mma && name.starts_with("bulk") {
             continue; // bulk needs sm_90
         }
         for round in 0..2 {
-            // Twice: the counter is zeroed before every launch.
+            // Twice: mma's counter is zeroed before every launch.
             let mut out = poisoned(queries.len() * n_docs);
             scorer
                 .score_into(&queries, &corpus, Docs::All, &mut out)
-                .unwrap_or_else(|e| panic!("{kernel:?}: {e}"));
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             let all: Vec<usize> = (0..n_docs).collect();
             for q in 0..queries.len() {
                 want.assert_close(
-                    &format!("{kernel:?} round {round}"),
+                    &format!("{name} round {round}"),
                     q,
                     &all,
                     &out[q * n_docs..(q + 1) * n_docs],

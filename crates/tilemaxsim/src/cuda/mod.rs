@@ -259,27 +259,31 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
 /// What the kernel choice needs of a corpus's document lengths, from its offsets in one pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DocLengths {
-    /// The documents are not all of one length: `maxsim_bulk` then takes tasks from a counter.
-    uneven: bool,
     /// Cut into `WG_BN`-token tiles, they pad at most 40% of their tokens: `maxsim_wgmma`
     /// (which multiplies whole tiles) then beats `maxsim_gemm` (which skips empty 8-token
     /// columns). U[32,256] pads 39%: 401 against 386 TFLOP/s on the H100 (bench/results/
     /// race_ws.log); on whole tiles wgmma is 1.34x gemm, so the two meet near 45%.
     fills_tiles: bool,
+    /// `maxsim_bulk` runs of this many documents per block (`bulk_group`'s most): about four
+    /// 128-token tiles (BULK_TILE, = WG_BN) per block. On U[32,256] (1.56 tiles a document) two
+    /// documents a block measured 85.97 / 85.97 M docs/s on the H100 against 85.60 with three
+    /// and 85.07 / 85.08 with four (bench/results/bulk_grid.log, small_b.log).
+    bulk_run: u64,
 }
 
 impl DocLengths {
     fn of(offsets: &[usize]) -> Self {
-        let (mut tokens, mut padded, mut uneven) = (0usize, 0usize, false);
-        let first = offsets.get(1).zip(offsets.first()).map(|(b, a)| b - a);
+        let (mut tokens, mut padded) = (0usize, 0usize);
         for len in offsets.windows(2).map(|w| w[1] - w[0]) {
             tokens += len;
             padded += len.div_ceil(WG_BN) * WG_BN;
-            uneven |= Some(len) != first;
         }
+        let docs = offsets.len().saturating_sub(1);
         DocLengths {
-            uneven,
             fills_tiles: tokens > 0 && padded * 10 <= tokens * 14,
+            bulk_run: (4 * WG_BN * docs)
+                .checked_div(padded)
+                .map_or(4, |r| r.clamp(1, 4) as u64),
         }
     }
 }
@@ -501,6 +505,8 @@ pub struct CudaScorer {
     occupancy: std::sync::Mutex<Occupancy>,
     shape: KernelShape,
     force: Option<Kernel>,
+    /// `maxsim_bulk`'s (stages, tasks per block) when fixed (`bulk_shape`, TILEMAXSIM_BULK).
+    bulk: Option<(usize, usize)>,
 }
 
 impl CudaScorer {
@@ -585,6 +591,7 @@ impl CudaScorer {
             occupancy: std::sync::Mutex::new(Occupancy::default()),
             shape,
             force: None,
+            bulk: bulk_shape_env(),
         })
     }
 
@@ -594,6 +601,19 @@ impl CudaScorer {
     pub fn force_kernel(mut self, kernel: Option<Kernel>) -> Self {
         self.force = kernel;
         self
+    }
+
+    /// Fix `maxsim_bulk`'s tiles in flight per block (1..=6) and consecutive tasks per block
+    /// (1..=64) instead of the engine's choice: for experiments and tests. Also read from
+    /// `TILEMAXSIM_BULK=stages,group` when the scorer opens.
+    pub fn bulk_shape(mut self, stages: usize, group: usize) -> Result<Self> {
+        if !BULK_STAGES_RANGE.contains(&stages) || !BULK_GROUP_RANGE.contains(&group) {
+            return Err(Error::Argument(format!(
+                "maxsim_bulk shape ({stages}, {group}): stages must be in 1..=6, tasks per block in 1..=64"
+            )));
+        }
+        self.bulk = Some((stages, group));
+        Ok(self)
     }
 
     /// The kernel `score_device` will use for these queries on this corpus.
@@ -883,20 +903,19 @@ impl CudaScorer {
         }
     }
 
-    /// The task counter of a one-warp-per-task persistent kernel launched as `cfg`, zeroed on
-    /// the stream, when `allowed` and each warp has many of the `tasks` (dynamic scheduling pays
-    /// on uneven documents and tails; with few tasks per warp the reset and the claims cost more
-    /// than they save); else a null pointer (a static schedule: each warp strides over the
+    /// The task counter of `maxsim_mma` launched as `cfg`, zeroed on the stream, when each
+    /// warp has many of the `tasks` (dynamic scheduling pays on uneven documents and tails;
+    /// with few tasks per warp the reset and the claims cost more than they save); else a null
+    /// pointer (a static schedule: each warp strides over the
     /// tasks). Keep the guard until the launch is enqueued, so no other launch zeroes or takes
     /// the counter in between.
     fn task_counter(
         &self,
-        allowed: bool,
         tasks: u64,
         cfg: &LaunchConfig,
     ) -> Result<(std::sync::MutexGuard<'_, CudaSlice<u64>>, u64)> {
         let resident_warps = cfg.grid_dim.0 as u64 * (cfg.block_dim.0 as u64 / 32);
-        let dynamic = allowed && tasks > 16 * resident_warps;
+        let dynamic = tasks > 16 * resident_warps;
         // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
         let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
         let ptr = if dynamic {
@@ -924,7 +943,7 @@ impl CudaScorer {
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.
         let tasks = (queries.len * n) as u64;
         let cfg = self.persistent_grid(func, MMA_THREADS, 0, tasks.div_ceil(4))?;
-        let (_counter, tc) = self.task_counter(true, tasks, &cfg)?;
+        let (_counter, tc) = self.task_counter(tasks, &cfg)?;
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&tc);
@@ -945,24 +964,36 @@ impl CudaScorer {
     ) -> Result<()> {
         let func = kernel_in(&self.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
-        let (stages, tile) = bulk_shape();
-        let smem = 4 * stages * (tile * corpus.dim * 2 + 8 + 20);
-        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
-        let (st, ti) = (stages as i32, tile as i32);
         let tasks = (queries.len * n) as u64;
-        let cfg = self.persistent_grid(func, BULK_THREADS, smem, tasks.div_ceil(4))?;
-        let (_counter, tc) = self.task_counter(
-            self.shape.bulk_dynamic && corpus.lengths.uneven,
-            tasks,
-            &cfg,
-        )?;
+        let forced = self.bulk;
+        let stages = forced.map_or(BULK_STAGES, |f| f.0);
+        let smem = bulk_smem(stages, corpus.dim);
+        let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
+        let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
+        let group = forced.map_or_else(
+            || bulk_group(tasks, resident, corpus.lengths.bulk_run),
+            |f| f.1 as u64,
+        );
+        let blocks = tasks.div_ceil(group);
+        if blocks > i32::MAX as u64 {
+            return Err(Error::Argument(format!(
+                "{tasks} (query, document) pairs per launch is over the limit"
+            )));
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
+        let (st, gr) = (stages as i32, group as i32);
         let mut b = self.stream.launch_builder(func);
         args.push(&mut b);
-        b.arg(&st).arg(&ti).arg(&tc);
+        b.arg(&st).arg(&gr);
         // SAFETY: the arguments match `maxsim_bulk_*` in kernels/maxsim.cu: as for
         // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by kernel_for) and `smem` bytes
-        // of dynamic shared memory for 4 warps × `stages` tiles of `tile` tokens; `tc` is null
-        // or the zeroed counter.
+        // of dynamic shared memory for `stages` tiles, their barriers and the row maxima
+        // (`bulk_smem`, allowed by blocks_per_sm); the grid covers every task in runs of `group`.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
         Ok(())
     }
@@ -1566,19 +1597,38 @@ fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
     Ok(())
 }
 
-/// `maxsim_bulk`'s ring per warp: (stages, tokens per tile), from `TILEMAXSIM_BULK=stages,tile`
-/// when set (experiments), else (2, 64): the best of the sweep on the H100 (bench/results/bulk.log).
-fn bulk_shape() -> (usize, usize) {
+/// `maxsim_bulk`'s tiles in flight per block (each BULK_TILE tokens).
+const BULK_STAGES: usize = 2;
+const BULK_STAGES_RANGE: std::ops::RangeInclusive<usize> = 1..=6;
+const BULK_GROUP_RANGE: std::ops::RangeInclusive<usize> = 1..=64;
+/// Tokens per `maxsim_bulk` tile (kernels/maxsim.cu: BULK_TILE, 32 per warp).
+const BULK_TILE: usize = 128;
+
+/// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,
+/// one 8-byte mbarrier per stage, and the row maxima of two documents (2 × 4 warps × 32 floats).
+fn bulk_smem(stages: usize, dim: usize) -> usize {
+    stages * (BULK_TILE * dim * 2 + 8) + 2 * 4 * 32 * 4
+}
+
+/// Consecutive tasks per `maxsim_bulk` block, for `tasks` tasks, `resident` blocks at once and
+/// runs of at most `run` (`DocLengths::bulk_run`): the query's fragments are loaded, and the
+/// block set up, once per run (one task per block ran 67 M docs/s at B = 10K against 89 M with
+/// four, bench/results/bulk_grid.log); shorter where that would leave resident slots empty (a
+/// grid of one wave or less: every block's copies go out at once).
+fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
+    tasks.div_ceil(resident.max(1)).clamp(1, run.max(1))
+}
+
+/// `TILEMAXSIM_BULK=stages,group` (experiments): `maxsim_bulk`'s stages per block and tasks
+/// per block, overriding BULK_STAGES and `bulk_group`.
+fn bulk_shape_env() -> Option<(usize, usize)> {
     std::env::var("TILEMAXSIM_BULK")
         .ok()
         .and_then(|v| {
-            let (s, t) = v.split_once(',')?;
-            Some((s.trim().parse().ok()?, t.trim().parse().ok()?))
+            let (s, g) = v.split_once(',')?;
+            Some((s.trim().parse().ok()?, g.trim().parse().ok()?))
         })
-        .filter(|&(s, t): &(usize, usize)| {
-            (1..=16).contains(&s) && t % 8 == 0 && (8..=256).contains(&t)
-        })
-        .unwrap_or((2, 64))
+        .filter(|(s, g)| BULK_STAGES_RANGE.contains(s) && BULK_GROUP_RANGE.contains(g))
 }
 
 /// The kernel constants the host sizes launches by (kernels/maxsim.cu defines the defaults).
@@ -1598,13 +1648,6 @@ struct KernelShape {
     ring_warps: usize,
     /// 8-token tiles per f16/bf16 stage of `maxsim_ring` (RING_TILES).
     ring_tiles: usize,
-    /// `maxsim_bulk` takes its tasks from a counter when each warp has many and the documents
-    /// differ in length (BULK_DYNAMIC=1, the default), as `maxsim_mma` does, instead of
-    /// striding over them. On U[32,256] the static stride leaves the busiest of 528 warps 11%
-    /// more tokens than the mean; the counter measured 84.0 / 84.2 against 76.1 / 76.2 M docs/s
-    /// at B = 100K, while on documents of one length it cost 8% (86.7 against 94.2 M), so those
-    /// keep the stride (H100, bench/results/dynamic.log).
-    bulk_dynamic: bool,
     /// `maxsim_ring` fills its f32 stages with `cp.async.bulk` copies completing on one
     /// mbarrier per stage (RING_BULK=1, the default, sm_90+; 8 more bytes of shared memory per
     /// stage): 46.75 against 44.50 M docs/s at B = 100K on the H100; f16/bf16 keep per-lane
@@ -1619,7 +1662,6 @@ impl KernelShape {
         ring_stages: 4,
         ring_warps: 8,
         ring_tiles: 2,
-        bulk_dynamic: true,
         ring_bulk: true,
     };
 
@@ -1627,7 +1669,6 @@ impl KernelShape {
     /// launch is an error, not a silent default (the kernels would be compiled with it).
     fn parse(defines: Option<&str>) -> Result<Self> {
         let mut k = Self::DEFAULT;
-        let mut bulk_dynamic = usize::from(k.bulk_dynamic);
         let mut ring_bulk = usize::from(k.ring_bulk);
         for d in defines.unwrap_or("").split(',').map(str::trim) {
             // A bare name has no value: an error for the host's knobs (NVRTC would read it
@@ -1639,7 +1680,6 @@ impl KernelShape {
                 "RING_STAGES" => (&mut k.ring_stages, 2..=8),
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
-                "BULK_DYNAMIC" => (&mut bulk_dynamic, 0..=1),
                 "RING_BULK" => (&mut ring_bulk, 0..=1),
                 _ => continue,
             };
@@ -1656,7 +1696,6 @@ impl KernelShape {
                     ))
                 })?;
         }
-        k.bulk_dynamic = bulk_dynamic == 1;
         k.ring_bulk = ring_bulk == 1;
         Ok(k)
     }
@@ -2008,14 +2047,21 @@ mod tests {
     }
 
     #[test]
-    fn uneven_lengths_are_told_from_one_length() {
-        let uneven = |o: &[usize]| DocLengths::of(o).uneven;
-        assert!(!uneven(&[]));
-        assert!(!uneven(&[0]));
-        assert!(!uneven(&[0, 7]));
-        assert!(!uneven(&[3, 131, 259, 387]));
-        assert!(uneven(&[0, 128, 256, 385]));
-        assert!(uneven(&[0, 1, 1]));
+    fn bulk_runs_hold_about_four_tiles() {
+        let run = |o: &[usize]| DocLengths::of(o).bulk_run;
+        assert_eq!(run(&[0, 128, 256, 384]), 4, "one tile a document");
+        assert_eq!(run(&[0, 5, 9]), 4, "short documents");
+        assert_eq!(run(&[0, 256, 512]), 2, "two tiles a document");
+        assert_eq!(run(&[0, 129, 160]), 2, "1.5 tiles a document");
+        assert_eq!(run(&[0, 3000]), 1, "long documents");
+        assert_eq!(run(&[0]), 4, "no documents");
+        assert_eq!(run(&[0, 0, 0]), 4, "empty documents");
+        // Runs shrink where the grid would not fill the device's resident slots.
+        assert_eq!(bulk_group(100_000, 396, 4), 4);
+        assert_eq!(bulk_group(1000, 396, 4), 3);
+        assert_eq!(bulk_group(1000, 396, 2), 2);
+        assert_eq!(bulk_group(100, 396, 4), 1);
+        assert_eq!(bulk_group(0, 0, 0), 1);
     }
 
     #[test]
@@ -2023,18 +2069,14 @@ mod tests {
         assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
         let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
         assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
-        const { assert!(KernelShape::DEFAULT.bulk_dynamic) };
-        let k = KernelShape::parse(Some("RING_TILES=4,BULK_DYNAMIC=0,RING_BULK=0")).unwrap();
-        assert_eq!(
-            (k.ring_tiles, k.bulk_dynamic, k.ring_bulk),
-            (4, false, false)
-        );
+        const { assert!(KernelShape::DEFAULT.ring_bulk) };
+        let k = KernelShape::parse(Some("RING_TILES=4,RING_BULK=0")).unwrap();
+        assert_eq!((k.ring_tiles, k.ring_bulk), (4, false));
         for bad in [
             "RING_STAGES=9",
             "RING_WARPS=0",
             "GEMM_STAGES=x",
             "RING_TILES=5",
-            "BULK_DYNAMIC=2",
             "RING_BULK=3",
             "RING_BULK",
         ] {
