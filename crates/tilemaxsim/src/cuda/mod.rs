@@ -1382,10 +1382,7 @@ impl CudaScorer {
     /// call before. Where the host cannot enqueue a call as fast as the device runs it, the
     /// events see the device waiting for the host, and the figure says so (launch-bound).
     pub fn time_ms(&self, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
-        for _ in 0..3 {
-            work()?;
-        }
-        self.synchronize()?;
+        self.warm_up(&mut work)?;
         let events = self.event_pairs(reps)?;
         for (start, end) in &events {
             start.record(&self.stream).map_err(drv("event"))?;
@@ -1397,6 +1394,26 @@ impl CudaScorer {
             .iter()
             .map(|(s, e)| Ok(s.elapsed_ms(e).map_err(drv("event"))? as f64))
             .collect()
+    }
+
+    /// Warm-up calls of `work` for at least 100 ms of wall time (and three calls), waiting for
+    /// the device every fourth call so the queue stays short. With three warm-up calls, in
+    /// `bench/gpu_check.sh`'s suite the case right after an f32 ring case ran 17% slow in its
+    /// back-to-back figure while its isolated figure, taken next, was normal
+    /// (bench/results/gpu_check.log, 2026-11-24 03:35; earlier suites had the same outlier);
+    /// two suites with this warm-up had none (bench/results/suite_warmup.log), which does not
+    /// prove the cause.
+    fn warm_up(&self, work: &mut impl FnMut() -> Result<()>) -> Result<()> {
+        let start = std::time::Instant::now();
+        let mut calls = 0;
+        while calls < 3 || start.elapsed() < std::time::Duration::from_millis(100) {
+            work()?;
+            calls += 1;
+            if calls % 4 == 0 {
+                self.synchronize()?;
+            }
+        }
+        self.synchronize()
     }
 
     /// Time `work` as one isolated call: the host waits for each call before it enqueues the
