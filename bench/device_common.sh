@@ -10,7 +10,7 @@ B=.dev/tilemaxsim
 sanitize_tests() {
   local tool
   for tool in ${SANITIZERS-memcheck racecheck}; do
-    TILEMAXSIM_GPU_CASES=6 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 .dev/test-gpu "${@:-tensor_core}" 2>&1 | tail -2
+    TILEMAXSIM_GPU_CASES=${TILEMAXSIM_GPU_CASES:-6} timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 .dev/test-gpu "${@:-tensor_core}" 2>&1 | tail -2
     echo "$tool exit: ${PIPESTATUS[0]}"
   done
 }

@@ -287,9 +287,10 @@ __device__ __forceinline__ U4 ld_stream(const void* p) {
 // A query's A fragments (32 rows of d = KCH * 32 halves at q) in the permuted k order of the
 // direct B loads: for chunk ch and k16 step kb, thread (g, c) holds halves
 // ch * 32 + c * 8 + kb * 4 .. + 3 of rows g, g + 8 (and 16 + g, 24 + g for the second m-tile).
-template <int KCH>
+// ROW: the row stride in halves (KCH * 32 but where a warp takes a slice of wider rows).
+template <int KCH, int ROW = KCH * 32>
 __device__ __forceinline__ void load_a_permuted(unsigned (&a)[2][KCH][2][4], const u16* q16, int g, int c) {
-    constexpr int D = KCH * 32;
+    constexpr int D = ROW;
     const unsigned* q = (const unsigned*)q16;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -442,6 +443,10 @@ INSTANTIATE_MMA(maxsim_mma_bf16_d128, true, 4)
 #define BULK_WARPS 4
 #define BULK_THREADS (BULK_WARPS * 32)
 #define BULK_TILE (BULK_WARPS * 32)
+// Wide d (maxsim_bulk_wide_impl): tokens per tile for KQ 128-wide quarters (so a stage stays
+// 16-24 KB), and floats per column of a warp's partial tile (32 rows + 4: conflict-free).
+#define BULK_WIDE_TOK(KQ) ((KQ) <= 4 ? 32 : 16)
+#define BULK_WIDE_RS 36
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     unsigned r;
@@ -482,6 +487,7 @@ struct alignas(16) V4 { unsigned x, y, z, w; };
 // The tile sequence of a run of `left` tasks from (query qi, pair): (first token, tokens,
 // document length) stepped tile by tile, the task stepped without dividing. Empty documents
 // take one empty tile (their score is then the sum of nothing found, as in maxsim_mma).
+template <int TILE>
 struct BulkWalk {
     int qi, pair, left, tok, nd;
     i64 d0;
@@ -496,11 +502,11 @@ struct BulkWalk {
         }
     }
     __device__ __forceinline__ bool done() const { return left <= 0; }
-    __device__ __forceinline__ int ntok() const { return min(BULK_TILE, nd - tok); }
-    __device__ __forceinline__ bool last() const { return tok + BULK_TILE >= nd; }
+    __device__ __forceinline__ int ntok() const { return min(TILE, nd - tok); }
+    __device__ __forceinline__ bool last() const { return tok + TILE >= nd; }
     __device__ __forceinline__ void step(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
                                          int num_docs) {
-        tok += BULK_TILE;
+        tok += TILE;
         if (tok >= nd) {
             tok = 0;
             --left;
@@ -531,7 +537,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     const i64 first = (i64)blockIdx.x * group;
 
     // Thread 0's walk runs `stages` tiles ahead of the consumers' (same sequence).
-    BulkWalk pw(first, tasks, group, num_docs);
+    BulkWalk<BULK_TILE> pw(first, tasks, group, num_docs);
     auto produce = [&](int s) {
         const unsigned bar = smem_addr(&bars[s]);
         if (pw.done()) return;
@@ -551,7 +557,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         pw.extent(d_offsets, doc_index);
         for (int s = 0; s < stages; ++s) produce(s);
     }
-    BulkWalk w(first, tasks, group, num_docs);
+    BulkWalk<BULK_TILE> w(first, tasks, group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
 
@@ -641,6 +647,172 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d32, true, 1)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d64, true, 2)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d96, true, 3)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d128, true, 4)
+
+// maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024): the same grid of
+// blocks, walk, ring and bulk copies, but the four warps split a tile's d instead of its tokens.
+// A tile is TOK tokens of the whole row (one contiguous copy: 24 KB at d = 768); warp w
+// multiplies every token of it by its quarter of d (its query slice's A fragments, KQ 32-wide
+// chunks, stay in registers), and leaves the 32 x TOK partial dot products in shared memory
+// (column-major, 36 floats a column: the C-fragment stores and the row-per-lane reads are both
+// conflict-free). After the tile's barrier, warp w sums the four partials of its TOK / 4 columns
+// for row `lane` and keeps the running maximum; at a document's end the warps' row maxima meet
+// in shared memory as in maxsim_bulk, and warp 0 sums them after the next barrier (the block's
+// next tile, or the end). Partials and maxima are double-buffered, so one barrier a tile orders
+// them all.
+template <bool BF, int KQ>
+__device__ __forceinline__ void maxsim_bulk_wide_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+{
+#if __CUDA_ARCH__ >= 900
+    constexpr int D = KQ * 128;          // the embedding dimension
+    constexpr int DW = KQ * 32;          // dimensions per warp
+    constexpr int TOK = BULK_WIDE_TOK(KQ);
+    constexpr int NT = TOK / 8;          // 8-token tiles per tile
+    constexpr int CW = TOK / BULK_WARPS; // columns each warp reduces
+    constexpr int RS = BULK_WIDE_RS;     // floats per partial column
+    constexpr int STAGE = TOK * D;       // halves
+    extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    u16* ring = (u16*)bulk_smem;
+    unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
+    float* part = (float*)(bars + stages);          // [2][BULK_WARPS][TOK][RS]
+    float* red = part + 2 * BULK_WARPS * TOK * RS;  // [2][BULK_WARPS][32]
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+    const i64 first = (i64)blockIdx.x * group;
+
+    BulkWalk<TOK> pw(first, tasks, group, num_docs);
+    auto produce = [&](int s) {
+        const unsigned bar = smem_addr(&bars[s]);
+        if (pw.done()) return;
+        const int ntok = pw.ntok();
+        if (ntok > 0) {
+            const unsigned bytes = (unsigned)ntok * D * 2u;
+            mbar_expect_tx(bar, bytes);
+            bulk_load(smem_addr(ring + (i64)s * STAGE), d_tokens + (pw.d0 + pw.tok) * D, bytes, bar);
+        } else {
+            mbar_arrive(bar);
+        }
+        pw.step(d_offsets, doc_index, num_docs);
+    };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        pw.extent(d_offsets, doc_index);
+        for (int s = 0; s < stages; ++s) produce(s);
+    }
+    BulkWalk<TOK> w(first, tasks, group, num_docs);
+    w.extent(d_offsets, doc_index);
+    __syncthreads();  // the barriers are initialized
+
+    // Warp 0 sums the row maxima of a finished document once a barrier has ordered them.
+    bool pending = false;
+    i64 p_task = 0;
+    int p_nq = 0, p_par = 0;
+    auto finish = [&]() {
+        if (pending && wib == 0) {
+            float m = red[p_par * BULK_WARPS * 32 + lane];
+#pragma unroll
+            for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(p_par * BULK_WARPS + k) * 32 + lane]);
+            const float sum = warp_sum(lane < p_nq ? m : 0.f);
+            if (lane == 0) out[p_task] = sum;  // task = query * num_docs + pair
+        }
+        pending = false;
+    };
+
+    unsigned a[2][KQ][2][4];
+    int cur_q = -1, nq = 0, ndone = 0;
+    float best = NEG_INF;  // row `lane`'s running maximum over this warp's columns
+    for (int i = 0; !w.done(); ++i) {
+        const int s = i % stages;
+        if (w.qi != cur_q) {
+            cur_q = w.qi;
+            nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
+            load_a_permuted<KQ, D>(a, qpad + (i64)cur_q * 32 * D + wib * DW, g, c);
+        }
+        if (w.tok == 0) best = NEG_INF;
+        const int ntok = w.ntok();
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        const u16* buf = ring + (i64)s * STAGE + wib * DW;
+        float* pw_part = part + ((i & 1) * BULK_WARPS + wib) * TOK * RS;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            // Rows past the tile's tokens hold whatever the stage held; their columns are not
+            // reduced below.
+            float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+            for (int ch = 0; ch < KQ; ++ch) {
+                const V4 b = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
+                    Mma<BF>::run(acc[mt], a[mt][ch][1], b.z, b.w);
+                }
+            }
+            const int col = t * 8 + 2 * c;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const int row = mt * 16 + g;
+                pw_part[col * RS + row] = acc[mt][0];
+                pw_part[(col + 1) * RS + row] = acc[mt][1];
+                pw_part[col * RS + row + 8] = acc[mt][2];
+                pw_part[(col + 1) * RS + row + 8] = acc[mt][3];
+            }
+        }
+        const bool last = w.last();
+        const i64 task = (i64)w.qi * num_docs + w.pair;
+        w.step(d_offsets, doc_index, num_docs);
+        __syncthreads();  // stage s is read by every warp; the partials and row maxima are in place
+        if (threadIdx.x == 0) produce(s);
+        finish();
+        const float* pt = part + (i & 1) * BULK_WARPS * TOK * RS;
+#pragma unroll
+        for (int k = 0; k < CW; ++k) {
+            const int col = wib * CW + k;
+            float v = pt[col * RS + lane];
+#pragma unroll
+            for (int ww = 1; ww < BULK_WARPS; ++ww) v += pt[(ww * TOK + col) * RS + lane];
+            if (col < ntok) best = fmaxf(best, v);
+        }
+        if (last) {
+            const int par = ndone & 1;
+            red[(par * BULK_WARPS + wib) * 32 + lane] = best;
+            pending = true;
+            p_task = task;
+            p_nq = nq;
+            p_par = par;
+            ++ndone;
+        }
+    }
+    __syncthreads();
+    finish();
+#endif
+}
+
+#define INSTANTIATE_BULK_WIDE(NAME, BF, KQ)                                                    \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group)                                                                             \
+    {                                                                                          \
+        maxsim_bulk_wide_impl<BF, KQ>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
+    }
+
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d256, false, 2)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d384, false, 3)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d512, false, 4)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d640, false, 5)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d768, false, 6)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d896, false, 7)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d1024, false, 8)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d256, true, 2)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d384, true, 3)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d512, true, 4)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d640, true, 5)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d768, true, 6)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d896, true, 7)
+INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d1024, true, 8)
 
 // ---------------------------------------------------------------------------------------------
 // maxsim_gemm: many query rows against the same documents, the compute-bound case (a batch of

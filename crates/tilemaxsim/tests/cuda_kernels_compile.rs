@@ -31,6 +31,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_mma_f16_d128",
             "maxsim_bulk_f16_d128",
             "maxsim_bulk_bf16_d32",
+            "maxsim_bulk_f16_d768",
+            "maxsim_bulk_bf16_d1024",
             "maxsim_gemm_f16_d128",
             "maxsim_gemm_bf16_d96",
             "sum_qblocks",

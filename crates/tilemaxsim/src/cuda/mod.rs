@@ -203,9 +203,11 @@ struct QueryBlocks {
 const QBLOCK: usize = 32;
 /// Embedding dimensions `maxsim_mma`, `maxsim_bulk` and `maxsim_gemm` are instantiated for.
 const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
-/// Wide embeddings (dimension-tiled by 128 in `maxsim_ring`): d = 256, 384, …, 1024.
+/// Wide embeddings (dimension-tiled by 128 in `maxsim_ring`, split in quarters among the warps
+/// of `maxsim_bulk`): d = 256, 384, …, 1024.
+const WIDE_DIMS: [usize; 7] = [256, 384, 512, 640, 768, 896, 1024];
 fn wide_dim(dim: usize) -> bool {
-    dim.is_multiple_of(128) && (256..=1024).contains(&dim)
+    WIDE_DIMS.contains(&dim)
 }
 /// The dimensions `maxsim_ring` takes, and the d of the instantiation that serves them (it walks
 /// d in steps of min(d, 128)).
@@ -320,6 +322,8 @@ const WG_BN: usize = 128;
 const WG_DIMS: [usize; 2] = [64, 128];
 /// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
 const BULK_BY_DEFAULT: bool = true;
+/// Whether the engine picks `maxsim_bulk` over `maxsim_ring` at wide d (f16/bf16, sm_90+).
+const WIDE_BULK_BY_DEFAULT: bool = true;
 /// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
 const GEMM_BN: usize = 128;
 /// Bytes of a `TileMeta` (kernels/maxsim.cu), one per stage of `maxsim_gemm` and `maxsim_wgmma`.
@@ -470,7 +474,7 @@ struct Kernels {
     topk_merge: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     mma: Vec<((DType, usize), CudaFunction)>,
-    /// (dtype, d) → the bulk-copy tensor-core kernel (empty below sm_90).
+    /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
     bulk: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     gemm: Vec<((DType, usize), CudaFunction)>,
@@ -536,7 +540,7 @@ impl CudaScorer {
         let mut bulk = Vec::new();
         if major >= 9 {
             for dtype in [DType::F16, DType::BF16] {
-                for dim in MMA_DIMS {
+                for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
                     bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
                 }
             }
@@ -970,10 +974,12 @@ impl CudaScorer {
         let smem = bulk_smem(stages, corpus.dim);
         let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
         let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
-        let group = forced.map_or_else(
-            || bulk_group(tasks, resident, corpus.lengths.bulk_run),
-            |f| f.1 as u64,
-        );
+        let run = if wide_dim(corpus.dim) {
+            BULK_WIDE_RUN
+        } else {
+            corpus.lengths.bulk_run
+        };
+        let group = forced.map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
         let blocks = tasks.div_ceil(group);
         if blocks > i32::MAX as u64 {
             return Err(Error::Argument(format!(
@@ -1575,13 +1581,21 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     // Every query one block: the one-warp-per-pair kernels apply.
     let single = blocks == s.queries;
     let ring_ok = single && s.ring_available;
+    let bulk_ok = single && s.bulk_available;
     if s.f32 || wide_dim(s.dim) {
-        return if ring_ok { Kernel::Ring } else { fallback };
+        // Wide f16/bf16: `Bulk` (sm_90), unless `Ring` is asked for by name.
+        let wide_bulk = !s.f32 && bulk_ok && WIDE_BULK_BY_DEFAULT;
+        return match force {
+            Some(Kernel::Ring) if ring_ok => Kernel::Ring,
+            Some(Kernel::Bulk) if !s.f32 && bulk_ok => Kernel::Bulk,
+            _ if wide_bulk => Kernel::Bulk,
+            _ if ring_ok => Kernel::Ring,
+            _ => fallback,
+        };
     }
     if !MMA_DIMS.contains(&s.dim) {
         return fallback;
     }
-    let bulk_ok = single && s.bulk_available;
     let wgmma_ok = s.wgmma_available && WG_DIMS.contains(&s.dim);
     match force {
         Some(Kernel::Wgmma) if wgmma_ok => Kernel::Wgmma,
@@ -1616,15 +1630,31 @@ fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
 
 /// `maxsim_bulk`'s tiles in flight per block (each BULK_TILE tokens).
 const BULK_STAGES: usize = 2;
+/// `maxsim_bulk`'s most documents per block at wide d (a document is 8 or more tiles there).
+const BULK_WIDE_RUN: u64 = 2;
 const BULK_STAGES_RANGE: std::ops::RangeInclusive<usize> = 1..=6;
 const BULK_GROUP_RANGE: std::ops::RangeInclusive<usize> = 1..=64;
 /// Tokens per `maxsim_bulk` tile (kernels/maxsim.cu: BULK_TILE, 32 per warp).
 const BULK_TILE: usize = 128;
 
+/// Tokens per `maxsim_bulk` tile at wide d (kernels/maxsim.cu: BULK_WIDE_TOK), and floats per
+/// column of a warp's partial tile there (BULK_WIDE_RS).
+fn bulk_wide_tok(dim: usize) -> usize {
+    if dim <= 512 { 32 } else { 16 }
+}
+const BULK_WIDE_RS: usize = 36;
+
 /// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,
-/// one 8-byte mbarrier per stage, and the row maxima of two documents (2 × 4 warps × 32 floats).
+/// one 8-byte mbarrier per stage, the row maxima of two documents (2 × 4 warps × 32 floats),
+/// and at wide d two sets of the four warps' partial tiles.
 fn bulk_smem(stages: usize, dim: usize) -> usize {
-    stages * (BULK_TILE * dim * 2 + 8) + 2 * 4 * 32 * 4
+    let maxima = 2 * 4 * 32 * 4;
+    if wide_dim(dim) {
+        let tok = bulk_wide_tok(dim);
+        stages * (tok * dim * 2 + 8) + 2 * 4 * tok * BULK_WIDE_RS * 4 + maxima
+    } else {
+        stages * (BULK_TILE * dim * 2 + 8) + maxima
+    }
 }
 
 /// Consecutive tasks per `maxsim_bulk` block, for `tasks` tasks, `resident` blocks at once and
@@ -1861,14 +1891,23 @@ mod tests {
         // Many queries, or one long query: the many-row kernel.
         assert_eq!(auto(shape(Some(8), 8, 128, true)), Gemm);
         assert_eq!(auto(shape(Some(32), 1, 128, true)), Gemm);
-        // Wide embeddings: the dimension-tiled ring kernel, for queries of ≤ 32 tokens, where
-        // its block fits the device's shared memory.
-        assert_eq!(auto(shape(Some(3), 3, 768, true)), Ring);
+        // Wide embeddings, queries of ≤ 32 tokens: bulk (its warps split d) on sm_90, else the
+        // dimension-tiled ring kernel where its block fits the device's shared memory.
+        assert_eq!(auto(shape(Some(3), 3, 768, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 256, true)), Bulk);
         assert_eq!(auto(shape(Some(40), 40, 1024, false)), Ring);
+        assert_eq!(
+            choose_kernel(Some(Ring), shape(Some(3), 3, 768, true)),
+            Ring
+        );
+        assert_eq!(
+            choose_kernel(Some(Bulk), shape(Some(3), 3, 768, false)),
+            Ring
+        );
         assert_eq!(auto(shape(Some(2), 1, 768, false)), Tiled);
         let no_room = LaunchShape {
             ring_available: false,
-            ..shape(Some(1), 1, 768, true)
+            ..shape(Some(1), 1, 768, false)
         };
         assert_eq!(auto(no_room), Tiled);
         // f32 on the tensor cores: the ring kernel's split, one block per query, in range.
@@ -1898,7 +1937,8 @@ mod tests {
         assert_eq!(forced(Mma, shape(Some(2), 1, 128, true)), Gemm);
         assert_eq!(forced(Bulk, shape(Some(1), 1, 128, false)), Mma);
         assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
-        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Ring);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Bulk);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, false)), Ring);
         assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
         // Warpgroup MMA: by name on sm_90a at d = 64 and 128 (else Gemm); chosen there on
         // documents that mostly fill their 128-token tiles.
@@ -1906,7 +1946,7 @@ mod tests {
         assert_eq!(forced(Wgmma, shape(Some(1), 1, 64, true)), Wgmma);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 96, true)), Gemm);
         assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
-        assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, true)), Ring);
+        assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, false)), Ring);
         assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
         let filled = |blocks, queries, dim, sm90a| LaunchShape {
             fills_tiles: true,
