@@ -12,7 +12,7 @@ log="$OUT/gpu_check.log"
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   echo "== info"; .dev/tilemaxsim info
   echo "== kernel compile (NVRTC, sm_80 + sm_90)"; .dev/test-cuda_kernels_compile 2>&1 | tail -3
-  echo "== GPU tests"; timeout 240 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"
+  echo "== GPU tests"; timeout 420 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"
   echo "== compute-sanitizer memcheck"
   TILEMAXSIM_GPU_CASES=12 timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
   echo "memcheck exit: ${PIPESTATUS[0]}"

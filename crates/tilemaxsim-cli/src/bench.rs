@@ -44,9 +44,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,
     /// Kernel: on the CPU avx512, avx2 or portable (default: the best this CPU has); on a GPU
-    /// mma, bulk (sm_90+), gemm (many queries), wgmma (gemm on sm_90a, for documents that fill
-    /// 128-token tiles) or ring (d > 128, f32; tensor cores), tiled, v1 or v2 (the paper's
-    /// ablation family) (default: chosen per shape).
+    /// mma, bulk (sm_90+, d up to 1024), gemm (many queries), wgmma (gemm on sm_90a, for
+    /// documents that fill 128-token tiles) or ring (f32, and d > 128 before sm_90; tensor
+    /// cores), tiled, v1 or v2 (the paper's ablation family) (default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// Print JSON on stdout instead of a table.

@@ -1110,7 +1110,9 @@ extern "C" __global__ void sum_qblocks(const float* __restrict__ partial, const 
 // cannot hold: wide embeddings (f16/bf16, d = 256..1024, walked in 128-wide steps: dimension
 // tiling) and exact f32 (each element split into an f16 high part and an f16 low part scaled by
 // 2^11; three tensor-core products per tile, hi*hi + hi*lo + lo*hi, the lo*lo term is below
-// 2^-22 of the product). Also instantiated for f16/bf16 at d <= 128.
+// 2^-22 of the product). Also instantiated for f16/bf16 at d <= 128. On sm_90 the engine sends
+// wide f16/bf16 to maxsim_bulk (its warps split d; 1.07x this kernel at d = 768, H100,
+// bench/results/bulk_wide.log); this one keeps f32 and GPUs before sm_90.
 //
 // The block's query sits in shared memory in fragment order: the four A registers of lane l for
 // k16 step j and m-tile mt are the 16 bytes at [j][mt][l], one conflict-free 128-bit load (the

@@ -398,8 +398,9 @@ pub enum Kernel {
     /// 1024, dimension-tiled) in f16/bf16, and f32 exactly (f16 high and low parts, three
     /// tensor-core products); d ∈ {32, 64, 96, 128} as well.
     Ring,
-    /// `Mma`'s math with document tiles copied into shared memory by the copy engine
-    /// (`cp.async.bulk`), several tiles in flight per warp: sm_90 and newer.
+    /// A grid of blocks, each scoring a run of consecutive (query, document) pairs from tiles
+    /// the copy engine brings into shared memory (`cp.async.bulk`), Nq ≤ 32, f16/bf16: the
+    /// warps split a tile's tokens at d ∈ {32, 64, 96, 128}, its d at d = 256..1024. sm_90+.
     Bulk,
     /// Query tile × document tile through shared memory on CUDA cores: every shape and dtype,
     /// exact for f32.
@@ -1563,8 +1564,9 @@ struct LaunchShape {
 /// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
 /// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
 /// any longer query: compute-bound, `Wgmma` (sm_90a) at d = 64 and 128 on documents that
-/// mostly fill their 128-token tiles, else `Gemm`; d = 256..1024 or f32 (≤ 32 tokens per query):
-/// `Ring`; everything else: `Tiled`. A forced kernel that does not apply falls back to the
+/// mostly fill their 128-token tiles, else `Gemm`; d = 256..1024 (≤ 32 tokens per query):
+/// `Bulk` (sm_90), else `Ring`; f32 (≤ 32 tokens per query, in the split's range): `Ring`;
+/// everything else: `Tiled`. A forced kernel that does not apply falls back to the
 /// nearest that does.
 fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     let fallback = match force {
