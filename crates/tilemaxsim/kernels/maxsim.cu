@@ -519,6 +519,50 @@ struct BulkWalk {
     }
 };
 
+// Thread 0's side of both maxsim_bulk kernels: its own walk over the block's tiles, running
+// `stages` tiles ahead of the consumers' walk; tile t goes to stage t % stages by one bulk copy
+// of its rows (ROW halves each), completing on the stage's mbarrier (an empty tile: an arrive).
+template <int TILE, int ROW>
+struct BulkProducer {
+    BulkWalk<TILE> walk;
+    u16* ring;
+    unsigned long long* bars;
+    const u16* d_tokens;
+    const i64* d_offsets;
+    const i64* doc_index;
+    int num_docs;
+    __device__ __forceinline__ void produce(int s) {
+        const unsigned bar = smem_addr(&bars[s]);
+        if (walk.done()) return;
+        const int ntok = walk.ntok();
+        if (ntok > 0) {
+            const unsigned bytes = (unsigned)ntok * ROW * 2u;
+            mbar_expect_tx(bar, bytes);
+            bulk_load(smem_addr(ring + (i64)s * TILE * ROW), d_tokens + (walk.d0 + walk.tok) * ROW, bytes, bar);
+        } else {
+            mbar_arrive(bar);
+        }
+        walk.step(d_offsets, doc_index, num_docs);
+    }
+    // Initialize the stages' barriers and fill every stage (the block syncs after).
+    __device__ __forceinline__ void start(int stages) {
+        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        walk.extent(d_offsets, doc_index);
+        for (int s = 0; s < stages; ++s) produce(s);
+    }
+};
+
+// Warp 0 of a maxsim_bulk block: a document's score from the warps' maxima of row `lane` in
+// red[par] (`red`: [2][BULK_WARPS][32]), summed over the query's `nq` rows, stored at `out`.
+__device__ __forceinline__ void bulk_document_score(const float* red, int par, int nq, int lane, float* out) {
+    float m = red[par * BULK_WARPS * 32 + lane];
+#pragma unroll
+    for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(par * BULK_WARPS + k) * 32 + lane]);
+    const float sum = warp_sum(lane < nq ? m : 0.f);
+    if (lane == 0) *out = sum;
+}
+
 template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_bulk_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
@@ -536,27 +580,9 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     const i64 tasks = (i64)num_queries * num_docs;
     const i64 first = (i64)blockIdx.x * group;
 
-    // Thread 0's walk runs `stages` tiles ahead of the consumers' (same sequence).
-    BulkWalk<BULK_TILE> pw(first, tasks, group, num_docs);
-    auto produce = [&](int s) {
-        const unsigned bar = smem_addr(&bars[s]);
-        if (pw.done()) return;
-        const int ntok = pw.ntok();
-        if (ntok > 0) {
-            const unsigned bytes = (unsigned)ntok * D * 2u;
-            mbar_expect_tx(bar, bytes);
-            bulk_load(smem_addr(ring + (i64)s * STAGE), d_tokens + (pw.d0 + pw.tok) * D, bytes, bar);
-        } else {
-            mbar_arrive(bar);
-        }
-        pw.step(d_offsets, doc_index, num_docs);
-    };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        pw.extent(d_offsets, doc_index);
-        for (int s = 0; s < stages; ++s) produce(s);
-    }
+    BulkProducer<BULK_TILE, D> producer{BulkWalk<BULK_TILE>(first, tasks, group, num_docs), ring, bars,
+                                        d_tokens, d_offsets, doc_index, num_docs};
+    if (threadIdx.x == 0) producer.start(stages);
     BulkWalk<BULK_TILE> w(first, tasks, group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
@@ -615,38 +641,34 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the row maxima are in `red`
-        if (threadIdx.x == 0) produce(s);
+        if (threadIdx.x == 0) producer.produce(s);
         if (last) {
-            if (wib == 0) {
-                float m = red[par * BULK_WARPS * 32 + lane];
-#pragma unroll
-                for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(par * BULK_WARPS + k) * 32 + lane]);
-                const float sum = warp_sum(lane < nq ? m : 0.f);
-                if (lane == 0) out[task] = sum;  // task = query * num_docs + pair
-            }
+            if (wib == 0) bulk_document_score(red, par, nq, lane, out + task);  // task = query * num_docs + pair
             ++ndone;  // the next document's maxima go to the other half of `red`
         }
     }
 #endif
 }
 
-#define INSTANTIATE_BULK(NAME, BF, KCH)                                                        \
+// Both maxsim_bulk kernels take the same arguments: IMPL is maxsim_bulk_impl (K: 32-wide chunks
+// of d) or maxsim_bulk_wide_impl (K: 128-wide quarters of d).
+#define INSTANTIATE_BULK(NAME, IMPL, BF, K)                                                    \
     extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
         int group)                                                                             \
     {                                                                                          \
-        maxsim_bulk_impl<BF, KCH>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
+        IMPL<BF, K>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
     }
 
-INSTANTIATE_BULK(maxsim_bulk_f16_d32, false, 1)
-INSTANTIATE_BULK(maxsim_bulk_f16_d64, false, 2)
-INSTANTIATE_BULK(maxsim_bulk_f16_d96, false, 3)
-INSTANTIATE_BULK(maxsim_bulk_f16_d128, false, 4)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d32, true, 1)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d64, true, 2)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d96, true, 3)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d128, true, 4)
+INSTANTIATE_BULK(maxsim_bulk_f16_d32, maxsim_bulk_impl, false, 1)
+INSTANTIATE_BULK(maxsim_bulk_f16_d64, maxsim_bulk_impl, false, 2)
+INSTANTIATE_BULK(maxsim_bulk_f16_d96, maxsim_bulk_impl, false, 3)
+INSTANTIATE_BULK(maxsim_bulk_f16_d128, maxsim_bulk_impl, false, 4)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d32, maxsim_bulk_impl, true, 1)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4)
 
 // maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024): the same grid of
 // blocks, walk, ring and bulk copies, but the four warps split a tile's d instead of its tokens.
@@ -682,26 +704,9 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     const i64 tasks = (i64)num_queries * num_docs;
     const i64 first = (i64)blockIdx.x * group;
 
-    BulkWalk<TOK> pw(first, tasks, group, num_docs);
-    auto produce = [&](int s) {
-        const unsigned bar = smem_addr(&bars[s]);
-        if (pw.done()) return;
-        const int ntok = pw.ntok();
-        if (ntok > 0) {
-            const unsigned bytes = (unsigned)ntok * D * 2u;
-            mbar_expect_tx(bar, bytes);
-            bulk_load(smem_addr(ring + (i64)s * STAGE), d_tokens + (pw.d0 + pw.tok) * D, bytes, bar);
-        } else {
-            mbar_arrive(bar);
-        }
-        pw.step(d_offsets, doc_index, num_docs);
-    };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        pw.extent(d_offsets, doc_index);
-        for (int s = 0; s < stages; ++s) produce(s);
-    }
+    BulkProducer<TOK, D> producer{BulkWalk<TOK>(first, tasks, group, num_docs), ring, bars,
+                                  d_tokens, d_offsets, doc_index, num_docs};
+    if (threadIdx.x == 0) producer.start(stages);
     BulkWalk<TOK> w(first, tasks, group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
@@ -711,13 +716,7 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     i64 p_task = 0;
     int p_nq = 0, p_par = 0;
     auto finish = [&]() {
-        if (pending && wib == 0) {
-            float m = red[p_par * BULK_WARPS * 32 + lane];
-#pragma unroll
-            for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(p_par * BULK_WARPS + k) * 32 + lane]);
-            const float sum = warp_sum(lane < p_nq ? m : 0.f);
-            if (lane == 0) out[p_task] = sum;  // task = query * num_docs + pair
-        }
+        if (pending && wib == 0) bulk_document_score(red, p_par, p_nq, lane, out + p_task);
         pending = false;
     };
 
@@ -764,7 +763,7 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the partials and row maxima are in place
-        if (threadIdx.x == 0) produce(s);
+        if (threadIdx.x == 0) producer.produce(s);
         finish();
         const float* pt = part + (i & 1) * BULK_WARPS * TOK * RS;
 #pragma unroll
@@ -790,29 +789,20 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
 #endif
 }
 
-#define INSTANTIATE_BULK_WIDE(NAME, BF, KQ)                                                    \
-    extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
-        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
-        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
-        int group)                                                                             \
-    {                                                                                          \
-        maxsim_bulk_wide_impl<BF, KQ>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
-    }
-
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d256, false, 2)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d384, false, 3)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d512, false, 4)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d640, false, 5)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d768, false, 6)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d896, false, 7)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_f16_d1024, false, 8)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d256, true, 2)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d384, true, 3)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d512, true, 4)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d640, true, 5)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d768, true, 6)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d896, true, 7)
-INSTANTIATE_BULK_WIDE(maxsim_bulk_bf16_d1024, true, 8)
+INSTANTIATE_BULK(maxsim_bulk_f16_d256, maxsim_bulk_wide_impl, false, 2)
+INSTANTIATE_BULK(maxsim_bulk_f16_d384, maxsim_bulk_wide_impl, false, 3)
+INSTANTIATE_BULK(maxsim_bulk_f16_d512, maxsim_bulk_wide_impl, false, 4)
+INSTANTIATE_BULK(maxsim_bulk_f16_d640, maxsim_bulk_wide_impl, false, 5)
+INSTANTIATE_BULK(maxsim_bulk_f16_d768, maxsim_bulk_wide_impl, false, 6)
+INSTANTIATE_BULK(maxsim_bulk_f16_d896, maxsim_bulk_wide_impl, false, 7)
+INSTANTIATE_BULK(maxsim_bulk_f16_d1024, maxsim_bulk_wide_impl, false, 8)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d256, maxsim_bulk_wide_impl, true, 2)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d384, maxsim_bulk_wide_impl, true, 3)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d512, maxsim_bulk_wide_impl, true, 4)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d640, maxsim_bulk_wide_impl, true, 5)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d768, maxsim_bulk_wide_impl, true, 6)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8)
 
 // ---------------------------------------------------------------------------------------------
 // maxsim_gemm: many query rows against the same documents, the compute-bound case (a batch of
