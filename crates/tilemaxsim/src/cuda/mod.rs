@@ -608,13 +608,14 @@ impl CudaScorer {
         self
     }
 
-    /// Fix `maxsim_bulk`'s tiles in flight per block (1..=6) and consecutive tasks per block
-    /// (1..=64) instead of the engine's choice: for experiments and tests. Also read from
-    /// `TILEMAXSIM_BULK=stages,group` when the scorer opens.
+    /// Fix `maxsim_bulk`'s tiles in flight per block (`BULK_STAGES_RANGE`) and consecutive
+    /// tasks per block (`BULK_GROUP_RANGE`) instead of the engine's choice: for experiments and
+    /// tests. Also read from `TILEMAXSIM_BULK=stages,group` when the scorer opens.
     pub fn bulk_shape(mut self, stages: usize, group: usize) -> Result<Self> {
         if !BULK_STAGES_RANGE.contains(&stages) || !BULK_GROUP_RANGE.contains(&group) {
             return Err(Error::Argument(format!(
-                "maxsim_bulk shape ({stages}, {group}): stages must be in 1..=6, tasks per block in 1..=64"
+                "maxsim_bulk shape ({stages}, {group}): stages must be in {BULK_STAGES_RANGE:?}, \
+                 tasks per block in {BULK_GROUP_RANGE:?}"
             )));
         }
         self.bulk = Some((stages, group));
@@ -911,9 +912,8 @@ impl CudaScorer {
     /// The task counter of `maxsim_mma` launched as `cfg`, zeroed on the stream, when each
     /// warp has many of the `tasks` (dynamic scheduling pays on uneven documents and tails;
     /// with few tasks per warp the reset and the claims cost more than they save); else a null
-    /// pointer (a static schedule: each warp strides over the
-    /// tasks). Keep the guard until the launch is enqueued, so no other launch zeroes or takes
-    /// the counter in between.
+    /// pointer (a static schedule: each warp strides over the tasks). Keep the guard until the
+    /// launch is enqueued, so no other launch zeroes or takes the counter in between.
     fn task_counter(
         &self,
         tasks: u64,
@@ -1382,7 +1382,7 @@ impl CudaScorer {
     }
 
     /// Time `work` (enqueued on the scorer's stream) with CUDA events, calls back to back:
-    /// three warm-up calls, then `reps` calls, each between its own pair of events, with no
+    /// warm-up calls (`warm_up`), then `reps` calls, each between its own pair of events, with no
     /// host wait between them (the stream is drained once, at the end); milliseconds per call.
     /// This is how `triton.testing.do_bench` times the peers (bench/peers_gpu.py): a call's
     /// figure is the device's time for it in a stream of calls, its launch overlapped with the
