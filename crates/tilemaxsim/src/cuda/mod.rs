@@ -258,19 +258,14 @@ fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     })
 }
 
-/// What the kernel choice needs of a corpus's document lengths, from its offsets in one pass.
+/// What the kernel choice needs of a corpus's document lengths: counts from its offsets in
+/// one pass (or, for device memory the engine only borrows, from its shape: `mean`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DocLengths {
-    /// Cut into `WG_BN`-token tiles, they pad at most 40% of their tokens: `maxsim_wgmma`
-    /// (which multiplies whole tiles) then beats `maxsim_gemm` (which skips empty 8-token
-    /// columns). U[32,256] pads 39%: 401 against 386 TFLOP/s on the H100 (bench/results/
-    /// race_ws.log); on whole tiles wgmma is 1.34x gemm, so the two meet near 45%.
-    fills_tiles: bool,
-    /// `maxsim_bulk` runs of this many documents per block (`bulk_group`'s most): about four
-    /// 128-token tiles (BULK_TILE, = WG_BN) per block. On U[32,256] (1.56 tiles a document) two
-    /// documents a block measured 85.97 / 85.97 M docs/s on the H100 against 85.60 with three
-    /// and 85.07 / 85.08 with four (bench/results/bulk_grid.log, small_b.log).
-    bulk_run: u64,
+    docs: usize,
+    tokens: usize,
+    /// Tokens with every document padded to whole `WG_BN`-token tiles.
+    padded: usize,
 }
 
 impl DocLengths {
@@ -282,11 +277,49 @@ impl DocLengths {
         }
         let docs = offsets.len().saturating_sub(1);
         DocLengths {
-            fills_tiles: tokens > 0 && padded * 10 <= tokens * 14,
-            bulk_run: (4 * WG_BN * docs)
-                .checked_div(padded)
-                .map_or(4, |r| r.clamp(1, 4) as u64),
+            docs,
+            tokens,
+            padded,
         }
+    }
+
+    /// `docs` documents of `tokens` tokens in all, lengths unknown: as if each had the mean.
+    fn mean(docs: usize, tokens: usize) -> Self {
+        let mean = tokens.checked_div(docs).unwrap_or(0);
+        DocLengths {
+            docs,
+            tokens,
+            padded: docs * mean.div_ceil(WG_BN) * WG_BN,
+        }
+    }
+
+    /// Cut into `WG_BN`-token tiles, the documents pad at most 40% of their tokens:
+    /// `maxsim_wgmma` (which multiplies whole tiles) then beats `maxsim_gemm` (which skips
+    /// empty 8-token columns). U[32,256] pads 39%: 401 against 386 TFLOP/s on the H100
+    /// (bench/results/race_ws.log); on whole tiles wgmma is 1.34x gemm, so the two meet near 45%.
+    fn fills_tiles(&self) -> bool {
+        self.tokens > 0 && self.padded * 10 <= self.tokens * 14
+    }
+
+    /// `maxsim_bulk`'s runs of documents per block (`bulk_group`'s most), 1 to 4.
+    /// - d ≤ 128: about four 128-token tiles (BULK_TILE, = WG_BN) per block. On U[32,256]
+    ///   (1.56 tiles a document) two documents a block measured 85.97 / 85.97 M docs/s on the
+    ///   H100 against 85.60 with three and 85.07 / 85.08 with four (bench/results/
+    ///   bulk_grid.log, small_b.log).
+    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block:
+    ///   two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one), one at
+    ///   d = 768 (15.70 against 15.58 with two; B = 100K 16.01 against 15.95), d = 1024 (11.99
+    ///   against 11.92) and U[32,256] at d = 768 (13.94 against 13.79), H100,
+    ///   bench/results/profile_peer.log.
+    fn bulk_run(&self, dim: usize) -> u64 {
+        let (work, unit) = if wide_dim(dim) {
+            (self.tokens * dim, WG_BN * 128)
+        } else {
+            (self.padded, WG_BN)
+        };
+        (4 * unit * self.docs)
+            .checked_div(work)
+            .map_or(4, |r| r.clamp(1, 4) as u64)
     }
 }
 
@@ -639,7 +672,7 @@ impl CudaScorer {
                 f32,
                 bulk_available: !self.kernels.bulk.is_empty() && aligned,
                 wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
-                fills_tiles: corpus.lengths.fills_tiles,
+                fills_tiles: corpus.lengths.fills_tiles(),
                 ring_available: aligned
                     && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
             },
@@ -975,11 +1008,7 @@ impl CudaScorer {
         let smem = bulk_smem(stages, corpus.dim);
         let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
         let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
-        let run = if wide_dim(corpus.dim) {
-            BULK_WIDE_RUN
-        } else {
-            corpus.lengths.bulk_run
-        };
+        let run = corpus.lengths.bulk_run(corpus.dim);
         let group = forced.map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
         let blocks = tasks.div_ceil(group);
         if blocks > i32::MAX as u64 {
@@ -1632,8 +1661,6 @@ fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
 
 /// `maxsim_bulk`'s tiles in flight per block (each BULK_TILE tokens).
 const BULK_STAGES: usize = 2;
-/// `maxsim_bulk`'s most documents per block at wide d (a document is 8 or more tiles there).
-const BULK_WIDE_RUN: u64 = 2;
 const BULK_STAGES_RANGE: std::ops::RangeInclusive<usize> = 1..=6;
 const BULK_GROUP_RANGE: std::ops::RangeInclusive<usize> = 1..=64;
 /// Tokens per `maxsim_bulk` tile (kernels/maxsim.cu: BULK_TILE, 32 per warp).
@@ -2090,7 +2117,7 @@ mod tests {
 
     #[test]
     fn filled_tiles_pad_at_most_two_fifths() {
-        let fills = |o: &[usize]| DocLengths::of(o).fills_tiles;
+        let fills = |o: &[usize]| DocLengths::of(o).fills_tiles();
         assert!(fills(&[0, 128, 256]));
         assert!(fills(&[0, 1024, 2048]));
         assert!(fills(&[0, 1024, 1124]));
@@ -2107,7 +2134,7 @@ mod tests {
 
     #[test]
     fn bulk_runs_hold_about_four_tiles() {
-        let run = |o: &[usize]| DocLengths::of(o).bulk_run;
+        let run = |o: &[usize]| DocLengths::of(o).bulk_run(128);
         assert_eq!(run(&[0, 128, 256, 384]), 4, "one tile a document");
         assert_eq!(run(&[0, 5, 9]), 4, "short documents");
         assert_eq!(run(&[0, 256, 512]), 2, "two tiles a document");
@@ -2115,6 +2142,16 @@ mod tests {
         assert_eq!(run(&[0, 3000]), 1, "long documents");
         assert_eq!(run(&[0]), 4, "no documents");
         assert_eq!(run(&[0, 0, 0]), 4, "empty documents");
+        // Wide d: about four 128 x 128 tiles' worth of bytes.
+        let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d);
+        assert_eq!(wide(&[0, 128, 256], 256), 2);
+        assert_eq!(wide(&[0, 128, 256], 768), 1);
+        assert_eq!(wide(&[0, 40, 80], 256), 4);
+        // Lengths known only by their mean (borrowed device memory).
+        assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 4);
+        assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 2);
+        assert!(DocLengths::mean(2, 256).fills_tiles());
+        assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 4);
         // Runs shrink where the grid would not fill the device's resident slots.
         assert_eq!(bulk_group(100_000, 396, 4), 4);
         assert_eq!(bulk_group(1000, 396, 4), 3);
