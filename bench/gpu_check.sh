@@ -34,6 +34,10 @@ log="$OUT/gpu_check.log"
       .dev/tilemaxsim bench --device cuda --dtype f16 $a $k --reps 10 2>&1 | sed -n 3p
     done
   done
+  echo "== raw entry (score_raw: device memory the engine borrows, queries gathered per call) against the engine's own buffers"
+  for a in "--docs 1000" "--docs 10000" "--docs 100000" "--doc-len 32:256 --docs 100000" "--dim 768 --docs 10000" "--queries 32 --docs 100000"; do
+    for r in "" "--raw"; do .dev/tilemaxsim bench --device cuda --dtype f16 $a $r --reps 20 2>&1 | sed -n 3p | sed "s/^/${r:-owned} /"; done
+  done
   echo "== maxsim_ring: wide d and exact f32 (split)"
   for a in "--dtype f16 --dim 768 --docs 10000" "--dtype f32 --docs 100000"; do
     .dev/tilemaxsim bench --device cuda $a --reps 20 2>&1 | sed -n 3p

@@ -49,6 +49,11 @@ pub struct BenchArgs {
     /// cores), tiled, v1 or v2 (the paper's ablation family) (default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
+    /// GPU: score through the raw-pointer entry (`score_raw`: the corpus and queries as device
+    /// memory the engine borrows, as the Python bindings hand PyTorch tensors over), per call
+    /// gathering the queries on the device, instead of the engine's own buffers.
+    #[arg(long)]
+    pub(crate) raw: bool,
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

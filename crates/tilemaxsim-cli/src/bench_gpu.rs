@@ -5,8 +5,9 @@
 //! from memory, not from L2.
 
 use anyhow::{Context, Result};
-use tilemaxsim::cuda::{CudaScorer, median};
-use tilemaxsim::{Matrix, OwnedElements};
+use cudarc::driver::{CudaSlice, DevicePtr};
+use tilemaxsim::cuda::{CudaScorer, Kernel, RawArgs, RawDocs, RawLayout, RawQueries, median};
+use tilemaxsim::{Corpus, Matrix, OwnedElements};
 
 use crate::bench::{BenchArgs, CaseResult, Report, case_name, cases};
 use crate::synth;
@@ -28,7 +29,7 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
         let copies = (4 * L2_BYTES)
             .div_ceil(corpus.size_bytes().max(1))
             .clamp(1, 64);
-        let device: Vec<_> = (0..copies)
+        let device: Vec<_> = (0..if args.raw { 0 } else { copies })
             .map(|_| gpu.upload(&corpus))
             .collect::<Result<_, _>>()?;
         let qdata: Vec<OwnedElements> = (0..case.queries)
@@ -49,11 +50,25 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
             .collect::<Result<_, _>>()?;
         let dq = gpu.upload_queries(&queries, case.dim)?;
         let mut out = gpu.alloc_scores(case.queries * corpus.len())?;
-        let kernel = gpu.kernel_for(&dq, &device[0]);
+        let raw = match args.raw {
+            true => Some(Raw::upload(gpu, &corpus, &queries, copies)?),
+            false => None,
+        };
+        let mut kernel = match device.first() {
+            Some(d) => gpu.kernel_for(&dq, d),
+            None => Kernel::Tiled,
+        };
+        let out_ptr = out.device_ptr(gpu.stream()).0;
         let mut turn = 0;
         let mut call = || {
             turn = (turn + 1) % copies;
-            gpu.score_device(&dq, &device[turn], None, &mut out)
+            match &raw {
+                Some(r) => {
+                    kernel = r.score(gpu, turn, out_ptr)?;
+                    Ok(())
+                }
+                None => gpu.score_device(&dq, &device[turn], None, &mut out),
+            }
         };
         let times = gpu.time_ms(args.reps, &mut call)?;
         let latency = median(&gpu.time_ms_isolated(args.reps.min(10), &mut call)?);
@@ -114,4 +129,83 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
         ceiling_name: "read".into(),
         results,
     })
+}
+
+/// A case's corpus copies and queries as device memory the engine does not own, scored through
+/// `score_raw` on the scorer's stream (`bench --raw`): packed `[T, d]` documents with i64
+/// offsets, the queries packed `[Tq, d]` with their spans on the host.
+struct Raw {
+    docs: Vec<(CudaSlice<u8>, CudaSlice<i64>)>,
+    queries: CudaSlice<u8>,
+    spans: Vec<(usize, usize)>,
+    corpus_len: usize,
+    rows: usize,
+    dim: usize,
+    dtype: tilemaxsim::DType,
+    qdtype: tilemaxsim::DType,
+}
+
+impl Raw {
+    fn upload(
+        gpu: &CudaScorer,
+        corpus: &Corpus,
+        queries: &[Matrix<'_>],
+        copies: usize,
+    ) -> Result<Self> {
+        let s = gpu.stream();
+        let offsets: Vec<i64> = corpus.offsets().iter().map(|&o| o as i64).collect();
+        let bytes = corpus.tokens().elements().as_bytes();
+        let docs = (0..copies)
+            .map(|_| Ok((s.clone_htod(bytes)?, s.clone_htod(&offsets)?)))
+            .collect::<Result<_, cudarc::driver::DriverError>>()
+            .context("raw corpus upload")?;
+        let mut qbytes = Vec::new();
+        let mut spans = Vec::new();
+        let mut rows = 0;
+        for q in queries {
+            spans.push((rows * corpus.dim(), q.rows()));
+            rows += q.rows();
+            qbytes.extend_from_slice(q.elements().as_bytes());
+        }
+        Ok(Raw {
+            docs,
+            queries: s.clone_htod(&qbytes).context("raw query upload")?,
+            spans,
+            corpus_len: corpus.len(),
+            rows: corpus.num_tokens(),
+            dim: corpus.dim(),
+            dtype: corpus.dtype(),
+            qdtype: queries.first().map_or(corpus.dtype(), |q| q.dtype()),
+        })
+    }
+
+    fn score(&self, gpu: &CudaScorer, turn: usize, out: u64) -> tilemaxsim::Result<Kernel> {
+        let s = gpu.stream();
+        let (tokens, offsets) = &self.docs[turn];
+        let args = RawArgs {
+            queries: RawQueries {
+                tokens: self.queries.device_ptr(s).0,
+                dtype: self.qdtype,
+                dim: self.dim,
+                row_stride: self.dim,
+                spans: &self.spans,
+            },
+            docs: RawDocs {
+                tokens: tokens.device_ptr(s).0,
+                dtype: self.dtype,
+                dim: self.dim,
+                row_stride: self.dim,
+                layout: RawLayout::Packed {
+                    offsets: offsets.device_ptr(s).0,
+                    docs: self.corpus_len,
+                    rows: self.rows,
+                },
+            },
+            candidates: None,
+            out,
+        };
+        // SAFETY: the buffers are live allocations of the sizes `args` describes (uploaded by
+        // `upload`), `out` holds Q × N floats (alloc_scores), all on the scorer's stream.
+        unsafe { gpu.score_raw(None, args) }
+    }
 }

@@ -1,13 +1,45 @@
 // Exact MaxSim on the GPU: score(Q, D) = sum_i max_j <q_i, d_j>, f32 accumulation.
 //
 // maxsim_tiled: the general kernel, correct for every shape the engine accepts: any d
-// (tiled by BK), any Nq (tiled by BQ), packed variable-length documents (offsets), a candidate
-// list, f32/f16/bf16 documents widened to f32 on load, queries in f32. One block scores one
+// (tiled by BK), any Nq (tiled by BQ), documents as DocRows (packed by offsets or a padded
+// batch, any row stride: device memory as PyTorch hands it over), a candidate list,
+// f32/f16/bf16 documents widened to f32 on load, queries in f32. One block scores one
 // (query, document) pair: query and document tiles go through shared memory, each thread holds
 // a 2 x 2 piece of the BQ x BN similarity tile in registers, and the running maxima of the
 // query tokens never leave the chip. CUDA-core FMA: exact for f32 inputs. The tensor-core
 // kernels for the memory-bound fast path build on the same interface.
 #include "common.cuh"
+
+// Where the general kernels find each document's rows: packed (`offsets`: document i is rows
+// offsets[i] .. offsets[i + 1]) or a padded batch (document i starts at element
+// i * batch_stride and has lengths[i] rows, or max_len where `lengths` is null); row r of a
+// document starts row_stride elements after row r - 1, its d elements contiguous.
+// Mirrors `DocRows` in src/cuda/mod.rs (passed by value).
+struct DocRows {
+    const void* tokens;
+    const i64* offsets;
+    const i64* lengths;
+    i64 row_stride;
+    i64 batch_stride;
+    i64 max_len;
+    // The element offset of document `doc`'s first row and its rows (a padded batch's
+    // lengths clamped to 0 .. max_len).
+    __device__ __forceinline__ void extent(i64 doc, i64& base, int& rows) const {
+        if (offsets) {
+            const i64 r0 = offsets[doc];
+            base = r0 * row_stride;
+            rows = (int)(offsets[doc + 1] - r0);
+        } else {
+            base = doc * batch_stride;
+            const i64 n = lengths ? lengths[doc] : max_len;
+            rows = (int)(n < 0 ? 0 : n > max_len ? max_len : n);
+        }
+    }
+    template <typename E>
+    __device__ __forceinline__ const typename E::T* row(i64 base, int r) const {
+        return (const typename E::T*)tokens + base + (i64)r * row_stride;
+    }
+};
 
 #define BQ 32
 #define BN 32
@@ -16,8 +48,7 @@
 
 template <typename E>
 __device__ __forceinline__ void maxsim_tiled_impl(
-    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets,
-    const typename E::T* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets, const DocRows& docs,
     const i64* __restrict__ doc_index, int num_docs, int dim, float* __restrict__ out)
 {
     __shared__ float sq[BQ][BK + 1];
@@ -30,8 +61,9 @@ __device__ __forceinline__ void maxsim_tiled_impl(
     const int pair = blockIdx.x;    // selected-document position
     const int qi = blockIdx.y;
     const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-    const i64 d0 = d_offsets[doc];
-    const int nd = (int)(d_offsets[doc + 1] - d0);
+    i64 d0;
+    int nd;
+    docs.extent(doc, d0, nd);
     const i64 q0 = q_offsets[qi];
     const int nq = (int)(q_offsets[qi + 1] - q0);
 
@@ -44,7 +76,7 @@ __device__ __forceinline__ void maxsim_tiled_impl(
                 for (int e = tid; e < BQ * BK; e += THREADS) {
                     const int r = e / BK, c = e % BK;
                     sq[r][c] = (qc + r < nq && kc + c < dim) ? q_tokens[(q0 + qc + r) * dim + kc + c] : 0.f;
-                    sd[r][c] = (jc + r < nd && kc + c < dim) ? E::load(d_tokens + (d0 + jc + r) * dim + kc + c) : 0.f;
+                    sd[r][c] = (jc + r < nd && kc + c < dim) ? E::load(docs.row<E>(d0, jc + r) + kc + c) : 0.f;
                 }
                 __syncthreads();
 #pragma unroll 8
@@ -84,10 +116,10 @@ __device__ __forceinline__ void maxsim_tiled_impl(
 
 #define INSTANTIATE(NAME, E)                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS) NAME(                               \
-        const float* q_tokens, const i64* q_offsets, const E::T* d_tokens, const i64* d_offsets, \
+        const float* q_tokens, const i64* q_offsets, DocRows docs,                             \
         const i64* doc_index, int num_docs, int dim, float* out)                               \
     {                                                                                          \
-        maxsim_tiled_impl<E>(q_tokens, q_offsets, d_tokens, d_offsets, doc_index, num_docs, dim, out); \
+        maxsim_tiled_impl<E>(q_tokens, q_offsets, docs, doc_index, num_docs, dim, out);       \
     }
 
 INSTANTIATE(maxsim_tiled_f32, F32)
@@ -116,15 +148,15 @@ __device__ __forceinline__ float block_sum_128(float v, float* partial) {
 
 template <typename E>
 __device__ __forceinline__ void maxsim_v1_impl(
-    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets,
-    const typename E::T* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets, const DocRows& docs,
     const i64* __restrict__ doc_index, int num_docs, int dim, float* __restrict__ out)
 {
     __shared__ float partial[ABL_THREADS / 32];
     const int pair = blockIdx.x, qi = blockIdx.y;
     const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-    const i64 d0 = d_offsets[doc];
-    const int nd = (int)(d_offsets[doc + 1] - d0);
+    i64 d0;
+    int nd;
+    docs.extent(doc, d0, nd);
     const i64 q0 = q_offsets[qi];
     const int nq = (int)(q_offsets[qi + 1] - q0);
     float sum = 0.f;
@@ -132,7 +164,7 @@ __device__ __forceinline__ void maxsim_v1_impl(
         const float* q = q_tokens + (q0 + i) * dim;
         float m = NEG_INF;
         for (int j = 0; j < nd; ++j) {
-            const typename E::T* d = d_tokens + (d0 + j) * dim;
+            const typename E::T* d = docs.row<E>(d0, j);
             float s = 0.f;
             for (int k = 0; k < dim; ++k) s = fmaf(q[k], E::load(d + k), s);
             m = fmaxf(m, s);
@@ -145,16 +177,16 @@ __device__ __forceinline__ void maxsim_v1_impl(
 
 template <typename E>
 __device__ __forceinline__ void maxsim_v2_impl(
-    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets,
-    const typename E::T* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets, const DocRows& docs,
     const i64* __restrict__ doc_index, int num_docs, int dim, float* __restrict__ out)
 {
     __shared__ float sd[32][64 + 1];
     __shared__ float partial[ABL_THREADS / 32];
     const int pair = blockIdx.x, qi = blockIdx.y;
     const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-    const i64 d0 = d_offsets[doc];
-    const int nd = (int)(d_offsets[doc + 1] - d0);
+    i64 d0;
+    int nd;
+    docs.extent(doc, d0, nd);
     const i64 q0 = q_offsets[qi];
     const int nq = (int)(q_offsets[qi + 1] - q0);
     float sum = 0.f;
@@ -169,7 +201,7 @@ __device__ __forceinline__ void maxsim_v2_impl(
             for (int kc = 0; kc < dim; kc += 64) {
                 for (int e = threadIdx.x; e < 32 * 64; e += ABL_THREADS) {
                     const int r = e / 64, c = e % 64;
-                    sd[r][c] = (jc + r < nd && kc + c < dim) ? E::load(d_tokens + (d0 + jc + r) * dim + kc + c) : 0.f;
+                    sd[r][c] = (jc + r < nd && kc + c < dim) ? E::load(docs.row<E>(d0, jc + r) + kc + c) : 0.f;
                 }
                 __syncthreads();
                 const int kn = dim - kc < 64 ? dim - kc : 64;
@@ -192,10 +224,10 @@ __device__ __forceinline__ void maxsim_v2_impl(
 
 #define INSTANTIATE_ABL(NAME, IMPL, E)                                                         \
     extern "C" __global__ void __launch_bounds__(ABL_THREADS) NAME(                           \
-        const float* q_tokens, const i64* q_offsets, const E::T* d_tokens, const i64* d_offsets, \
+        const float* q_tokens, const i64* q_offsets, DocRows docs,                             \
         const i64* doc_index, int num_docs, int dim, float* out)                               \
     {                                                                                          \
-        IMPL<E>(q_tokens, q_offsets, d_tokens, d_offsets, doc_index, num_docs, dim, out);      \
+        IMPL<E>(q_tokens, q_offsets, docs, doc_index, num_docs, dim, out);                    \
     }
 
 INSTANTIATE_ABL(maxsim_v1_f32, maxsim_v1_impl, F32)
@@ -204,6 +236,51 @@ INSTANTIATE_ABL(maxsim_v1_bf16, maxsim_v1_impl, BF16)
 INSTANTIATE_ABL(maxsim_v2_f32, maxsim_v2_impl, F32)
 INSTANTIATE_ABL(maxsim_v2_f16, maxsim_v2_impl, F16)
 INSTANTIATE_ABL(maxsim_v2_bf16, maxsim_v2_impl, BF16)
+
+// Queries from device memory the engine borrows (`CudaScorer::score_raw`): query q's rows start
+// at element src_start[q] of `src`, row_stride apart, d contiguous; they are copied, widened to
+// f32, to rows dst_offsets[q] .. dst_offsets[q + 1] of `f32_out` (d wide, contiguous) and,
+// where `blocks_out` is not null (16-bit types), as their raw bits into the 32-row blocks of
+// the tensor-core kernels from block dst_block[q] on (rows past the query's end stay as the
+// caller zeroed them). One block per query.
+template <typename E>
+__device__ __forceinline__ void pack_queries_impl(
+    const typename E::T* __restrict__ src, const i64* __restrict__ src_start, i64 row_stride,
+    const i64* __restrict__ dst_offsets, const int* __restrict__ dst_block, int dim,
+    float* __restrict__ f32_out, u16* __restrict__ blocks_out)
+{
+    const int q = blockIdx.x;
+    const i64 r0 = dst_offsets[q];
+    const i64 n = (dst_offsets[q + 1] - r0) * dim;
+    const i64 s0 = src_start[q];
+    u16* blocks = blocks_out ? blocks_out + (i64)dst_block[q] * 32 * dim : nullptr;
+    for (i64 e = threadIdx.x; e < n; e += blockDim.x) {
+        const i64 r = e / dim, c = e - r * dim;
+        const typename E::T* p = src + s0 + r * row_stride + c;
+        f32_out[r0 * dim + e] = E::load(p);
+        if (sizeof(typename E::T) == 2 && blocks) blocks[e] = *(const u16*)p;
+    }
+}
+
+#define INSTANTIATE_PACK(NAME, E)                                                              \
+    extern "C" __global__ void __launch_bounds__(256) NAME(                                    \
+        const E::T* src, const i64* src_start, i64 row_stride, const i64* dst_offsets,         \
+        const int* dst_block, int dim, float* f32_out, u16* blocks_out)                        \
+    {                                                                                          \
+        pack_queries_impl<E>(src, src_start, row_stride, dst_offsets, dst_block, dim, f32_out, blocks_out); \
+    }
+
+INSTANTIATE_PACK(pack_queries_f32, F32)
+INSTANTIATE_PACK(pack_queries_f16, F16)
+INSTANTIATE_PACK(pack_queries_bf16, BF16)
+
+// out[i] = i * step for i in 0 ..= count: the offsets of a dense batch of `count` documents of
+// `step` rows each (so the packed-corpus kernels can score it in place).
+extern "C" __global__ void iota_offsets(i64* __restrict__ out, i64 count, i64 step)
+{
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i <= count; i += (i64)gridDim.x * blockDim.x)
+        out[i] = i * step;
+}
 
 // The device's streaming read ceiling: 16-byte loads, grid-stride, nothing written unless the
 // impossible happens (so the compiler keeps every load).

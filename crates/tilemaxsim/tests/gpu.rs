@@ -218,45 +218,201 @@ fn fp32_split_on_tensor_cores_stays_exact() {
     }
 }
 
+/// `len` bytes of junk (0xFF: NaN in every dtype), with `rows` (destination byte, bytes)
+/// copied in: a kernel that reads past a row's d elements, or past a document's or query's
+/// rows, turns a score into NaN.
+fn lay_out<'a>(len: usize, rows: impl IntoIterator<Item = (usize, &'a [u8])>) -> Vec<u8> {
+    let mut buf = vec![0xffu8; len];
+    for (at, row) in rows {
+        buf[at..at + row.len()].copy_from_slice(row);
+    }
+    buf
+}
+
 #[test]
-fn raw_device_pointers_on_a_caller_stream() {
+fn raw_device_memory_in_every_layout() {
+    use tilemaxsim::cuda::{Kernel, RawDocs, RawLayout, RawQueries};
     let Some(gpu) = gpu() else { return };
-    let mut r = rng(3);
-    let corpus = random_corpus(&mut r, &[5, 1, 17], 64, DType::F16, 1.0);
-    let q = random_query(&mut r, 9, 64, DType::F32, 1.0);
-    let qm = Matrix::new(q.as_elements(), 64).unwrap();
-    let dc = gpu.upload(&corpus).unwrap();
-    let dq = gpu.upload_queries(&[qm], 64).unwrap();
-    // Owned elsewhere: allocate with cudarc directly and hand over raw pointers.
+    let mut r = rng(31);
+    // Memory the engine does not own, on a stream it does not own (cudarc directly).
     let stream = gpu.stream().context().new_stream().unwrap();
-    let qt: Vec<f32> = qm.to_f32_vec();
-    let q_dev = stream.clone_htod(&qt).unwrap();
-    let q_off = stream.clone_htod(&[0i64, 9]).unwrap();
-    let d_bytes = stream
-        .clone_htod(corpus.tokens().elements().as_bytes())
-        .unwrap();
-    let offs: Vec<i64> = corpus.offsets().iter().map(|&o| o as i64).collect();
-    let d_off = stream.clone_htod(&offs).unwrap();
-    let out = stream.alloc_zeros::<f32>(3).unwrap();
-    stream.synchronize().unwrap();
-    let p = |s: &cudarc::driver::CudaSlice<u8>| s.device_ptr(&stream).0;
-    let args = RawArgs {
-        q_tokens: q_dev.device_ptr(&stream).0,
-        q_offsets: q_off.device_ptr(&stream).0,
-        num_queries: 1,
-        d_tokens: p(&d_bytes),
-        d_offsets: d_off.device_ptr(&stream).0,
-        doc_index: 0,
-        num_docs: 3,
-        dim: 64,
-        dtype: DType::F16,
-        out: out.device_ptr(&stream).0,
-    };
-    // SAFETY: all pointers are live allocations of the sizes RawArgs describes.
-    unsafe { gpu.score_raw(Some(stream.cu_stream()), args) }.unwrap();
-    let got = stream.clone_dtoh(&out).unwrap();
-    assert_close("raw", qm, &corpus, &[0, 1, 2], &got);
-    drop((dc, dq));
+    let ptr = |s: &cudarc::driver::CudaSlice<u8>| s.device_ptr(&stream).0;
+    let dims = [1usize, 37, 64, 128, 129, 256, 768];
+    for case in 0..gpu_cases(42) {
+        let dim = dims[case % dims.len()];
+        let dtype = DTYPES[(case / dims.len()) % 3];
+        let qdtype = if case % 5 == 4 {
+            DTYPES[(case + 1) % 3]
+        } else {
+            dtype
+        };
+        let (size, qsize) = (dtype.size(), qdtype.size());
+        let n_docs = r.random_range(1..30);
+        let long = if case % 6 == 0 { 3000 } else { 150 };
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| if i == 0 { 1 } else { r.random_range(1..=long) })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let dense_len = [1usize, 7, 128, 300][case % 4];
+        let dense = random_corpus(&mut r, &vec![dense_len; n_docs], dim, dtype, 1.0);
+        let qs: Vec<OwnedElements> = (0..r.random_range(1..4))
+            .map(|_| {
+                let nq = [1usize, 5, 32, 33, 70][r.random_range(0..5)];
+                random_query(&mut r, nq, dim, qdtype, 1.0)
+            })
+            .collect();
+        let queries = matrices(&qs, dim);
+        // Queries as a padded [Q, Lq, d + 3] tensor, junk past each one's rows and d.
+        let (qrow, lq) = (dim + 3, queries.iter().map(|q| q.rows()).max().unwrap());
+        let spans: Vec<(usize, usize)> = (0..queries.len())
+            .map(|i| (i * lq * qrow, queries[i].rows()))
+            .collect();
+        let qbuf = lay_out(
+            queries.len() * lq * qrow * qsize,
+            queries.iter().zip(&spans).flat_map(|(q, &(first, rows))| {
+                let b = q.elements().as_bytes();
+                (0..rows).map(move |t| {
+                    (
+                        (first + t * qrow) * qsize,
+                        &b[t * dim * qsize..][..dim * qsize],
+                    )
+                })
+            }),
+        );
+        let q_dev = stream.clone_htod(&qbuf).unwrap();
+        let rq = RawQueries {
+            tokens: ptr(&q_dev),
+            dtype: qdtype,
+            dim,
+            row_stride: qrow,
+            spans: &spans,
+        };
+        // maxsim_bulk / mma / gemm / wgmma at d = 64, 128 (any query length), bulk / ring at
+        // wide d (queries of ≤ 32 tokens), f16/bf16 queries of the documents' dtype.
+        let short = queries.iter().all(|q| q.rows() <= 32);
+        let tensor_cores = dtype == qdtype
+            && dtype != DType::F32
+            && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short));
+        let doc_row = |c: &'_ Corpus, j: usize, t: usize| -> Vec<u8> {
+            let o = c.offsets()[j] + t;
+            c.tokens().elements().as_bytes()[o * dim * size..(o + 1) * dim * size].to_vec()
+        };
+        let offsets = |c: &Corpus| {
+            let o: Vec<i64> = c.offsets().iter().map(|&x| x as i64).collect();
+            stream.clone_htod(&o).unwrap()
+        };
+        for layout in 0..5 {
+            let (c, label) = match layout {
+                0 => (&corpus, "packed"),
+                1 => (&corpus, "packed, rows d + 5 apart"),
+                2 => (&corpus, "padded with lengths"),
+                3 => (&dense, "dense batch"),
+                _ => (&corpus, "packed, one element past an aligned address"),
+            };
+            let label = format!("case {case} {label}: d={dim} {dtype} docs, {qdtype} queries");
+            let max_len = c.offsets().windows(2).map(|w| w[1] - w[0]).max().unwrap();
+            let (row_stride, batch_stride) = match layout {
+                1 => (dim + 5, 0),
+                2 => (dim, max_len * dim + 7),
+                _ => (dim, max_len * dim),
+            };
+            // The rows where each layout puts them, junk elsewhere.
+            // Layout 4: packed, the tensor starting one element into its allocation.
+            let lead = usize::from(layout == 4);
+            let first_row = |j: usize| match layout {
+                2 | 3 => j * batch_stride,
+                _ => lead + c.offsets()[j] * row_stride,
+            };
+            let total = match layout {
+                2 | 3 => c.len() * batch_stride,
+                _ => lead + c.offsets()[c.len()] * row_stride,
+            };
+            let rows: Vec<(usize, Vec<u8>)> = (0..c.len())
+                .flat_map(|j| (0..c.doc(j).rows()).map(move |t| (j, t)))
+                .map(|(j, t)| ((first_row(j) + t * row_stride) * size, doc_row(c, j, t)))
+                .collect();
+            let d_dev = stream
+                .clone_htod(&lay_out(
+                    total * size,
+                    rows.iter().map(|(a, b)| (*a, &b[..])),
+                ))
+                .unwrap();
+            let off = offsets(c);
+            let doc_lens: Vec<i64> = (0..c.len()).map(|j| c.doc(j).rows() as i64).collect();
+            let len_dev = stream.clone_htod(&doc_lens).unwrap();
+            let raw_layout = match layout {
+                0 | 1 | 4 => RawLayout::Packed {
+                    offsets: off.device_ptr(&stream).0,
+                    docs: c.len(),
+                    rows: c.offsets()[c.len()],
+                },
+                2 => RawLayout::Padded {
+                    docs: c.len(),
+                    max_len,
+                    batch_stride,
+                    lengths: len_dev.device_ptr(&stream).0,
+                },
+                _ => RawLayout::Padded {
+                    docs: c.len(),
+                    max_len,
+                    batch_stride,
+                    lengths: 0,
+                },
+            };
+            let docs = RawDocs {
+                tokens: ptr(&d_dev) + (lead * size) as u64,
+                dtype,
+                dim,
+                row_stride,
+                layout: raw_layout,
+            };
+            // Every document, then a candidate list with repeats.
+            let list: Vec<usize> = (0..c.len() + 3)
+                .map(|_| r.random_range(0..c.len()))
+                .collect();
+            let list_i64: Vec<i64> = list.iter().map(|&x| x as i64).collect();
+            let list_dev = stream.clone_htod(&list_i64).unwrap();
+            let all: Vec<usize> = (0..c.len()).collect();
+            for (idx, candidates) in [
+                (&all, None),
+                (&list, Some((list_dev.device_ptr(&stream).0, list.len()))),
+            ] {
+                let n = idx.len();
+                let out = stream
+                    .clone_htod(&vec![f32::NAN; queries.len() * n])
+                    .unwrap();
+                let args = RawArgs {
+                    queries: rq,
+                    docs,
+                    candidates,
+                    out: out.device_ptr(&stream).0,
+                };
+                // The scorer's own stream on some cases: the inputs must be there first.
+                let own = case % 4 == 3;
+                if own {
+                    stream.synchronize().unwrap();
+                }
+                let on = (!own).then(|| stream.cu_stream());
+                // SAFETY: every pointer is a live allocation of the size `args` describes.
+                let kernel =
+                    unsafe { gpu.score_raw(on, args) }.unwrap_or_else(|e| panic!("{label}: {e}"));
+                if own {
+                    gpu.synchronize().unwrap();
+                }
+                let in_place = layout == 0 || layout == 3;
+                assert_eq!(
+                    kernel != Kernel::Tiled,
+                    in_place && tensor_cores,
+                    "{label}: {kernel:?}"
+                );
+                let got = stream.clone_dtoh(&out).unwrap();
+                for (qi, q) in queries.iter().enumerate() {
+                    let what = format!("{label} [{kernel:?}] q{qi} ({} candidates)", n);
+                    assert_close(&what, *q, c, idx, &got[qi * n..(qi + 1) * n]);
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -272,6 +428,86 @@ fn errors_not_panics() {
         gpu.score_subset(Matrix::new(&q[..], 4).unwrap(), &c, &[1])
             .is_err()
     );
+    // Raw calls: every shape error is caught before anything is read or launched.
+    use tilemaxsim::cuda::{RawDocs, RawLayout, RawQueries};
+    let docs = RawDocs {
+        tokens: 256,
+        dtype: DType::F16,
+        dim: 4,
+        row_stride: 4,
+        layout: RawLayout::Packed {
+            offsets: 512,
+            docs: 1,
+            rows: 2,
+        },
+    };
+    let queries = RawQueries {
+        tokens: 1024,
+        dtype: DType::F16,
+        dim: 4,
+        row_stride: 4,
+        spans: &[(0, 2)],
+    };
+    let call = |queries: RawQueries<'_>, docs: RawDocs, out: u64| {
+        let args = RawArgs {
+            queries,
+            docs,
+            candidates: None,
+            out,
+        };
+        // SAFETY: every one of these calls is refused before any pointer is used.
+        unsafe { gpu.score_raw(None, args) }
+    };
+    let spans = [(0, 2), (8, 0)];
+    let bad = [
+        call(RawQueries { dim: 3, ..queries }, docs, 2048),
+        call(
+            RawQueries {
+                spans: &spans,
+                ..queries
+            },
+            docs,
+            2048,
+        ),
+        call(
+            RawQueries {
+                tokens: 0,
+                ..queries
+            },
+            docs,
+            2048,
+        ),
+        call(queries, RawDocs { tokens: 0, ..docs }, 2048),
+        call(queries, docs, 0),
+        call(
+            queries,
+            RawDocs {
+                layout: RawLayout::Packed {
+                    offsets: 0,
+                    docs: 1,
+                    rows: 2,
+                },
+                ..docs
+            },
+            2048,
+        ),
+        call(
+            queries,
+            RawDocs {
+                layout: RawLayout::Padded {
+                    docs: 1,
+                    max_len: 0,
+                    batch_stride: 4,
+                    lengths: 0,
+                },
+                ..docs
+            },
+            2048,
+        ),
+    ];
+    for (i, r) in bad.iter().enumerate() {
+        assert!(r.is_err(), "raw case {i} was accepted");
+    }
 }
 
 #[test]

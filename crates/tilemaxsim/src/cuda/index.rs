@@ -481,10 +481,13 @@ impl Staging {
                 .map_err(drv("pinned staging buffer"))?;
             let device = DeviceCorpus {
                 // SAFETY: each chunk's bytes are copied in before it is scored.
-                tokens: unsafe { scorer.stream.alloc::<u8>(max_bytes) }
-                    .map_err(drv("chunk buffer"))?,
-                offsets: unsafe { scorer.stream.alloc::<i64>(max_docs + 1) }
-                    .map_err(drv("chunk buffer"))?,
+                tokens: super::Mem::owned(
+                    unsafe { scorer.stream.alloc::<u8>(max_bytes) }.map_err(drv("chunk buffer"))?,
+                ),
+                offsets: super::Mem::owned(
+                    unsafe { scorer.stream.alloc::<i64>(max_docs + 1) }
+                        .map_err(drv("chunk buffer"))?,
+                ),
                 dtype: corpus.dtype(),
                 dim: corpus.dim(),
                 len: 0,

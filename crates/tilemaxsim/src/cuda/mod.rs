@@ -10,10 +10,11 @@
 
 mod compile;
 mod index;
+mod raw;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut,
     DevicePtr, DeviceRepr, DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
@@ -21,6 +22,7 @@ use cudarc::driver::{
 
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
 pub use index::GpuIndex;
+pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -134,10 +136,63 @@ pub fn check_available(ordinal: usize) -> Result<()> {
     Ok(())
 }
 
+/// A device buffer the engine owns (freed on drop) or borrows (device memory of the caller's,
+/// `score_raw`: left alone on drop).
+struct Mem<T> {
+    slice: std::mem::ManuallyDrop<CudaSlice<T>>,
+    owned: bool,
+}
+
+impl<T> Mem<T> {
+    fn owned(slice: CudaSlice<T>) -> Self {
+        Mem {
+            slice: std::mem::ManuallyDrop::new(slice),
+            owned: true,
+        }
+    }
+    /// `len` elements at `ptr`, not freed on drop.
+    ///
+    /// # Safety
+    /// `ptr` must hold `len` elements of `T` in `stream`'s context for as long as the `Mem` lives.
+    unsafe fn borrowed(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Self {
+        // SAFETY: forwarded to the caller; event tracking is off, so nothing else is attached.
+        let slice = unsafe { stream.upgrade_device_ptr::<T>(ptr, len) };
+        Mem {
+            slice: std::mem::ManuallyDrop::new(slice),
+            owned: false,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Mem<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+}
+
+impl<T> std::ops::DerefMut for Mem<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T> Drop for Mem<T> {
+    fn drop(&mut self) {
+        // SAFETY: `slice` is taken once, here, and not used after.
+        let slice = unsafe { std::mem::ManuallyDrop::take(&mut self.slice) };
+        if self.owned {
+            drop(slice);
+        } else {
+            slice.leak();
+        }
+    }
+}
+
 /// A corpus in GPU memory: the packed tokens (as stored: f32, f16 or bf16) and the offsets.
 pub struct DeviceCorpus {
-    tokens: CudaSlice<u8>,
-    offsets: CudaSlice<i64>,
+    tokens: Mem<u8>,
+    offsets: Mem<i64>,
     dtype: DType,
     dim: usize,
     len: usize,
@@ -515,6 +570,9 @@ struct Kernels {
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
     wgmma: Vec<((DType, usize), CudaFunction)>,
     sum_qblocks: CudaFunction,
+    /// dtype → the query gather of `score_raw`; `iota_offsets` (its dense batches' offsets).
+    pack_queries: Vec<(DType, CudaFunction)>,
+    iota_offsets: CudaFunction,
     /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
     ring: Vec<((DType, usize), CudaFunction)>,
 }
@@ -608,6 +666,11 @@ impl CudaScorer {
             gemm,
             wgmma,
             sum_qblocks: f("sum_qblocks")?,
+            pack_queries: [DType::F32, DType::F16, DType::BF16]
+                .into_iter()
+                .map(|d| Ok((d, f(&format!("pack_queries_{d}"))?)))
+                .collect::<Result<_>>()?,
+            iota_offsets: f("iota_offsets")?,
             ring: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
                 .flat_map(|t| MMA_DIMS.map(|d| (t, d)))
@@ -662,10 +725,13 @@ impl CudaScorer {
         choose_kernel(
             self.force,
             LaunchShape {
+                // Every tensor-core kernel reads 16-byte pieces of rows (d·2 bytes, d % 32 = 0):
+                // a corpus at an unaligned address (device memory the engine borrows, a view
+                // into a larger tensor) takes the general kernel.
                 blocks: queries
                     .mma
                     .as_ref()
-                    .filter(|b| b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
+                    .filter(|b| aligned && b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
                     .map(|b| b.blocks),
                 queries: queries.len,
                 dim: corpus.dim,
@@ -715,11 +781,12 @@ impl CudaScorer {
             .map(|&o| (o - first) as i64)
             .collect();
         Ok(DeviceCorpus {
-            tokens: self
-                .stream
-                .clone_htod(bytes)
-                .map_err(drv("corpus upload"))?,
-            offsets: self.stream.clone_htod(&rel).map_err(drv("corpus upload"))?,
+            tokens: Mem::owned(
+                self.stream
+                    .clone_htod(bytes)
+                    .map_err(drv("corpus upload"))?,
+            ),
+            offsets: Mem::owned(self.stream.clone_htod(&rel).map_err(drv("corpus upload"))?),
             dtype: corpus.dtype(),
             dim: corpus.dim(),
             len: docs.len(),
@@ -797,13 +864,6 @@ impl CudaScorer {
         docs: Option<&CudaSlice<i64>>,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        if queries.dim != corpus.dim {
-            return Err(Error::DimMismatch {
-                what: "queries".into(),
-                expected: corpus.dim,
-                got: queries.dim,
-            });
-        }
         let n = docs.map_or(corpus.len, |d| d.len());
         if out.len() < queries.len * n {
             return Err(Error::Argument(format!(
@@ -812,8 +872,38 @@ impl CudaScorer {
                 queries.len * n
             )));
         }
+        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
+        let target = Target {
+            stream: &self.stream,
+            doc_index: docs.map_or(0, |d| d.device_ptr(&self.stream).0),
+            n,
+            out: out.device_ptr(&self.stream).0,
+        };
+        // SAFETY: the candidate list holds `n` indices (checked < corpus.len by the callers
+        // that build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
+        unsafe { self.enqueue(queries, corpus, target) }
+    }
+
+    /// Enqueue the kernel `kernel_for` picks, on `t.stream`.
+    ///
+    /// # Safety
+    /// `t.doc_index` is 0 or `t.n` indices < corpus.len, `t.out` holds Q × `t.n` floats, all
+    /// usable on `t.stream`, as are the queries' and the corpus's buffers.
+    unsafe fn enqueue(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<()> {
+        if queries.dim != corpus.dim {
+            return Err(Error::DimMismatch {
+                what: "queries".into(),
+                expected: corpus.dim,
+                got: queries.dim,
+            });
+        }
         let kernel = self.kernel_for(queries, corpus);
-        if n == 0 || queries.len == 0 {
+        if t.n == 0 || queries.len == 0 {
             return Ok(());
         }
         if matches!(
@@ -821,45 +911,31 @@ impl CudaScorer {
             Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
         ) {
             // The tensor-core kernels take counts as i32 (query blocks ≥ queries).
-            launch_size_ok(n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
+            launch_size_ok(t.n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
         }
-        if kernel == Kernel::Mma {
-            return self.launch_mma(queries, corpus, docs, n, out);
-        }
-        if kernel == Kernel::Bulk {
-            return self.launch_bulk(queries, corpus, docs, n, out);
-        }
-        if kernel == Kernel::Gemm || kernel == Kernel::Wgmma {
-            return self.launch_gemm(kernel, queries, corpus, docs, n, out);
-        }
-        if kernel == Kernel::Ring {
-            return self.launch_ring(queries, corpus, docs, n, out);
-        }
-        let (qt, _g1) = queries.tokens.device_ptr(&self.stream);
-        let (qo, _g2) = queries.offsets.device_ptr(&self.stream);
-        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
-        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
-        let di = docs.map(|d| d.device_ptr(&self.stream));
-        let (o, _g5) = out.device_ptr(&self.stream);
-        // SAFETY: the pointers are live device allocations of the sizes the kernel reads
-        // (queries.len + 1 offsets, corpus.len + 1 offsets, n indices < corpus.len, Q × n outputs).
-        unsafe {
-            self.launch_general(
-                kernel,
-                None,
-                RawArgs {
-                    q_tokens: qt,
-                    q_offsets: qo,
+        match kernel {
+            Kernel::Mma => self.launch_mma(queries, corpus, t),
+            Kernel::Bulk => self.launch_bulk(queries, corpus, t),
+            Kernel::Gemm | Kernel::Wgmma => self.launch_gemm(kernel, queries, corpus, t),
+            Kernel::Ring => self.launch_ring(queries, corpus, t),
+            Kernel::Tiled | Kernel::V1 | Kernel::V2 => {
+                let args = GeneralArgs {
+                    q_tokens: queries.tokens.device_ptr(t.stream).0,
+                    q_offsets: queries.offsets.device_ptr(t.stream).0,
                     num_queries: queries.len,
-                    d_tokens: dt,
-                    d_offsets: dof,
-                    doc_index: di.as_ref().map_or(0, |d| d.0),
-                    num_docs: n,
+                    docs: DocRows::packed(
+                        corpus.tokens.device_ptr(t.stream).0,
+                        corpus.offsets.device_ptr(t.stream).0,
+                        corpus.dim,
+                    ),
                     dim: corpus.dim,
                     dtype: corpus.dtype,
-                    out: o,
-                },
-            )
+                };
+                // SAFETY: the pointers are live device allocations of the sizes the kernel
+                // reads (queries.len + 1 offsets, corpus.len + 1 offsets, the target's
+                // candidates and outputs per this function's contract).
+                unsafe { self.launch_general(kernel, t, args) }
+            }
         }
     }
 
@@ -925,69 +1001,70 @@ impl CudaScorer {
         qpad: &CudaSlice<u16>,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
-        docs: Option<&CudaSlice<i64>>,
-        n: usize,
-        out: &CudaSlice<f32>,
+        t: Target<'_>,
     ) -> PairArgs {
-        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
         PairArgs {
-            qpad: qpad.device_ptr(&self.stream).0,
-            q_offsets: queries.offsets.device_ptr(&self.stream).0,
+            qpad: qpad.device_ptr(t.stream).0,
+            q_offsets: queries.offsets.device_ptr(t.stream).0,
             num_queries: queries.len as i32,
-            d_tokens: corpus.tokens.device_ptr(&self.stream).0,
-            d_offsets: corpus.offsets.device_ptr(&self.stream).0,
-            doc_index: docs.map_or(0, |d| d.device_ptr(&self.stream).0),
-            num_docs: n as i32,
-            out: out.device_ptr(&self.stream).0,
+            d_tokens: corpus.tokens.device_ptr(t.stream).0,
+            d_offsets: corpus.offsets.device_ptr(t.stream).0,
+            doc_index: t.doc_index,
+            num_docs: t.n as i32,
+            out: t.out,
         }
     }
 
     /// The task counter of `maxsim_mma` launched as `cfg`, zeroed on the stream, when each
     /// warp has many of the `tasks` (dynamic scheduling pays on uneven documents and tails;
     /// with few tasks per warp the reset and the claims cost more than they save); else a null
-    /// pointer (a static schedule: each warp strides over the tasks). Keep the guard until the
-    /// launch is enqueued, so no other launch zeroes or takes the counter in between.
+    /// pointer (a static schedule: each warp strides over the tasks). On the scorer's stream
+    /// the scorer's counter, locked until the launch is enqueued (so no other launch zeroes or
+    /// takes it in between); on a caller's stream (`score_raw`) a counter of the launch's own,
+    /// freed in stream order after it.
     fn task_counter(
         &self,
         tasks: u64,
         cfg: &LaunchConfig,
-    ) -> Result<(std::sync::MutexGuard<'_, CudaSlice<u64>>, u64)> {
+        stream: &Arc<CudaStream>,
+    ) -> Result<(TaskCounter<'_>, u64)> {
         let resident_warps = cfg.grid_dim.0 as u64 * (cfg.block_dim.0 as u64 / 32);
-        let dynamic = tasks > 16 * resident_warps;
+        if tasks <= 16 * resident_warps {
+            return Ok((TaskCounter::None, 0));
+        }
+        if !Arc::ptr_eq(stream, &self.stream) {
+            let own = stream.alloc_zeros::<u64>(1).map_err(drv("task counter"))?;
+            let ptr = own.device_ptr(stream).0;
+            return Ok((TaskCounter::Own(own), ptr));
+        }
         // A poisoned lock only means another launch panicked; the counter is re-zeroed anyway.
         let mut counter = self.task_counter.lock().unwrap_or_else(|e| e.into_inner());
-        let ptr = if dynamic {
-            self.stream
-                .memset_zeros(&mut *counter)
-                .map_err(drv("task counter"))?;
-            counter.device_ptr(&self.stream).0
-        } else {
-            0u64
-        };
-        Ok((counter, ptr))
+        self.stream
+            .memset_zeros(&mut *counter)
+            .map_err(drv("task counter"))?;
+        let ptr = counter.device_ptr(&self.stream).0;
+        Ok((TaskCounter::Shared(counter), ptr))
     }
 
     fn launch_mma(
         &self,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
-        docs: Option<&CudaSlice<i64>>,
-        n: usize,
-        out: &mut CudaSlice<f32>,
+        t: Target<'_>,
     ) -> Result<()> {
         let func = kernel_in(&self.kernels.mma, (corpus.dtype, corpus.dim), "tensor-core")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
-        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
+        let args = self.pair_args(&qpad.tokens, queries, corpus, t);
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.
-        let tasks = (queries.len * n) as u64;
+        let tasks = (queries.len * t.n) as u64;
         let cfg = self.persistent_grid(func, MMA_THREADS, 0, tasks.div_ceil(4))?;
-        let (_counter, tc) = self.task_counter(tasks, &cfg)?;
-        let mut b = self.stream.launch_builder(func);
+        let (_counter, tc) = self.task_counter(tasks, &cfg, t.stream)?;
+        let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&tc);
         // SAFETY: the arguments match `maxsim_mma_*` in kernels/maxsim.cu: `qpad` holds
         // 32 × d halves per query, the offsets cover every query and document, `doc_index` is
-        // null or `n` indices < corpus.len (checked by the caller), `out` holds Q × n floats.
+        // null or `n` indices < corpus.len (the caller's contract), `out` holds Q × n floats.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_mma launch"))?;
         Ok(())
     }
@@ -996,13 +1073,11 @@ impl CudaScorer {
         &self,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
-        docs: Option<&CudaSlice<i64>>,
-        n: usize,
-        out: &mut CudaSlice<f32>,
+        t: Target<'_>,
     ) -> Result<()> {
         let func = kernel_in(&self.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
-        let tasks = (queries.len * n) as u64;
+        let tasks = (queries.len * t.n) as u64;
         let forced = self.bulk;
         let stages = forced.map_or(BULK_STAGES, |f| f.0);
         let smem = bulk_smem(stages, corpus.dim);
@@ -1021,9 +1096,9 @@ impl CudaScorer {
             block_dim: (BULK_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
-        let args = self.pair_args(&qpad.tokens, queries, corpus, docs, n, out);
+        let args = self.pair_args(&qpad.tokens, queries, corpus, t);
         let (st, gr) = (stages as i32, group as i32);
-        let mut b = self.stream.launch_builder(func);
+        let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr);
         // SAFETY: the arguments match `maxsim_bulk_*` in kernels/maxsim.cu: as for
@@ -1038,9 +1113,7 @@ impl CudaScorer {
         &self,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
-        docs: Option<&CudaSlice<i64>>,
-        n: usize,
-        out: &mut CudaSlice<f32>,
+        t: Target<'_>,
     ) -> Result<()> {
         let f32 = corpus.dtype == DType::F32;
         let (Some(inst), Some((warps, smem))) = (
@@ -1061,19 +1134,19 @@ impl CudaScorer {
             ));
         }
         let threads = warps * 32;
-        let tasks = n.div_ceil(warps as usize) as u64 * queries.len as u64;
+        let tasks = t.n.div_ceil(warps as usize) as u64 * queries.len as u64;
         let cfg = self.persistent_grid(func, threads, smem, tasks)?;
-        let args = self.pair_args(&qb.tokens, queries, corpus, docs, n, out);
+        let args = self.pair_args(&qb.tokens, queries, corpus, t);
         let dim = corpus.dim as i32;
-        let mut b = self.stream.launch_builder(func);
+        let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&dim);
         // SAFETY: the arguments match `maxsim_ring_*` in kernels/maxsim.cu: `qpad` holds
         // 32 × d halves per query (two such for f32; every query one block, checked above), the
         // offsets cover every query and document, `doc_index` is null or `n` indices <
-        // corpus.len (checked by the caller), `out` holds Q × n floats, `smem` bytes of dynamic
+        // corpus.len (the caller's contract), `out` holds Q × n floats, `smem` bytes of dynamic
         // shared memory for the query and `warps` rings (`ring_layout`); d_tokens is 16-byte
-        // aligned (cudarc allocations are 256-byte aligned, rows are 2d or 4d bytes, d % 32 = 0).
+        // aligned (checked by kernel_for; rows are 2d or 4d bytes, d % 32 = 0).
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_ring launch"))?;
         Ok(())
     }
@@ -1084,9 +1157,7 @@ impl CudaScorer {
         kernel: Kernel,
         queries: &DeviceQueries,
         corpus: &DeviceCorpus,
-        docs: Option<&CudaSlice<i64>>,
-        n: usize,
-        out: &mut CudaSlice<f32>,
+        t: Target<'_>,
     ) -> Result<()> {
         let key = (corpus.dtype, corpus.dim);
         let (func, threads, qblocks_per_block, smem) = if kernel == Kernel::Wgmma {
@@ -1101,6 +1172,7 @@ impl CudaScorer {
             (func, GEMM_THREADS, (GEMM_THREADS / 32) as usize, smem)
         };
         let qb = same_dtype_blocks(queries, corpus)?;
+        let n = t.n;
         // A persistent grid; a multiple of the query tiles where it holds them all, so each
         // block keeps its tile (loaded once) and the tiles of one document run side by side.
         let qtiles = qb.blocks.div_ceil(qblocks_per_block) as u64;
@@ -1114,40 +1186,35 @@ impl CudaScorer {
         let partial = if single {
             None
         } else {
-            Some(self.alloc_scores(qb.blocks * n)?)
+            // SAFETY: the many-query kernel writes every one of blocks × n partial scores.
+            Some(unsafe { t.stream.alloc::<f32>(qb.blocks * n) }.map_err(drv("score buffer"))?)
         };
-        let (qp, _g1) = qb.tokens.device_ptr(&self.stream);
-        let (rows, _g2) = qb.rows.device_ptr(&self.stream);
-        let (dt, _g3) = corpus.tokens.device_ptr(&self.stream);
-        let (dof, _g4) = corpus.offsets.device_ptr(&self.stream);
-        let di = docs.map_or(0, |d| d.device_ptr(&self.stream).0);
+        let s = t.stream;
+        let qp = qb.tokens.device_ptr(s).0;
+        let rows = qb.rows.device_ptr(s).0;
+        let dt = corpus.tokens.device_ptr(s).0;
+        let dof = corpus.offsets.device_ptr(s).0;
         let (nb, nd) = (qb.blocks as i32, n as i32);
-        {
-            let (o, _g5) = match partial.as_ref() {
-                Some(p) => p.device_ptr(&self.stream),
-                None => out.device_ptr(&self.stream),
-            };
-            let mut b = self.stream.launch_builder(func);
-            b.arg(&qp)
-                .arg(&rows)
-                .arg(&nb)
-                .arg(&dt)
-                .arg(&dof)
-                .arg(&di)
-                .arg(&nd)
-                .arg(&o);
-            // SAFETY: the arguments match `maxsim_gemm_*` in kernels/maxsim.cu and
-            // `maxsim_wgmma_*` in kernels/wgmma.cu: `qp` holds blocks × 32 × d halves and
-            // `rows` one count per block, the offsets cover every document, `di` is null or `n`
-            // indices < corpus.len (checked by the caller), `o` holds blocks × n floats, `smem`
-            // bytes of dynamic shared memory for the ring and its TileMetas (and wgmma's alignment); the
-            // tokens are 16-byte aligned for wgmma (`wgmma_available`).
-            unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
-        }
+        let o = partial.as_ref().map_or(t.out, |p| p.device_ptr(s).0);
+        let mut b = s.launch_builder(func);
+        b.arg(&qp)
+            .arg(&rows)
+            .arg(&nb)
+            .arg(&dt)
+            .arg(&dof)
+            .arg(&t.doc_index)
+            .arg(&nd)
+            .arg(&o);
+        // SAFETY: the arguments match `maxsim_gemm_*` in kernels/maxsim.cu and
+        // `maxsim_wgmma_*` in kernels/wgmma.cu: `qp` holds blocks × 32 × d halves and
+        // `rows` one count per block, the offsets cover every document, `doc_index` is null or
+        // `n` indices < corpus.len (the caller's contract), `o` holds blocks × n floats, `smem`
+        // bytes of dynamic shared memory for the ring and its TileMetas (and wgmma's
+        // alignment); the tokens are 16-byte aligned for wgmma (`wgmma_available`).
+        unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
         if let Some(p) = &partial {
-            let (pp, _g1) = p.device_ptr(&self.stream);
-            let (st, _g2) = qb.start.device_ptr(&self.stream);
-            let (o, _g3) = out.device_ptr(&self.stream);
+            let pp = p.device_ptr(s).0;
+            let st = qb.start.device_ptr(s).0;
             let nq = queries.len as i32;
             let total = (queries.len * n) as u64;
             let cfg = LaunchConfig {
@@ -1155,53 +1222,31 @@ impl CudaScorer {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = self.stream.launch_builder(&self.kernels.sum_qblocks);
-            b.arg(&pp).arg(&st).arg(&nq).arg(&nd).arg(&o);
+            let mut b = s.launch_builder(&self.kernels.sum_qblocks);
+            b.arg(&pp).arg(&st).arg(&nq).arg(&nd).arg(&t.out);
             // SAFETY: `sum_qblocks` reads blocks × n partial scores and Q + 1 block starts,
-            // writes Q × n floats into `out` (checked by the caller to hold them).
+            // writes Q × n floats into `out` (the caller's contract).
             unsafe { b.launch(cfg) }.map_err(drv("sum_qblocks launch"))?;
         }
         Ok(())
     }
 
-    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's).
+    /// Launch one of the kernels with the general signature (`Tiled`, `V1`, `V2`): f32 queries,
+    /// documents as `DocRows`.
     ///
     /// # Safety
-    /// Every pointer must be a live device allocation in this device's primary context:
-    /// `q_tokens` f32 `[Tq, dim]` contiguous with `num_queries + 1` i64 `q_offsets`; `d_tokens`
-    /// `[T, dim]` of `dtype`, contiguous, with i64 `d_offsets`; `doc_index` 0 or `num_docs` i64
-    /// indices into the corpus; `out` room for `num_queries × num_docs` f32. Every query and
-    /// document must have at least one token. `stream` must belong to this context.
-    pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs) -> Result<()> {
-        // SAFETY: forwarded to the caller.
-        unsafe { self.launch_general(Kernel::Tiled, stream, args) }
-    }
-
-    /// Launch one of the kernels with the f32-query signature (`Tiled`, `V1`, `V2`).
-    unsafe fn launch_general(
-        &self,
-        kernel: Kernel,
-        stream: Option<CUstream>,
-        a: RawArgs,
-    ) -> Result<()> {
-        if a.num_docs == 0 || a.num_queries == 0 {
+    /// The pointers of `a` and of `t` must be live device memory of the sizes they describe,
+    /// usable on `t.stream`; every query has at least one token.
+    unsafe fn launch_general(&self, kernel: Kernel, t: Target<'_>, a: GeneralArgs) -> Result<()> {
+        if t.n == 0 || a.num_queries == 0 {
             return Ok(());
         }
-        if a.num_docs > i32::MAX as usize || a.dim > i32::MAX as usize {
+        if t.n > i32::MAX as usize || a.dim > i32::MAX as usize {
             return Err(Error::Argument(format!(
                 "{} documents per launch is over the limit",
-                a.num_docs
+                t.n
             )));
         }
-        let borrowed;
-        let stream: &Arc<CudaStream> = match stream {
-            // SAFETY: the caller guarantees the stream belongs to this context and outlives the call.
-            Some(s) => {
-                borrowed = unsafe { self.ctx.wrap_borrowed_stream(s) };
-                &borrowed
-            }
-            None => &self.stream,
-        };
         let Some((_, func)) = self
             .kernels
             .general
@@ -1209,31 +1254,31 @@ impl CudaScorer {
             .find(|(k, _)| *k == (kernel, a.dtype))
         else {
             return Err(Error::Argument(format!(
-                "{} has no variant for the raw-pointer signature",
+                "{} has no variant for the general signature",
                 kernel.name()
             )));
         };
-        let (num_docs, dim) = (a.num_docs as i32, a.dim as i32);
+        let (num_docs, dim) = (t.n as i32, a.dim as i32);
         let mut start = 0;
         while start < a.num_queries {
             let count = (a.num_queries - start).min(MAX_QUERIES_PER_LAUNCH);
             let q_offsets = a.q_offsets + (start * 8) as u64;
-            let out = a.out + (start * a.num_docs * 4) as u64;
+            let out = t.out + (start * t.n * 4) as u64;
             let cfg = LaunchConfig {
-                grid_dim: (a.num_docs as u32, count as u32, 1),
+                grid_dim: (t.n as u32, count as u32, 1),
                 block_dim: (kernel.threads(), 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = stream.launch_builder(func);
+            let mut b = t.stream.launch_builder(func);
             b.arg(&a.q_tokens)
                 .arg(&q_offsets)
-                .arg(&a.d_tokens)
-                .arg(&a.d_offsets)
-                .arg(&a.doc_index)
+                .arg(&a.docs)
+                .arg(&t.doc_index)
                 .arg(&num_docs)
                 .arg(&dim)
                 .arg(&out);
-            // SAFETY: the argument list matches `maxsim_tiled_*` in kernels/maxsim.cu; the
+            // SAFETY: the argument list matches `maxsim_tiled_*` / `maxsim_v1_*` /
+            // `maxsim_v2_*` in kernels/maxsim.cu (DocRows by value, its #[repr(C)] twin); the
             // pointers are valid per this function's contract.
             unsafe { b.launch(cfg) }.map_err(drv("maxsim launch"))?;
             start += count;
@@ -1501,20 +1546,66 @@ impl CudaScorer {
     }
 }
 
-/// Arguments of a raw scoring launch (device pointers as `u64`); see [`CudaScorer::score_raw`].
+/// Where a launch runs and what it writes: the stream, the candidate list (0: documents
+/// `0..n`), `n`, and the Q × n scores (device pointers as `u64`).
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    stream: &'a Arc<CudaStream>,
+    doc_index: u64,
+    n: usize,
+    out: u64,
+}
+
+/// `maxsim_mma`'s task counter for one launch (`CudaScorer::task_counter`), held, not read:
+/// the scorer's locked until the launch is enqueued, a launch's own until freed after it.
+#[allow(dead_code)]
+enum TaskCounter<'a> {
+    None,
+    Shared(std::sync::MutexGuard<'a, CudaSlice<u64>>),
+    Own(CudaSlice<u64>),
+}
+
+/// The general kernels' documents (kernels/maxsim.cu: DocRows, passed by value): packed by
+/// `offsets`, or a padded batch (`offsets` 0) of `max_len` rows per document, `batch_stride`
+/// elements apart, `lengths` rows each (0: all `max_len`); rows `row_stride` elements apart.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DocRows {
+    tokens: u64,
+    offsets: u64,
+    lengths: u64,
+    row_stride: i64,
+    batch_stride: i64,
+    max_len: i64,
+}
+
+// SAFETY: #[repr(C)] plain data, laid out as `DocRows` in kernels/maxsim.cu (three 8-byte
+// pointers, three i64).
+unsafe impl DeviceRepr for DocRows {}
+
+impl DocRows {
+    fn packed(tokens: u64, offsets: u64, dim: usize) -> Self {
+        DocRows {
+            tokens,
+            offsets,
+            lengths: 0,
+            row_stride: dim as i64,
+            batch_stride: 0,
+            max_len: 0,
+        }
+    }
+}
+
+/// Arguments of a general-kernel launch besides its `Target` (device pointers as `u64`):
+/// contiguous f32 query rows with `num_queries + 1` i64 offsets, and the documents.
 #[derive(Clone, Copy, Debug)]
-pub struct RawArgs {
-    pub q_tokens: u64,
-    pub q_offsets: u64,
-    pub num_queries: usize,
-    pub d_tokens: u64,
-    pub d_offsets: u64,
-    /// 0 for "documents `0..num_docs`", else `num_docs` i64 indices.
-    pub doc_index: u64,
-    pub num_docs: usize,
-    pub dim: usize,
-    pub dtype: DType,
-    pub out: u64,
+struct GeneralArgs {
+    q_tokens: u64,
+    q_offsets: u64,
+    num_queries: usize,
+    docs: DocRows,
+    dim: usize,
+    dtype: DType,
 }
 
 /// `(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out)`: the leading

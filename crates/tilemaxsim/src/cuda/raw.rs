@@ -1,0 +1,413 @@
+//! Scoring device memory the engine does not own ([`CudaScorer::score_raw`]): tensors as
+//! PyTorch hands them over (data pointer, dtype, shape, strides in elements), on the caller's
+//! stream, in the device's primary context. Nothing is copied to the host and nothing waits.
+//!
+//! - Queries (small, their token counts known on the host) are gathered on the device by
+//!   `pack_queries_*` (kernels/maxsim.cu) into the engine's own layout: contiguous f32 rows
+//!   and, where the tensor cores can take them (f16/bf16 of the documents' dtype, d
+//!   instantiated), 32-row blocks.
+//! - Documents are scored in place. Packed rows `[T, d]` and dense batches `[N, L, d]` with
+//!   contiguous rows go to the kernel the engine picks for the shape (`maxsim_bulk` on the
+//!   H100, as for a corpus it uploaded itself); any other strides, and padded batches with
+//!   per-document lengths, go to the general kernel, which reads `DocRows`.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+
+use super::{
+    CudaScorer, DeviceBlocks, DeviceCorpus, DeviceQueries, DocLengths, DocRows, GeneralArgs,
+    Kernel, Mem, QBLOCK, Target, drv, ring_instance,
+};
+use crate::error::{Error, Result};
+use crate::matrix::DType;
+
+/// Query token rows in device memory. Query `i` is `spans[i].1` rows, the first at element
+/// `spans[i].0` of `tokens`, each `row_stride` elements after the one before, its `dim`
+/// elements contiguous: `[Q, L, d]` padded queries are spans `(i × stride(0), len_i)`, packed
+/// `[T, d]` ones `(first_row_i × row_stride, len_i)`.
+#[derive(Clone, Copy, Debug)]
+pub struct RawQueries<'a> {
+    pub tokens: u64,
+    pub dtype: DType,
+    pub dim: usize,
+    pub row_stride: usize,
+    pub spans: &'a [(usize, usize)],
+}
+
+/// How the documents' rows lie in device memory.
+#[derive(Clone, Copy, Debug)]
+pub enum RawLayout {
+    /// Packed rows `[rows, d]`: document i is rows `offsets[i] .. offsets[i + 1]` (`offsets`:
+    /// `docs + 1` non-decreasing i64 within `0..=rows`, on the device).
+    Packed {
+        offsets: u64,
+        docs: usize,
+        rows: usize,
+    },
+    /// A padded batch `[docs, max_len, d]`: document i starts at element `i × batch_stride`
+    /// and has `lengths[i]` rows (`lengths`: `docs` i64 on the device, clamped to
+    /// `0 ..= max_len`; 0 for "every document has `max_len` rows").
+    Padded {
+        docs: usize,
+        max_len: usize,
+        batch_stride: usize,
+        lengths: u64,
+    },
+}
+
+/// Document token rows in device memory: `dim` contiguous elements per row, rows
+/// `row_stride` elements apart, laid out as `layout` says.
+#[derive(Clone, Copy, Debug)]
+pub struct RawDocs {
+    pub tokens: u64,
+    pub dtype: DType,
+    pub dim: usize,
+    pub row_stride: usize,
+    pub layout: RawLayout,
+}
+
+impl RawDocs {
+    /// Documents described.
+    pub fn len(&self) -> usize {
+        match self.layout {
+            RawLayout::Packed { docs, .. } | RawLayout::Padded { docs, .. } => docs,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements from `tokens` to one past the last one any document reaches.
+    fn extent(&self) -> usize {
+        let span = |rows: usize| rows.saturating_sub(1) * self.row_stride + self.dim;
+        match self.layout {
+            RawLayout::Packed { rows, .. } => span(rows),
+            RawLayout::Padded {
+                docs,
+                max_len,
+                batch_stride,
+                ..
+            } => docs.saturating_sub(1) * batch_stride + span(max_len),
+        }
+    }
+}
+
+/// One raw scoring call: `out[q × n + i]` (f32, contiguous) is the score of query q against
+/// document `candidates[i]` (`candidates`: a device pointer to `n` i64 indices below
+/// `docs.len()`), or document i with no candidate list (n = `docs.len()`).
+#[derive(Clone, Copy, Debug)]
+pub struct RawArgs<'a> {
+    pub queries: RawQueries<'a>,
+    pub docs: RawDocs,
+    pub candidates: Option<(u64, usize)>,
+    pub out: u64,
+}
+
+impl CudaScorer {
+    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's),
+    /// without waiting for it; returns the kernel it enqueued. Shapes are checked here (dims,
+    /// empty queries, null pointers, sizes); values are not (NaN and Inf propagate into the
+    /// scores), nor is memory the host cannot see (offsets, lengths, candidate indices).
+    ///
+    /// # Safety
+    /// Every pointer must be live device memory of this device's primary context, holding what
+    /// `args` describes: the query spans' rows, the documents' rows, their offsets or lengths,
+    /// the candidate indices (each below `docs.len()`), and room for `Q × n` f32 at `out`,
+    /// until the work enqueued on `stream` has run. Every document has at least one row.
+    /// `stream` must belong to this context.
+    pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs<'_>) -> Result<Kernel> {
+        let RawArgs {
+            queries: q,
+            docs,
+            candidates,
+            out,
+        } = args;
+        check(&q, &docs, candidates, out)?;
+        let borrowed;
+        let stream: &Arc<CudaStream> = match stream {
+            // SAFETY: the caller guarantees the stream belongs to this context and outlives
+            // the work enqueued on it.
+            Some(s) => {
+                borrowed = unsafe { self.ctx.wrap_borrowed_stream(s) };
+                &borrowed
+            }
+            None => &self.stream,
+        };
+        let n = candidates.map_or(docs.len(), |c| c.1);
+        let target = Target {
+            stream,
+            doc_index: candidates.map_or(0, |c| c.0),
+            n,
+            out,
+        };
+        if q.spans.is_empty() || n == 0 {
+            return Ok(Kernel::Tiled);
+        }
+        // SAFETY: the query spans lie in the caller's memory (this function's contract).
+        let queries = unsafe { self.gather_queries(stream, &q, docs.dtype) }?;
+        if let Some(corpus) = self.borrow_corpus(stream, &docs)? {
+            let kernel = self.kernel_for(&queries, &corpus);
+            // SAFETY: the corpus borrows the caller's rows and offsets, the target its
+            // candidates and output (this function's contract); all on `stream`.
+            unsafe { self.enqueue(&queries, &corpus, target) }?;
+            return Ok(kernel);
+        }
+        let kernel = match self.force {
+            Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+            _ => Kernel::Tiled,
+        };
+        let (tokens, offsets, lengths) = match docs.layout {
+            RawLayout::Packed { offsets, .. } => (docs.tokens, offsets, 0),
+            RawLayout::Padded { lengths, .. } => (docs.tokens, 0, lengths),
+        };
+        let (batch_stride, max_len) = match docs.layout {
+            RawLayout::Packed { .. } => (0, 0),
+            RawLayout::Padded {
+                max_len,
+                batch_stride,
+                ..
+            } => (batch_stride as i64, max_len as i64),
+        };
+        let args = GeneralArgs {
+            q_tokens: queries.tokens.device_ptr(stream).0,
+            q_offsets: queries.offsets.device_ptr(stream).0,
+            num_queries: queries.len,
+            docs: DocRows {
+                tokens,
+                offsets,
+                lengths,
+                row_stride: docs.row_stride as i64,
+                batch_stride,
+                max_len,
+            },
+            dim: docs.dim,
+            dtype: docs.dtype,
+        };
+        // SAFETY: the gathered queries are ours, the rest the caller's (this function's
+        // contract), all on `stream`.
+        unsafe { self.launch_general(kernel, target, args) }?;
+        Ok(kernel)
+    }
+
+    /// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
+    /// f32 rows, and 32-row blocks where the tensor cores can take them against `doc_dtype`.
+    ///
+    /// # Safety
+    /// Every span's rows must be live device memory of `q.dtype` in this context.
+    unsafe fn gather_queries(
+        &self,
+        stream: &Arc<CudaStream>,
+        q: &RawQueries<'_>,
+        doc_dtype: DType,
+    ) -> Result<DeviceQueries> {
+        let dim = q.dim;
+        let mut src = Vec::with_capacity(q.spans.len());
+        let mut offsets = vec![0i64];
+        let mut rows = Vec::new();
+        let mut first_block = Vec::with_capacity(q.spans.len());
+        let mut start = vec![0i32];
+        for &(first, len) in q.spans {
+            src.push(first as i64);
+            offsets.push(offsets[offsets.len() - 1] + len as i64);
+            first_block.push(rows.len() as i32);
+            rows.extend((0..len.div_ceil(QBLOCK)).map(|b| (len - b * QBLOCK).min(QBLOCK) as i32));
+            start.push(i32::try_from(rows.len()).map_err(|_| too_many("query blocks"))?);
+        }
+        let tokens_total = offsets[offsets.len() - 1] as usize;
+        let blocks = q.dtype == doc_dtype && q.dtype != DType::F32 && ring_instance(dim).is_some();
+        let up = |what: &'static str| drv(what);
+        let (src_d, offsets_d, first_d) = (
+            stream.clone_htod(&src).map_err(up("query upload"))?,
+            stream.clone_htod(&offsets).map_err(up("query upload"))?,
+            stream
+                .clone_htod(&first_block)
+                .map_err(up("query upload"))?,
+        );
+        // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats.
+        let tokens = unsafe { stream.alloc::<f32>((tokens_total * dim).max(1)) }
+            .map_err(up("query buffer"))?;
+        let mma = if blocks {
+            Some(DeviceBlocks {
+                dtype: q.dtype,
+                blocks: rows.len(),
+                // Zeroed: the rows past each query's end are part of its last block.
+                tokens: stream
+                    .alloc_zeros::<u16>((rows.len() * QBLOCK * dim).max(1))
+                    .map_err(up("query buffer"))?,
+                rows: stream.clone_htod(&rows).map_err(up("query upload"))?,
+                start: stream.clone_htod(&start).map_err(up("query upload"))?,
+            })
+        } else {
+            None
+        };
+        {
+            let func = self
+                .kernels
+                .pack_queries
+                .iter()
+                .find(|(t, _)| *t == q.dtype)
+                .map(|(_, f)| f)
+                .ok_or_else(|| Error::Argument(format!("no query gather for {}", q.dtype)))?;
+            let cfg = LaunchConfig {
+                grid_dim: (q.spans.len() as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let (row_stride, d) = (q.row_stride as i64, dim as i32);
+            let (tp, bp) = (
+                tokens.device_ptr(stream).0,
+                mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
+            );
+            let mut b = stream.launch_builder(func);
+            b.arg(&q.tokens)
+                .arg(&src_d)
+                .arg(&row_stride)
+                .arg(&offsets_d)
+                .arg(&first_d)
+                .arg(&d)
+                .arg(&tp)
+                .arg(&bp);
+            // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one start,
+            // one first block per query and Q + 1 offsets (uploaded above), `tp` holds the
+            // offsets' total rows of d floats, `bp` null or every query's blocks of 32 × d;
+            // the source rows are the caller's (this function's contract).
+            unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
+        }
+        Ok(DeviceQueries {
+            tokens,
+            offsets: offsets_d,
+            len: q.spans.len(),
+            dim,
+            mma,
+        })
+    }
+
+    /// The documents as a `DeviceCorpus` over the caller's memory, when the packed-corpus
+    /// kernels can read them in place: contiguous rows, packed by offsets or a dense batch
+    /// (every document `max_len` rows, given offsets `i × max_len` made here). `None`: only the
+    /// general kernel can (other strides, or per-document lengths of a padded batch).
+    fn borrow_corpus(
+        &self,
+        stream: &Arc<CudaStream>,
+        docs: &RawDocs,
+    ) -> Result<Option<DeviceCorpus>> {
+        if docs.row_stride != docs.dim {
+            return Ok(None);
+        }
+        let count = docs.len();
+        let bytes = docs.extent() * docs.dtype.size();
+        let (offsets, lengths) = match docs.layout {
+            RawLayout::Packed { offsets, rows, .. } => (
+                // SAFETY: the caller's `docs + 1` offsets (score_raw's contract).
+                unsafe { Mem::borrowed(stream, offsets, count + 1) },
+                DocLengths::mean(count, rows),
+            ),
+            RawLayout::Padded {
+                max_len,
+                batch_stride,
+                lengths: 0,
+                ..
+            } if batch_stride == max_len * docs.dim => (
+                Mem::owned(self.dense_offsets(stream, count, max_len)?),
+                DocLengths::mean(count, count * max_len),
+            ),
+            RawLayout::Padded { .. } => return Ok(None),
+        };
+        Ok(Some(DeviceCorpus {
+            // SAFETY: the caller's rows (score_raw's contract), `bytes` of them.
+            tokens: unsafe { Mem::borrowed(stream, docs.tokens, bytes) },
+            offsets,
+            dtype: docs.dtype,
+            dim: docs.dim,
+            len: count,
+            bytes,
+            // f32 documents the host cannot check for the split's range: the exact CUDA-core kernel.
+            split_ok: false,
+            lengths,
+        }))
+    }
+
+    /// `0, step, 2 step, …, count × step` on the device (`iota_offsets`), on `stream`.
+    fn dense_offsets(
+        &self,
+        stream: &Arc<CudaStream>,
+        count: usize,
+        step: usize,
+    ) -> Result<CudaSlice<i64>> {
+        // SAFETY: `iota_offsets` writes all count + 1 of them.
+        let out = unsafe { stream.alloc::<i64>(count + 1) }.map_err(drv("offsets buffer"))?;
+        let cfg = LaunchConfig {
+            grid_dim: ((count + 1).div_ceil(256).min(4096) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (p, c, s) = (out.device_ptr(stream).0, count as i64, step as i64);
+        let mut b = stream.launch_builder(&self.kernels.iota_offsets);
+        b.arg(&p).arg(&c).arg(&s);
+        // SAFETY: `iota_offsets(out, count, step)` writes count + 1 i64 into `out`, which holds them.
+        unsafe { b.launch(cfg) }.map_err(drv("offsets launch"))?;
+        Ok(out)
+    }
+}
+
+fn too_many(what: &str) -> Error {
+    Error::Argument(format!("too many {what} for one launch"))
+}
+
+/// The checks the host can make of a raw call.
+fn check(
+    q: &RawQueries<'_>,
+    docs: &RawDocs,
+    candidates: Option<(u64, usize)>,
+    out: u64,
+) -> Result<()> {
+    if q.dim != docs.dim {
+        return Err(Error::DimMismatch {
+            what: "queries".into(),
+            expected: docs.dim,
+            got: q.dim,
+        });
+    }
+    if docs.dim == 0 {
+        return Err(Error::Argument("embeddings of dimension 0".into()));
+    }
+    if let Some(i) = q.spans.iter().position(|s| s.1 == 0) {
+        return Err(Error::EmptyQuery { index: i });
+    }
+    let n = candidates.map_or(docs.len(), |c| c.1);
+    let null = |what: &str| Error::Argument(format!("{what} is a null device pointer"));
+    if !q.spans.is_empty() && q.tokens == 0 {
+        return Err(null("the query tokens"));
+    }
+    if n > 0 && !q.spans.is_empty() {
+        if docs.tokens == 0 {
+            return Err(null("the document tokens"));
+        }
+        if out == 0 {
+            return Err(null("the output"));
+        }
+        if let RawLayout::Packed { offsets: 0, .. } = docs.layout {
+            return Err(null("the document offsets"));
+        }
+        if let Some((0, _)) = candidates {
+            return Err(null("the candidate list"));
+        }
+    }
+    if let RawLayout::Padded {
+        max_len: 0,
+        docs: d,
+        ..
+    } = docs.layout
+        && d > 0
+    {
+        return Err(Error::EmptyDocument { index: 0 });
+    }
+    if docs.len() > i32::MAX as usize || n > i32::MAX as usize || q.spans.len() > i32::MAX as usize
+    {
+        return Err(too_many("documents or queries"));
+    }
+    Ok(())
+}
