@@ -241,8 +241,8 @@ INSTANTIATE_ABL(maxsim_v2_bf16, maxsim_v2_impl, BF16)
 // at element src_start[q] of `src`, row_stride apart, d contiguous; they are copied, widened to
 // f32, to rows dst_offsets[q] .. dst_offsets[q + 1] of `f32_out` (d wide, contiguous) and,
 // where `blocks_out` is not null (16-bit types), as their raw bits into the 32-row blocks of
-// the tensor-core kernels from block dst_block[q] on (rows past the query's end stay as the
-// caller zeroed them). One block per query.
+// the tensor-core kernels from block dst_block[q] on, zeros past the query's end. Block
+// (q, y) copies rows y, y + gridDim.y, … of query q, its threads along d.
 template <typename E>
 __device__ __forceinline__ void pack_queries_impl(
     const typename E::T* __restrict__ src, const i64* __restrict__ src_start, i64 row_stride,
@@ -251,19 +251,24 @@ __device__ __forceinline__ void pack_queries_impl(
 {
     const int q = blockIdx.x;
     const i64 r0 = dst_offsets[q];
-    const i64 n = (dst_offsets[q + 1] - r0) * dim;
-    const i64 s0 = src_start[q];
+    const int rows = (int)(dst_offsets[q + 1] - r0);
+    const int padded = blocks_out ? (rows + 31) / 32 * 32 : rows;
     u16* blocks = blocks_out ? blocks_out + (i64)dst_block[q] * 32 * dim : nullptr;
-    for (i64 e = threadIdx.x; e < n; e += blockDim.x) {
-        const i64 r = e / dim, c = e - r * dim;
-        const typename E::T* p = src + s0 + r * row_stride + c;
-        f32_out[r0 * dim + e] = E::load(p);
-        if (sizeof(typename E::T) == 2 && blocks) blocks[e] = *(const u16*)p;
+    for (int r = blockIdx.y; r < padded; r += gridDim.y) {
+        const typename E::T* p = src + src_start[q] + r * row_stride;
+        for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+            if (r < rows) {
+                f32_out[(r0 + r) * dim + c] = E::load(p + c);
+                if (sizeof(typename E::T) == 2 && blocks) blocks[(i64)r * dim + c] = *(const u16*)(p + c);
+            } else {
+                blocks[(i64)r * dim + c] = 0;
+            }
+        }
     }
 }
 
 #define INSTANTIATE_PACK(NAME, E)                                                              \
-    extern "C" __global__ void __launch_bounds__(256) NAME(                                    \
+    extern "C" __global__ void __launch_bounds__(128) NAME(                                    \
         const E::T* src, const i64* src_start, i64 row_stride, const i64* dst_offsets,         \
         const int* dst_block, int dim, float* f32_out, u16* blocks_out)                        \
     {                                                                                          \

@@ -227,18 +227,21 @@ impl DeviceCorpus {
 /// when every query can take the tensor-core path, their raw 16-bit tokens in 32-row blocks.
 pub struct DeviceQueries {
     tokens: CudaSlice<f32>,
-    offsets: CudaSlice<i64>,
+    offsets: Mem<i64>,
     len: usize,
     dim: usize,
     mma: Option<DeviceBlocks>,
+    /// Where `offsets` and the blocks' `rows` and `start` are views into one upload
+    /// (`score_raw`'s queries): that upload.
+    _meta: Option<CudaSlice<u8>>,
 }
 
 /// Queries as blocks of 32 rows for the tensor-core kernels (see `QueryBlocks`), on the device.
 struct DeviceBlocks {
     dtype: DType,
     tokens: CudaSlice<u16>,
-    rows: CudaSlice<i32>,
-    start: CudaSlice<i32>,
+    rows: Mem<i32>,
+    start: Mem<i32>,
     blocks: usize,
 }
 
@@ -823,27 +826,31 @@ impl CudaScorer {
                     .stream
                     .clone_htod(&b.tokens)
                     .map_err(drv("query upload"))?,
-                rows: self
-                    .stream
-                    .clone_htod(&b.rows)
-                    .map_err(drv("query upload"))?,
-                start: self
-                    .stream
-                    .clone_htod(&b.start)
-                    .map_err(drv("query upload"))?,
+                rows: Mem::owned(
+                    self.stream
+                        .clone_htod(&b.rows)
+                        .map_err(drv("query upload"))?,
+                ),
+                start: Mem::owned(
+                    self.stream
+                        .clone_htod(&b.start)
+                        .map_err(drv("query upload"))?,
+                ),
             }),
             None => None,
         };
         Ok(DeviceQueries {
             mma,
+            _meta: None,
             tokens: self
                 .stream
                 .clone_htod(&tokens)
                 .map_err(drv("query upload"))?,
-            offsets: self
-                .stream
-                .clone_htod(&offsets)
-                .map_err(drv("query upload"))?,
+            offsets: Mem::owned(
+                self.stream
+                    .clone_htod(&offsets)
+                    .map_err(drv("query upload"))?,
+            ),
             len: queries.len(),
             dim,
         })

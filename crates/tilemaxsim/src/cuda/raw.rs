@@ -194,6 +194,7 @@ impl CudaScorer {
 
     /// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
     /// f32 rows, and 32-row blocks where the tensor cores can take them against `doc_dtype`.
+    /// What the gather and the kernels need to know of the spans goes up in one copy.
     ///
     /// # Safety
     /// Every span's rows must be live device memory of `q.dtype` in this context.
@@ -203,85 +204,99 @@ impl CudaScorer {
         q: &RawQueries<'_>,
         doc_dtype: DType,
     ) -> Result<DeviceQueries> {
-        let dim = q.dim;
-        let mut src = Vec::with_capacity(q.spans.len());
-        let mut offsets = vec![0i64];
+        let (dim, count) = (q.dim, q.spans.len());
+        let blocks_ok =
+            q.dtype == doc_dtype && q.dtype != DType::F32 && ring_instance(dim).is_some();
+        // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), first
+        // blocks (i32, Q), block rows (i32, one per block), block starts (i32, Q + 1).
+        let mut meta = Meta::default();
+        let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
+        let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
+            *t += s.1 as i64;
+            Some(*t)
+        })));
+        let mut first = Vec::with_capacity(count);
         let mut rows = Vec::new();
-        let mut first_block = Vec::with_capacity(q.spans.len());
         let mut start = vec![0i32];
-        for &(first, len) in q.spans {
-            src.push(first as i64);
-            offsets.push(offsets[offsets.len() - 1] + len as i64);
-            first_block.push(rows.len() as i32);
+        for &(_, len) in q.spans {
+            first.push(rows.len() as i32);
             rows.extend((0..len.div_ceil(QBLOCK)).map(|b| (len - b * QBLOCK).min(QBLOCK) as i32));
             start.push(i32::try_from(rows.len()).map_err(|_| too_many("query blocks"))?);
         }
-        let tokens_total = offsets[offsets.len() - 1] as usize;
-        let blocks = q.dtype == doc_dtype && q.dtype != DType::F32 && ring_instance(dim).is_some();
-        let up = |what: &'static str| drv(what);
-        let (src_d, offsets_d, first_d) = (
-            stream.clone_htod(&src).map_err(up("query upload"))?,
-            stream.clone_htod(&offsets).map_err(up("query upload"))?,
-            stream
-                .clone_htod(&first_block)
-                .map_err(up("query upload"))?,
-        );
-        // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats.
+        let first_at = meta.i32s(&first);
+        let rows_at = meta.i32s(&rows);
+        let start_at = meta.i32s(&start);
+        let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
+        let up = stream
+            .clone_htod(&meta.bytes)
+            .map_err(drv("query upload"))?;
+        let base = up.device_ptr(stream).0;
+        // Device addresses of the sections of `up` (the DeviceQueries keeps it).
+        let view = |at: usize| base + at as u64;
+        // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats and, with
+        // blocks, every element of every query's blocks.
         let tokens = unsafe { stream.alloc::<f32>((tokens_total * dim).max(1)) }
-            .map_err(up("query buffer"))?;
-        let mma = if blocks {
+            .map_err(drv("query buffer"))?;
+        let mma = if blocks_ok {
             Some(DeviceBlocks {
                 dtype: q.dtype,
                 blocks: rows.len(),
-                // Zeroed: the rows past each query's end are part of its last block.
-                tokens: stream
-                    .alloc_zeros::<u16>((rows.len() * QBLOCK * dim).max(1))
-                    .map_err(up("query buffer"))?,
-                rows: stream.clone_htod(&rows).map_err(up("query upload"))?,
-                start: stream.clone_htod(&start).map_err(up("query upload"))?,
+                // SAFETY: as `tokens`.
+                tokens: unsafe { stream.alloc::<u16>((rows.len() * QBLOCK * dim).max(1)) }
+                    .map_err(drv("query buffer"))?,
+                // SAFETY: sections of `up` (one i32 per block, Q + 1 block starts).
+                rows: unsafe { Mem::borrowed(stream, view(rows_at), rows.len()) },
+                start: unsafe { Mem::borrowed(stream, view(start_at), count + 1) },
             })
         } else {
             None
         };
-        {
-            let func = self
-                .kernels
-                .pack_queries
-                .iter()
-                .find(|(t, _)| *t == q.dtype)
-                .map(|(_, f)| f)
-                .ok_or_else(|| Error::Argument(format!("no query gather for {}", q.dtype)))?;
-            let cfg = LaunchConfig {
-                grid_dim: (q.spans.len() as u32, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let (row_stride, d) = (q.row_stride as i64, dim as i32);
-            let (tp, bp) = (
-                tokens.device_ptr(stream).0,
-                mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
-            );
-            let mut b = stream.launch_builder(func);
-            b.arg(&q.tokens)
-                .arg(&src_d)
-                .arg(&row_stride)
-                .arg(&offsets_d)
-                .arg(&first_d)
-                .arg(&d)
-                .arg(&tp)
-                .arg(&bp);
-            // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one start,
-            // one first block per query and Q + 1 offsets (uploaded above), `tp` holds the
-            // offsets' total rows of d floats, `bp` null or every query's blocks of 32 × d;
-            // the source rows are the caller's (this function's contract).
-            unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
-        }
+        let func = self
+            .kernels
+            .pack_queries
+            .iter()
+            .find(|(t, _)| *t == q.dtype)
+            .map(|(_, f)| f)
+            .ok_or_else(|| Error::Argument(format!("no query gather for {}", q.dtype)))?;
+        let longest = q
+            .spans
+            .iter()
+            .map(|s| s.1.div_ceil(QBLOCK) * QBLOCK)
+            .max()
+            .unwrap_or(1);
+        let cfg = LaunchConfig {
+            grid_dim: (count as u32, longest.min(65_535) as u32, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (row_stride, d) = (q.row_stride as i64, dim as i32);
+        let (tp, bp) = (
+            tokens.device_ptr(stream).0,
+            mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
+        );
+        let (sp, op, fp) = (view(src), view(offsets), view(first_at));
+        let mut b = stream.launch_builder(func);
+        b.arg(&q.tokens)
+            .arg(&sp)
+            .arg(&row_stride)
+            .arg(&op)
+            .arg(&fp)
+            .arg(&d)
+            .arg(&tp)
+            .arg(&bp);
+        // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one start and one
+        // first block per query and Q + 1 offsets (sections of `up`), `tp` holds the offsets'
+        // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
+        // are the caller's (this function's contract).
+        unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
         Ok(DeviceQueries {
             tokens,
-            offsets: offsets_d,
-            len: q.spans.len(),
+            // SAFETY: a section of `up` (Q + 1 i64).
+            offsets: unsafe { Mem::borrowed(stream, view(offsets), count + 1) },
+            len: count,
             dim,
             mma,
+            _meta: Some(up),
         })
     }
 
@@ -353,6 +368,30 @@ impl CudaScorer {
     }
 }
 
+/// Host bytes of several arrays laid out for one upload, each at an 8-byte boundary.
+#[derive(Default)]
+struct Meta {
+    bytes: Vec<u8>,
+}
+
+impl Meta {
+    /// Append i64s; returns where they start.
+    fn i64s(&mut self, v: impl Iterator<Item = i64>) -> usize {
+        let at = self.bytes.len();
+        v.for_each(|x| self.bytes.extend_from_slice(&x.to_ne_bytes()));
+        at
+    }
+
+    /// Append i32s (then pad to 8 bytes); returns where they start.
+    fn i32s(&mut self, v: &[i32]) -> usize {
+        let at = self.bytes.len();
+        v.iter()
+            .for_each(|x| self.bytes.extend_from_slice(&x.to_ne_bytes()));
+        self.bytes.resize(self.bytes.len().next_multiple_of(8), 0);
+        at
+    }
+}
+
 fn too_many(what: &str) -> Error {
     Error::Argument(format!("too many {what} for one launch"))
 }
@@ -410,4 +449,69 @@ fn check(
         return Err(too_many("documents or queries"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_sections_sit_on_8_byte_boundaries() {
+        let mut m = Meta::default();
+        assert_eq!(m.i64s([1i64, 2, 3].into_iter()), 0);
+        assert_eq!(m.i32s(&[7, 8, 9]), 24);
+        assert_eq!(m.i32s(&[10]), 40);
+        assert_eq!(m.i64s(std::iter::once(-1)), 48);
+        assert_eq!(m.bytes.len(), 56);
+        let i32_at = |at: usize| i32::from_ne_bytes(m.bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((i32_at(24), i32_at(32), i32_at(40)), (7, 9, 10));
+    }
+
+    #[test]
+    fn raw_calls_are_checked_on_the_host() {
+        let docs = RawDocs {
+            tokens: 256,
+            dtype: DType::F16,
+            dim: 8,
+            row_stride: 8,
+            layout: RawLayout::Padded {
+                docs: 3,
+                max_len: 4,
+                batch_stride: 40,
+                lengths: 0,
+            },
+        };
+        assert_eq!(docs.len(), 3);
+        // Two strides of 40 to the last document, three rows of 8 into it, then its 8 elements.
+        assert_eq!(docs.extent(), 2 * 40 + 3 * 8 + 8);
+        let q = RawQueries {
+            tokens: 512,
+            dtype: DType::F16,
+            dim: 8,
+            row_stride: 8,
+            spans: &[(0, 3)],
+        };
+        assert!(check(&q, &docs, None, 1024).is_ok());
+        assert!(check(&q, &docs, Some((0, 2)), 1024).is_err());
+        assert!(check(&RawQueries { dim: 7, ..q }, &docs, None, 1024).is_err());
+        assert!(matches!(
+            check(
+                &RawQueries {
+                    spans: &[(0, 3), (9, 0)],
+                    ..q
+                },
+                &docs,
+                None,
+                1024
+            ),
+            Err(Error::EmptyQuery { index: 1 })
+        ));
+        // Nothing to score: no pointer is needed.
+        let none = RawQueries {
+            spans: &[],
+            tokens: 0,
+            ..q
+        };
+        assert!(check(&none, &docs, None, 0).is_ok());
+    }
 }
