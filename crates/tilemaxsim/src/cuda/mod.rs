@@ -423,6 +423,18 @@ const TILE_META: usize = 16;
 /// each document tile for eight query blocks) rather than one warp per (query, document).
 const GEMM_MIN_QUERIES: usize = 8;
 
+/// The 32-row blocks of queries of `lens` tokens (`QueryBlocks`): each block's real rows, and
+/// each query's first block (Q + 1 entries, the last the number of blocks); `None` past i32.
+fn block_layout(lens: impl Iterator<Item = usize>) -> Option<(Vec<i32>, Vec<i32>)> {
+    let mut start = vec![0i32];
+    let mut rows = Vec::new();
+    for len in lens {
+        rows.extend((0..len.div_ceil(QBLOCK)).map(|b| (len - b * QBLOCK).min(QBLOCK) as i32));
+        start.push(i32::try_from(rows.len()).ok()?);
+    }
+    Some((rows, start))
+}
+
 /// The queries' 16-bit tokens in 32-row blocks, when the tensor-core kernels can take them
 /// exactly: all f16 or all bf16 (so the products are exact) and d instantiated.
 fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
@@ -432,19 +444,13 @@ fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     // f32: only for maxsim_ring (one block per query), and only in the range the split holds.
     let f32 = dtype == DType::F32;
     let copies = if f32 { 2 } else { 1 };
-    let mut start = vec![0i32];
-    let mut rows = Vec::new();
-    for q in queries {
-        if q.dtype() != dtype {
-            return None;
-        }
-        let blocks = q.rows().div_ceil(QBLOCK);
-        if f32 && blocks > 1 {
-            return None;
-        }
-        rows.extend((0..blocks).map(|b| (q.rows() - b * QBLOCK).min(QBLOCK) as i32));
-        start.push(i32::try_from(rows.len()).ok()?);
+    if queries
+        .iter()
+        .any(|q| q.dtype() != dtype || (f32 && q.rows() > QBLOCK))
+    {
+        return None;
     }
+    let (rows, start) = block_layout(queries.iter().map(|q| q.rows()))?;
     let mut tokens = vec![0u16; rows.len() * copies * QBLOCK * dim];
     for (q, &first) in queries.iter().zip(&start) {
         let block = &mut tokens[first as usize * copies * QBLOCK * dim..];
@@ -902,13 +908,7 @@ impl CudaScorer {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        if queries.dim != corpus.dim {
-            return Err(Error::DimMismatch {
-                what: "queries".into(),
-                expected: corpus.dim,
-                got: queries.dim,
-            });
-        }
+        queries_dim_ok(queries.dim, corpus.dim)?;
         let kernel = self.kernel_for(queries, corpus);
         if t.n == 0 || queries.len == 0 {
             return Ok(());
@@ -1591,6 +1591,27 @@ struct DocRows {
 unsafe impl DeviceRepr for DocRows {}
 
 impl DocRows {
+    /// The rows a `RawDocs` describes, as they lie.
+    fn of_raw(docs: &RawDocs) -> Self {
+        let (offsets, lengths, batch_stride, max_len) = match docs.layout {
+            RawLayout::Packed { offsets, .. } => (offsets, 0, 0, 0),
+            RawLayout::Padded {
+                max_len,
+                batch_stride,
+                lengths,
+                ..
+            } => (0, lengths, batch_stride as i64, max_len as i64),
+        };
+        DocRows {
+            tokens: docs.tokens,
+            offsets,
+            lengths,
+            row_stride: docs.row_stride as i64,
+            batch_stride,
+            max_len,
+        }
+    }
+
     fn packed(tokens: u64, offsets: u64, dim: usize) -> Self {
         DocRows {
             tokens,
@@ -1744,6 +1765,18 @@ fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
         None if wgmma_ok && s.fills_tiles => Kernel::Wgmma,
         _ => Kernel::Gemm,
     }
+}
+
+/// Queries of `dim` against documents of `doc_dim`: a `DimMismatch` unless the same.
+fn queries_dim_ok(dim: usize, doc_dim: usize) -> Result<()> {
+    if dim != doc_dim {
+        return Err(Error::DimMismatch {
+            what: "queries".into(),
+            expected: doc_dim,
+            got: dim,
+        });
+    }
+    Ok(())
 }
 
 /// The launch limits of the tensor-core kernels: `n` documents and `rows` queries (or query

@@ -18,7 +18,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelA
 
 use super::{
     CudaScorer, DeviceBlocks, DeviceCorpus, DeviceQueries, DocLengths, DocRows, GeneralArgs,
-    Kernel, Mem, QBLOCK, Target, drv, ring_instance,
+    Kernel, Mem, QBLOCK, Target, block_layout, drv, queries_dim_ok, ring_instance,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -159,30 +159,11 @@ impl CudaScorer {
             Some(k @ (Kernel::V1 | Kernel::V2)) => k,
             _ => Kernel::Tiled,
         };
-        let (tokens, offsets, lengths) = match docs.layout {
-            RawLayout::Packed { offsets, .. } => (docs.tokens, offsets, 0),
-            RawLayout::Padded { lengths, .. } => (docs.tokens, 0, lengths),
-        };
-        let (batch_stride, max_len) = match docs.layout {
-            RawLayout::Packed { .. } => (0, 0),
-            RawLayout::Padded {
-                max_len,
-                batch_stride,
-                ..
-            } => (batch_stride as i64, max_len as i64),
-        };
         let args = GeneralArgs {
             q_tokens: queries.tokens.device_ptr(stream).0,
             q_offsets: queries.offsets.device_ptr(stream).0,
             num_queries: queries.len,
-            docs: DocRows {
-                tokens,
-                offsets,
-                lengths,
-                row_stride: docs.row_stride as i64,
-                batch_stride,
-                max_len,
-            },
+            docs: DocRows::of_raw(&docs),
             dim: docs.dim,
             dtype: docs.dtype,
         };
@@ -207,24 +188,18 @@ impl CudaScorer {
         let (dim, count) = (q.dim, q.spans.len());
         let blocks_ok =
             q.dtype == doc_dtype && q.dtype != DType::F32 && ring_instance(dim).is_some();
-        // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), first
-        // blocks (i32, Q), block rows (i32, one per block), block starts (i32, Q + 1).
+        // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
+        // (i32, one per block), each query's first block (i32, Q + 1).
         let mut meta = Meta::default();
         let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
         let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
             *t += s.1 as i64;
             Some(*t)
         })));
-        let mut first = Vec::with_capacity(count);
-        let mut rows = Vec::new();
-        let mut start = vec![0i32];
-        for &(_, len) in q.spans {
-            first.push(rows.len() as i32);
-            rows.extend((0..len.div_ceil(QBLOCK)).map(|b| (len - b * QBLOCK).min(QBLOCK) as i32));
-            start.push(i32::try_from(rows.len()).map_err(|_| too_many("query blocks"))?);
-        }
-        let first_at = meta.i32s(&first);
+        let (rows, start) =
+            block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| too_many("query blocks"))?;
         let rows_at = meta.i32s(&rows);
+        // Query q's first block is start[q]: the gather's `dst_block`.
         let start_at = meta.i32s(&start);
         let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
         let up = stream
@@ -274,7 +249,7 @@ impl CudaScorer {
             tokens.device_ptr(stream).0,
             mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
         );
-        let (sp, op, fp) = (view(src), view(offsets), view(first_at));
+        let (sp, op, fp) = (view(src), view(offsets), view(start_at));
         let mut b = stream.launch_builder(func);
         b.arg(&q.tokens)
             .arg(&sp)
@@ -284,8 +259,8 @@ impl CudaScorer {
             .arg(&d)
             .arg(&tp)
             .arg(&bp);
-        // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one start and one
-        // first block per query and Q + 1 offsets (sections of `up`), `tp` holds the offsets'
+        // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one source start
+        // per query, Q + 1 offsets and Q + 1 first blocks (sections of `up`), `tp` holds the offsets'
         // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
         // are the caller's (this function's contract).
         unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
@@ -403,13 +378,7 @@ fn check(
     candidates: Option<(u64, usize)>,
     out: u64,
 ) -> Result<()> {
-    if q.dim != docs.dim {
-        return Err(Error::DimMismatch {
-            what: "queries".into(),
-            expected: docs.dim,
-            got: q.dim,
-        });
-    }
+    queries_dim_ok(q.dim, docs.dim)?;
     if docs.dim == 0 {
         return Err(Error::Argument("embeddings of dimension 0".into()));
     }
