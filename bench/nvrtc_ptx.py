@@ -7,7 +7,20 @@ import nvidia.cuda_nvrtc
 
 repo, arch, out, defines = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 k = os.path.join(repo, "crates/tilemaxsim/kernels")
-src = open(f"{k}/maxsim.cu").read().replace('#include "common.cuh"', open(f"{k}/common.cuh").read()) + open(f"{k}/wgmma.cu").read() + open(f"{k}/topk.cu").read()
+def source(name, seen):
+    """kernels/all.cu with each `#include "name"` replaced by that file, once (as compile.rs does)."""
+    if name in seen:
+        return ""
+    seen.add(name)
+    out = []
+    for line in open(os.path.join(k, name)).read().splitlines():
+        s = line.strip()
+        if s.startswith('#include "') and s.endswith('"'):
+            out.append(source(s[len('#include "'):-1], seen))
+        elif s != "#pragma once":
+            out.append(line + "\n")
+    return "".join(out)
+src = source("all.cu", set())
 lib = ctypes.CDLL(sorted(glob.glob(os.path.join(list(nvidia.cuda_nvrtc.__path__)[0], "lib", "libnvrtc.so*")))[0])
 prog = ctypes.c_void_p()
 assert lib.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0

@@ -1,4 +1,3 @@
-// ---------------------------------------------------------------------------------------------
 // Top-k of each row of a [rows][n] score matrix, in the library's order: score descending,
 // -0 == +0, ties to the lower index, NaN last. Two kernels, so that one query's row is spread
 // over the whole GPU instead of one SM:
@@ -12,6 +11,8 @@
 // The global top k lies in the union of the segments' top k (the order is total), so the two
 // steps are exact. Scores map to order-preserving 32-bit keys (NaN to 0, the lowest). The host
 // sorts the k hits of a row.
+#include "common.cuh"
+
 #define TOPK_THREADS 1024
 #define TOPK_ITEMS 8
 #define TOPK_SEGMENT (TOPK_THREADS * TOPK_ITEMS)

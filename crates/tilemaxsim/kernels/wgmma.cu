@@ -33,6 +33,11 @@
 // (128 bytes) an array of WG_BN rows of 128 bytes, 16-byte chunk j of row r at chunk
 // j ^ (r % 8), arrays 1024-byte aligned; the descriptor of k16 step kk starts kk % 4 * 32 bytes
 // into array kk / 4 (leading offset unused, stride 1024 bytes between 8-row groups).
+#include "common.cuh"
+#include "mma_frag.cuh"
+#include "async_copy.cuh"
+#include "tile_producer.cuh"
+
 #define WG_QBLOCKS 8
 #define WG_THREADS 256
 #define WG_BN 128

@@ -9,15 +9,58 @@ use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::error::{Error, Result};
 
-const COMMON: &str = include_str!("../../kernels/common.cuh");
-const MAXSIM: &str = include_str!("../../kernels/maxsim.cu");
-const WGMMA: &str = include_str!("../../kernels/wgmma.cu");
-const TOPK: &str = include_str!("../../kernels/topk.cu");
+/// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
+/// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
+const FILES: [(&str, &str); 13] = [
+    ("all.cu", include_str!("../../kernels/all.cu")),
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
+    ("async_copy.cuh", include_str!("../../kernels/async_copy.cuh")),
+    ("tile_producer.cuh", include_str!("../../kernels/tile_producer.cuh")),
+    ("ablation.cu", include_str!("../../kernels/ablation.cu")),
+    ("utility.cu", include_str!("../../kernels/utility.cu")),
+    ("mma.cu", include_str!("../../kernels/mma.cu")),
+    ("bulk.cu", include_str!("../../kernels/bulk.cu")),
+    ("gemm.cu", include_str!("../../kernels/gemm.cu")),
+    ("ring.cu", include_str!("../../kernels/ring.cu")),
+    ("wgmma.cu", include_str!("../../kernels/wgmma.cu")),
+    ("topk.cu", include_str!("../../kernels/topk.cu")),
+];
 
-/// The kernel translation unit: `maxsim.cu` with `common.cuh` inlined, then `wgmma.cu` (which
-/// uses maxsim.cu's helpers) and `topk.cu` (NVRTC gets one string).
+/// The kernel translation unit (NVRTC gets one string): `all.cu` with every `#include "name"`
+/// replaced by that file, each file once, where it is first included (`#pragma once` lines
+/// dropped). bench/nvrtc_ptx.py assembles it the same way from the files on disk.
 pub fn source() -> String {
-    MAXSIM.replace("#include \"common.cuh\"", COMMON) + WGMMA + TOPK
+    fn inline(name: &str, seen: &mut Vec<&'static str>, out: &mut String) {
+        let Some(&(file, text)) = FILES.iter().find(|(f, _)| *f == name) else {
+            // Every include names an embedded file (`every_include_is_embedded`).
+            unreachable!("kernels/{name} is not embedded in compile.rs");
+        };
+        if seen.contains(&file) {
+            return;
+        }
+        seen.push(file);
+        for line in text.lines() {
+            match included(line) {
+                Some(next) => inline(next, seen, out),
+                None if line.trim() == "#pragma once" => {}
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    inline("all.cu", &mut Vec::new(), &mut out);
+    out
+}
+
+/// The file a line `#include "name"` names.
+fn included(line: &str) -> Option<&str> {
+    line.trim()
+        .strip_prefix("#include \"")?
+        .strip_suffix('"')
 }
 
 /// Whether libnvrtc can be loaded on this machine.
@@ -150,4 +193,44 @@ pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
         }
     }
     Ok((ptx, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_include_is_embedded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES.iter().map(|(f, _)| f.to_string()).collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded, "kernels/ and compile.rs's FILES differ");
+        for (file, text) in FILES {
+            for name in text.lines().filter_map(included) {
+                assert!(
+                    FILES.iter().any(|(f, _)| *f == name),
+                    "{file} includes {name}, which is not embedded"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn source_holds_each_file_once() {
+        let src = source();
+        assert!(!src.contains("#include"), "an include was left unresolved");
+        assert!(!src.contains("#pragma once"));
+        // Each file is inlined once: its first line (a comment saying what it holds) once.
+        for (file, text) in FILES.iter().filter(|(f, _)| *f != "all.cu") {
+            let first = text.lines().next().unwrap_or_default();
+            assert_eq!(src.matches(first).count(), 1, "{file} inlined other than once");
+        }
+        assert_eq!(src.matches("struct DocRows {").count(), 1);
+        assert_eq!(src.matches("typedef unsigned short u16;").count(), 1);
+    }
 }

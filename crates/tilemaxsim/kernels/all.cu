@@ -1,0 +1,11 @@
+// The one NVRTC program: every kernel family, in this order. compile.rs embeds each file of this
+// folder and resolves the includes itself (each file once, headers where first included), so
+// the program needs no CUDA headers and no files on disk; bench/nvrtc_ptx.py does the same.
+#include "ablation.cu"
+#include "utility.cu"
+#include "mma.cu"
+#include "bulk.cu"
+#include "gemm.cu"
+#include "ring.cu"
+#include "wgmma.cu"
+#include "topk.cu"

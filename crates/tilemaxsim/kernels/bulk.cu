@@ -1,0 +1,343 @@
+// maxsim_bulk (sm_90+): maxsim_mma's tensor-core math on document tiles that the copy engine
+// brings into shared memory (cp.async.bulk, completion on an mbarrier). One block of BULK_WARPS
+// warps scores a run of `group` consecutive tasks (task = query * num_docs + pair), a grid of
+// all of them: the hardware hands blocks out in order as others retire, so the documents in
+// flight form one compact window of addresses, and blocks of short documents simply retire
+// sooner (no schedule to balance). Measured on the H100 (bench/read_patterns.cu, `cta`): a
+// block per 32 KB document reads 3188-3212 GB/s where persistent per-warp rings read 3150.
+// A document goes through a ring of `stages` tiles of BULK_TILE tokens (a tile never spans two
+// documents; one bulk copy per tile, issued by thread 0 `stages` tiles ahead across document
+// boundaries); warp w multiplies tokens 32w .. 32w + 31 of each tile, the four warps' running
+// maxima meet in shared memory at the document's end, and warp 0 sums them. Every thread walks
+// the same tile sequence (BulkWalk), so no tile metadata goes through shared memory. Needs
+// d_tokens 16-byte aligned (every row is 2d bytes, a multiple of 16).
+#define BULK_WARPS 4
+#define BULK_THREADS (BULK_WARPS * 32)
+#define BULK_TILE (BULK_WARPS * 32)
+// Wide d (maxsim_bulk_wide_impl): tokens per tile for KQ 128-wide quarters (so a stage stays
+// 16-24 KB), and floats per column of a warp's partial tile (32 rows + 4: conflict-free).
+#define BULK_WIDE_TOK(KQ) ((KQ) <= 4 ? 32 : 16)
+#define BULK_WIDE_RS 36
+#include "common.cuh"
+#include "mma_frag.cuh"
+#include "async_copy.cuh"
+
+// The tile sequence of a run of `left` tasks from (query qi, pair): (first token, tokens,
+// document length) stepped tile by tile, the task stepped without dividing. Empty documents
+// take one empty tile (their score is then the sum of nothing found, as in maxsim_mma).
+template <int TILE>
+struct BulkWalk {
+    int qi, pair, left, tok, nd;
+    i64 d0;
+    __device__ __forceinline__ BulkWalk(i64 first, i64 tasks, int group, int num_docs)
+        : qi((int)(first / num_docs)), pair((int)(first % num_docs)),
+          left((int)min((i64)group, tasks - first)), tok(0), nd(0), d0(0) {}
+    __device__ __forceinline__ void extent(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index) {
+        if (left > 0) {
+            const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
+            d0 = d_offsets[doc];
+            nd = (int)(d_offsets[doc + 1] - d0);
+        }
+    }
+    __device__ __forceinline__ bool done() const { return left <= 0; }
+    __device__ __forceinline__ int ntok() const { return min(TILE, nd - tok); }
+    __device__ __forceinline__ bool last() const { return tok + TILE >= nd; }
+    __device__ __forceinline__ void step(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
+                                         int num_docs) {
+        tok += TILE;
+        if (tok >= nd) {
+            tok = 0;
+            --left;
+            if (++pair == num_docs) {
+                pair = 0;
+                ++qi;
+            }
+            extent(d_offsets, doc_index);
+        }
+    }
+};
+
+// Thread 0's side of both maxsim_bulk kernels: its own walk over the block's tiles, running
+// `stages` tiles ahead of the consumers' walk; tile t goes to stage t % stages by one bulk copy
+// of its rows (ROW halves each), completing on the stage's mbarrier (an empty tile: an arrive).
+template <int TILE, int ROW>
+struct BulkProducer {
+    BulkWalk<TILE> walk;
+    u16* ring;
+    unsigned long long* bars;
+    const u16* d_tokens;
+    const i64* d_offsets;
+    const i64* doc_index;
+    int num_docs;
+    __device__ __forceinline__ void produce(int s) {
+        const unsigned bar = smem_addr(&bars[s]);
+        if (walk.done()) return;
+        const int ntok = walk.ntok();
+        if (ntok > 0) {
+            const unsigned bytes = (unsigned)ntok * ROW * 2u;
+            mbar_expect_tx(bar, bytes);
+            bulk_load(smem_addr(ring + (i64)s * TILE * ROW), d_tokens + (walk.d0 + walk.tok) * ROW, bytes, bar);
+        } else {
+            mbar_arrive(bar);
+        }
+        walk.step(d_offsets, doc_index, num_docs);
+    }
+    // Initialize the stages' barriers and fill every stage (the block syncs after).
+    __device__ __forceinline__ void start(int stages) {
+        for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        walk.extent(d_offsets, doc_index);
+        for (int s = 0; s < stages; ++s) produce(s);
+    }
+};
+
+// Warp 0 of a maxsim_bulk block: a document's score from the warps' maxima of row `lane` in
+// red[par] (`red`: [2][BULK_WARPS][32]), summed over the query's `nq` rows, stored at `out`.
+__device__ __forceinline__ void bulk_document_score(const float* red, int par, int nq, int lane, float* out) {
+    float m = red[par * BULK_WARPS * 32 + lane];
+#pragma unroll
+    for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(par * BULK_WARPS + k) * 32 + lane]);
+    const float sum = warp_sum(lane < nq ? m : 0.f);
+    if (lane == 0) *out = sum;
+}
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_bulk_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+{
+#if __CUDA_ARCH__ >= 900
+    constexpr int D = KCH * 32;
+    constexpr int STAGE = BULK_TILE * D;  // halves
+    extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    u16* ring = (u16*)bulk_smem;
+    unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
+    float* red = (float*)(bars + stages);  // [2][BULK_WARPS][32]: row maxima per warp, two documents
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+    const i64 first = (i64)blockIdx.x * group;
+
+    BulkProducer<BULK_TILE, D> producer{BulkWalk<BULK_TILE>(first, tasks, group, num_docs), ring, bars,
+                                        d_tokens, d_offsets, doc_index, num_docs};
+    if (threadIdx.x == 0) producer.start(stages);
+    BulkWalk<BULK_TILE> w(first, tasks, group, num_docs);
+    w.extent(d_offsets, doc_index);
+    __syncthreads();  // the barriers are initialized
+
+    unsigned a[2][KCH][2][4];
+    int cur_q = -1, nq = 0, ndone = 0;
+    float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+    for (int i = 0; !w.done(); ++i) {
+        const int s = i % stages;
+        if (w.qi != cur_q) {
+            cur_q = w.qi;
+            nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
+            load_a_permuted<KCH>(a, qpad + (i64)cur_q * 32 * D, g, c);
+        }
+        if (w.tok == 0) best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        const int mine = w.ntok() - wib * 32;  // this warp's tokens of the tile (uniform)
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        if (mine > 0) {
+            const u16* buf = ring + (i64)s * STAGE + wib * 32 * D;
+            // All four 8-token tiles, loaded before the first MMA; columns past `mine` hold
+            // whatever the stage held before and are masked out of the maxima.
+            V4 b[4][KCH];
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+                    b[t][ch] = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        Mma<BF>::run(acc[mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
+                        Mma<BF>::run(acc[mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
+                    }
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], t * 8 + 2 * c, mine);
+            }
+        }
+        const bool last = w.last();
+        const int par = ndone & 1;
+        if (last) {
+            // This warp's row maxima (max over the quad), rows g, g + 8, 16 + g, 24 + g.
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const float m0 = warp_max_xor(best[mt][0], 2);
+                const float m8 = warp_max_xor(best[mt][1], 2);
+                if (c == 0) {
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
+                }
+            }
+        }
+        const i64 task = (i64)w.qi * num_docs + w.pair;
+        w.step(d_offsets, doc_index, num_docs);
+        __syncthreads();  // stage s is read by every warp; the row maxima are in `red`
+        if (threadIdx.x == 0) producer.produce(s);
+        if (last) {
+            if (wib == 0) bulk_document_score(red, par, nq, lane, out + task);  // task = query * num_docs + pair
+            ++ndone;  // the next document's maxima go to the other half of `red`
+        }
+    }
+#endif
+}
+
+// Both maxsim_bulk kernels take the same arguments: IMPL is maxsim_bulk_impl (K: 32-wide chunks
+// of d) or maxsim_bulk_wide_impl (K: 128-wide quarters of d).
+#define INSTANTIATE_BULK(NAME, IMPL, BF, K)                                                    \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group)                                                                             \
+    {                                                                                          \
+        IMPL<BF, K>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
+    }
+
+INSTANTIATE_BULK(maxsim_bulk_f16_d32, maxsim_bulk_impl, false, 1)
+INSTANTIATE_BULK(maxsim_bulk_f16_d64, maxsim_bulk_impl, false, 2)
+INSTANTIATE_BULK(maxsim_bulk_f16_d96, maxsim_bulk_impl, false, 3)
+INSTANTIATE_BULK(maxsim_bulk_f16_d128, maxsim_bulk_impl, false, 4)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d32, maxsim_bulk_impl, true, 1)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4)
+
+// maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024): the same grid of
+// blocks, walk, ring and bulk copies, but the four warps split a tile's d instead of its tokens.
+// A tile is TOK tokens of the whole row (one contiguous copy: 24 KB at d = 768); warp w
+// multiplies every token of it by its quarter of d (its query slice's A fragments, KQ 32-wide
+// chunks, stay in registers), and leaves the 32 x TOK partial dot products in shared memory
+// (column-major, 36 floats a column: the C-fragment stores and the row-per-lane reads are both
+// conflict-free). After the tile's barrier, warp w sums the four partials of its TOK / 4 columns
+// for row `lane` and keeps the running maximum; at a document's end the warps' row maxima meet
+// in shared memory as in maxsim_bulk, and warp 0 sums them after the next barrier (the block's
+// next tile, or the end). Partials and maxima are double-buffered, so one barrier a tile orders
+// them all.
+template <bool BF, int KQ>
+__device__ __forceinline__ void maxsim_bulk_wide_impl(
+    const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+{
+#if __CUDA_ARCH__ >= 900
+    constexpr int D = KQ * 128;          // the embedding dimension
+    constexpr int DW = KQ * 32;          // dimensions per warp
+    constexpr int TOK = BULK_WIDE_TOK(KQ);
+    constexpr int NT = TOK / 8;          // 8-token tiles per tile
+    constexpr int CW = TOK / BULK_WARPS; // columns each warp reduces
+    constexpr int RS = BULK_WIDE_RS;     // floats per partial column
+    constexpr int STAGE = TOK * D;       // halves
+    extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    u16* ring = (u16*)bulk_smem;
+    unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
+    float* part = (float*)(bars + stages);          // [2][BULK_WARPS][TOK][RS]
+    float* red = part + 2 * BULK_WARPS * TOK * RS;  // [2][BULK_WARPS][32]
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+    const i64 first = (i64)blockIdx.x * group;
+
+    BulkProducer<TOK, D> producer{BulkWalk<TOK>(first, tasks, group, num_docs), ring, bars,
+                                  d_tokens, d_offsets, doc_index, num_docs};
+    if (threadIdx.x == 0) producer.start(stages);
+    BulkWalk<TOK> w(first, tasks, group, num_docs);
+    w.extent(d_offsets, doc_index);
+    __syncthreads();  // the barriers are initialized
+
+    // Warp 0 sums the row maxima of a finished document once a barrier has ordered them.
+    bool pending = false;
+    i64 p_task = 0;
+    int p_nq = 0, p_par = 0;
+    auto finish = [&]() {
+        if (pending && wib == 0) bulk_document_score(red, p_par, p_nq, lane, out + p_task);
+        pending = false;
+    };
+
+    unsigned a[2][KQ][2][4];
+    int cur_q = -1, nq = 0, ndone = 0;
+    float best = NEG_INF;  // row `lane`'s running maximum over this warp's columns
+    for (int i = 0; !w.done(); ++i) {
+        const int s = i % stages;
+        if (w.qi != cur_q) {
+            cur_q = w.qi;
+            nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
+            load_a_permuted<KQ, D>(a, qpad + (i64)cur_q * 32 * D + wib * DW, g, c);
+        }
+        if (w.tok == 0) best = NEG_INF;
+        const int ntok = w.ntok();
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        const u16* buf = ring + (i64)s * STAGE + wib * DW;
+        float* pw_part = part + ((i & 1) * BULK_WARPS + wib) * TOK * RS;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            // Rows past the tile's tokens hold whatever the stage held; their columns are not
+            // reduced below.
+            float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+            for (int ch = 0; ch < KQ; ++ch) {
+                const V4 b = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
+                    Mma<BF>::run(acc[mt], a[mt][ch][1], b.z, b.w);
+                }
+            }
+            const int col = t * 8 + 2 * c;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const int row = mt * 16 + g;
+                pw_part[col * RS + row] = acc[mt][0];
+                pw_part[(col + 1) * RS + row] = acc[mt][1];
+                pw_part[col * RS + row + 8] = acc[mt][2];
+                pw_part[(col + 1) * RS + row + 8] = acc[mt][3];
+            }
+        }
+        const bool last = w.last();
+        const i64 task = (i64)w.qi * num_docs + w.pair;
+        w.step(d_offsets, doc_index, num_docs);
+        __syncthreads();  // stage s is read by every warp; the partials and row maxima are in place
+        if (threadIdx.x == 0) producer.produce(s);
+        finish();
+        const float* pt = part + (i & 1) * BULK_WARPS * TOK * RS;
+#pragma unroll
+        for (int k = 0; k < CW; ++k) {
+            const int col = wib * CW + k;
+            float v = pt[col * RS + lane];
+#pragma unroll
+            for (int ww = 1; ww < BULK_WARPS; ++ww) v += pt[(ww * TOK + col) * RS + lane];
+            if (col < ntok) best = fmaxf(best, v);
+        }
+        if (last) {
+            const int par = ndone & 1;
+            red[(par * BULK_WARPS + wib) * 32 + lane] = best;
+            pending = true;
+            p_task = task;
+            p_nq = nq;
+            p_par = par;
+            ++ndone;
+        }
+    }
+    __syncthreads();
+    finish();
+#endif
+}
+
+INSTANTIATE_BULK(maxsim_bulk_f16_d256, maxsim_bulk_wide_impl, false, 2)
+INSTANTIATE_BULK(maxsim_bulk_f16_d384, maxsim_bulk_wide_impl, false, 3)
+INSTANTIATE_BULK(maxsim_bulk_f16_d512, maxsim_bulk_wide_impl, false, 4)
+INSTANTIATE_BULK(maxsim_bulk_f16_d640, maxsim_bulk_wide_impl, false, 5)
+INSTANTIATE_BULK(maxsim_bulk_f16_d768, maxsim_bulk_wide_impl, false, 6)
+INSTANTIATE_BULK(maxsim_bulk_f16_d896, maxsim_bulk_wide_impl, false, 7)
+INSTANTIATE_BULK(maxsim_bulk_f16_d1024, maxsim_bulk_wide_impl, false, 8)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d256, maxsim_bulk_wide_impl, true, 2)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d384, maxsim_bulk_wide_impl, true, 3)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d512, maxsim_bulk_wide_impl, true, 4)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d640, maxsim_bulk_wide_impl, true, 5)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d768, maxsim_bulk_wide_impl, true, 6)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8)

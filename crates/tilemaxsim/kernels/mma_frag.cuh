@@ -1,0 +1,82 @@
+// Tensor-core helpers shared by the mma.sync kernels (maxsim_mma, maxsim_bulk, maxsim_gemm,
+// maxsim_ring, and maxsim_wgmma's fold): the m16n8k16 instruction per dtype, the running-max fold
+// of a C fragment, a 32-row block's score, streaming loads and the permuted-k A fragments.
+#pragma once
+#include "common.cuh"
+
+template <bool BF> struct Mma;
+template <> struct Mma<false> {
+    static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+template <> struct Mma<true> {
+    static __device__ __forceinline__ void run(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+struct U4 { unsigned x, y, z, w; };
+
+// Fold one m16n8 accumulator tile (this thread's C fragment: rows g and g+8, columns col and
+// col + 1) into the running maxima of its two rows; columns at or past `limit` do not count.
+__device__ __forceinline__ void fold_max(float (&best)[2], const float (&acc)[4], int col, int limit) {
+    const float v0 = col < limit ? acc[0] : NEG_INF;
+    const float v1 = col + 1 < limit ? acc[1] : NEG_INF;
+    const float v2 = col < limit ? acc[2] : NEG_INF;
+    const float v3 = col + 1 < limit ? acc[3] : NEG_INF;
+    best[0] = fmaxf(best[0], fmaxf(v0, v1));
+    best[1] = fmaxf(best[1], fmaxf(v2, v3));
+}
+
+// The score of a 32-row query block from its running maxima in the C-fragment layout: the max
+// over the quad (the four lanes that share a row), then the sum over the first `rows` rows
+// (eight quads); every lane gets it.
+__device__ __forceinline__ float block_score(const float (&best)[2][2], int rows, int g) {
+    float s = 0.f;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        const float m0 = warp_max_xor(best[mt][0], 2);
+        const float m8 = warp_max_xor(best[mt][1], 2);
+        if (mt * 16 + g < rows) s += m0;
+        if (mt * 16 + g + 8 < rows) s += m8;
+    }
+    for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+
+__device__ __forceinline__ U4 ld_stream(const void* p) {
+    U4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+// A query's A fragments (32 rows of d = KCH * 32 halves at q) in the permuted k order of the
+// direct B loads: for chunk ch and k16 step kb, thread (g, c) holds halves
+// ch * 32 + c * 8 + kb * 4 .. + 3 of rows g, g + 8 (and 16 + g, 24 + g for the second m-tile).
+// ROW: the row stride in halves (KCH * 32 but where a warp takes a slice of wider rows).
+template <int KCH, int ROW = KCH * 32>
+__device__ __forceinline__ void load_a_permuted(unsigned (&a)[2][KCH][2][4], const u16* q16, int g, int c) {
+    constexpr int D = ROW;
+    const unsigned* q = (const unsigned*)q16;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+            for (int kb = 0; kb < 2; ++kb) {
+                const int w = (ch * 32 + c * 8 + kb * 4) / 2;  // word index in a row
+                const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                a[mt][ch][kb][0] = r0[w];
+                a[mt][ch][kb][1] = r8[w];
+                a[mt][ch][kb][2] = r0[w + 1];
+                a[mt][ch][kb][3] = r8[w + 1];
+            }
+}
