@@ -17,7 +17,7 @@
 // offsets[i] .. offsets[i + 1]) or a padded batch (document i starts at element
 // i * batch_stride and has lengths[i] rows, or max_len where `lengths` is null); row r of a
 // document starts row_stride elements after row r - 1, its d elements contiguous.
-// Mirrors `DocRows` in src/cuda/mod.rs (passed by value).
+// Mirrors `DocRows` in src/cuda/launch.rs (passed by value).
 struct DocRows {
     const void* tokens;
     const i64* offsets;

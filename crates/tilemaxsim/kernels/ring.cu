@@ -10,7 +10,7 @@
 // k16 step j and m-tile mt are the 16 bytes at [j][mt][l], one conflict-free 128-bit load (the
 // permuted-k order of maxsim_mma). The document streams through a ring of RING_STAGES stages per
 // warp (RING_TILES * 8 tokens x STEP of d for f16/bf16, 8 tokens for f32: 4 KB at STEP = 128 and
-// the default 2 tiles; ring_layout in cuda/mod.rs sizes them) by cp.async, RING_STAGES - 1
+// the default 2 tiles; ring_layout in src/cuda/plan.rs sizes them) by cp.async, RING_STAGES - 1
 // stages ahead and across document boundaries. Each lane copies exactly the 16-byte pieces it
 // later feeds the tensor cores as B fragments, into lane-major slots: no other lane reads them,
 // so there is no barrier, no bank conflict and no register held by a load in flight.
@@ -72,7 +72,7 @@ __device__ __forceinline__ unsigned f16x2_of(float first, float second) {
     return r;
 }
 // Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo); see
-// SPLIT_ROUND_BITS. The host's split of the queries (split_f32 in cuda/mod.rs) is mode 0's.
+// SPLIT_ROUND_BITS. The host's split of the queries (split_f32 in src/cuda/memory.rs) is mode 0's.
 __device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, unsigned& lo) {
     float h0, h1;
 #if SPLIT_ROUND_BITS

@@ -1,7 +1,7 @@
 // maxsim_wgmma: maxsim_gemm's work (many query rows against the same documents: a batch of
 // queries, or ColPali-style long queries) on Hopper's warpgroup tensor-core instruction
 // (wgmma.mma_async, sm_90a), f16/bf16, d in {64, 128}. The engine picks it over maxsim_gemm on
-// documents that mostly fill their 128-token tiles (choose_kernel in cuda/mod.rs).
+// documents that mostly fill their 128-token tiles (choose_kernel in src/cuda/plan.rs).
 //
 // Same queries, tasks and output as maxsim_gemm (32-row query blocks; each block's partial
 // score to out[qblock * num_docs + pair]); one block per SM takes a query tile of

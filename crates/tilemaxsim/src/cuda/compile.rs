@@ -15,8 +15,14 @@ const FILES: [(&str, &str); 13] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
-    ("async_copy.cuh", include_str!("../../kernels/async_copy.cuh")),
-    ("tile_producer.cuh", include_str!("../../kernels/tile_producer.cuh")),
+    (
+        "async_copy.cuh",
+        include_str!("../../kernels/async_copy.cuh"),
+    ),
+    (
+        "tile_producer.cuh",
+        include_str!("../../kernels/tile_producer.cuh"),
+    ),
     ("ablation.cu", include_str!("../../kernels/ablation.cu")),
     ("utility.cu", include_str!("../../kernels/utility.cu")),
     ("mma.cu", include_str!("../../kernels/mma.cu")),
@@ -58,9 +64,7 @@ pub fn source() -> String {
 
 /// The file a line `#include "name"` names.
 fn included(line: &str) -> Option<&str> {
-    line.trim()
-        .strip_prefix("#include \"")?
-        .strip_suffix('"')
+    line.trim().strip_prefix("#include \"")?.strip_suffix('"')
 }
 
 /// Whether libnvrtc can be loaded on this machine.
@@ -228,7 +232,11 @@ mod tests {
         // Each file is inlined once: its first line (a comment saying what it holds) once.
         for (file, text) in FILES.iter().filter(|(f, _)| *f != "all.cu") {
             let first = text.lines().next().unwrap_or_default();
-            assert_eq!(src.matches(first).count(), 1, "{file} inlined other than once");
+            assert_eq!(
+                src.matches(first).count(),
+                1,
+                "{file} inlined other than once"
+            );
         }
         assert_eq!(src.matches("struct DocRows {").count(), 1);
         assert_eq!(src.matches("typedef unsigned short u16;").count(), 1);

@@ -3,7 +3,7 @@
 //! stream, in the device's primary context. Nothing is copied to the host and nothing waits.
 //!
 //! - Queries (small, their token counts known on the host) are gathered on the device by
-//!   `pack_queries_*` (kernels/maxsim.cu) into the engine's own layout: contiguous f32 rows
+//!   `pack_queries_*` (kernels/utility.cu) into the engine's own layout: contiguous f32 rows
 //!   and, where the tensor cores can take them (f16/bf16 of the documents' dtype, d
 //!   instantiated), 32-row blocks.
 //! - Documents are scored in place. Packed rows `[T, d]` and dense batches `[N, L, d]` with
@@ -259,7 +259,7 @@ impl CudaScorer {
             .arg(&d)
             .arg(&tp)
             .arg(&bp);
-        // SAFETY: the arguments match `pack_queries_*` in kernels/maxsim.cu: one source start
+        // SAFETY: the arguments match `pack_queries_*` in kernels/utility.cu: one source start
         // per query, Q + 1 offsets and Q + 1 first blocks (sections of `up`), `tp` holds the offsets'
         // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
         // are the caller's (this function's contract).

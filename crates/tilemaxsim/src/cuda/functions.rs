@@ -1,0 +1,108 @@
+//! The compiled program's functions, by family and (dtype, d): `Kernels`, loaded once per scorer.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule};
+
+use super::device::drv;
+use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
+use crate::error::{Error, Result};
+use crate::matrix::DType;
+
+/// The functions of one compiled program, per family; the tables are keyed by what selects
+/// an instantiation (dtype, and d where the family is instantiated per d).
+pub(super) struct Kernels {
+    /// (kernel, dtype) → function, for the kernels with the f32-query signature.
+    pub(super) general: Vec<((Kernel, DType), CudaFunction)>,
+    pub(super) read_ceiling: CudaFunction,
+    pub(super) topk_segments: CudaFunction,
+    pub(super) topk_merge: CudaFunction,
+    /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
+    pub(super) mma: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
+    pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → the many-query tensor-core kernel.
+    pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
+    pub(super) wgmma: Vec<((DType, usize), CudaFunction)>,
+    pub(super) sum_qblocks: CudaFunction,
+    /// dtype → the query gather of `score_raw`; `iota_offsets` (its dense batches' offsets).
+    pub(super) pack_queries: Vec<(DType, CudaFunction)>,
+    pub(super) iota_offsets: CudaFunction,
+    /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
+    pub(super) ring: Vec<((DType, usize), CudaFunction)>,
+}
+
+impl Kernels {
+    /// Every function of the program compiled for `arch` (`compile::arch_name`): the bulk-copy
+    /// kernels from sm_90 on, the warpgroup-MMA ones on sm_90a (elsewhere they are empty).
+    pub(super) fn load(module: &Arc<CudaModule>, arch: &str) -> Result<Self> {
+        let f = |name: &str| module.load_function(name).map_err(drv("kernel lookup"));
+        let mut mma = Vec::new();
+        for dtype in [DType::F16, DType::BF16] {
+            for dim in MMA_DIMS {
+                mma.push(((dtype, dim), f(&format!("maxsim_mma_{dtype}_d{dim}"))?));
+            }
+        }
+        let mut bulk = Vec::new();
+        if !arch.starts_with("sm_8") {
+            for dtype in [DType::F16, DType::BF16] {
+                for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
+                    bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
+                }
+            }
+        }
+        let mut gemm = Vec::new();
+        for dtype in [DType::F16, DType::BF16] {
+            for dim in MMA_DIMS {
+                gemm.push(((dtype, dim), f(&format!("maxsim_gemm_{dtype}_d{dim}"))?));
+            }
+        }
+        let mut wgmma = Vec::new();
+        if arch == "sm_90a" {
+            for dtype in [DType::F16, DType::BF16] {
+                for dim in WG_DIMS {
+                    wgmma.push(((dtype, dim), f(&format!("maxsim_wgmma_{dtype}_d{dim}"))?));
+                }
+            }
+        }
+        Ok(Kernels {
+            general: [Kernel::Tiled, Kernel::V1, Kernel::V2]
+                .into_iter()
+                .flat_map(|k| [DType::F32, DType::F16, DType::BF16].map(|d| (k, d)))
+                .map(|(k, d)| Ok(((k, d), f(&format!("{}_{d}", k.name()))?)))
+                .collect::<Result<_>>()?,
+            read_ceiling: f("read_ceiling")?,
+            topk_segments: f("topk_segments")?,
+            topk_merge: f("topk_merge")?,
+            mma,
+            bulk,
+            gemm,
+            wgmma,
+            sum_qblocks: f("sum_qblocks")?,
+            pack_queries: [DType::F32, DType::F16, DType::BF16]
+                .into_iter()
+                .map(|d| Ok((d, f(&format!("pack_queries_{d}"))?)))
+                .collect::<Result<_>>()?,
+            iota_offsets: f("iota_offsets")?,
+            ring: [DType::F16, DType::BF16, DType::F32]
+                .into_iter()
+                .flat_map(|t| MMA_DIMS.map(|d| (t, d)))
+                .map(|(t, d)| Ok(((t, d), f(&format!("maxsim_ring_{t}_d{d}"))?)))
+                .collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// The function for `key` in one of the per-(dtype, d) kernel tables (`what`: for the error).
+pub(super) fn kernel_in<'a>(
+    table: &'a [((DType, usize), CudaFunction)],
+    key: (DType, usize),
+    what: &str,
+) -> Result<&'a CudaFunction> {
+    table
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, f)| f)
+        .ok_or_else(|| Error::Argument(format!("no {what} kernel for {} d = {}", key.0, key.1)))
+}

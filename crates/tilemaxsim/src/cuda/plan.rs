@@ -1,0 +1,663 @@
+//! The plan: which kernel runs which shape, as pure functions over plain data, with their unit
+//! tests: [`Kernel`], `LaunchShape` and `choose_kernel`, `DocLengths`, the kernels' tile constants
+//! (mirrors of the `#define`s in `kernels/`), their block layouts, and the defines an experiment
+//! may override (`KernelShape`). Over 600 lines: the table and its tests stay in one file.
+
+use crate::error::{Error, Result};
+
+/// Threads per block of `maxsim_tiled` (kernels/ablation.cu: THREADS).
+pub(super) const TILED_THREADS: u32 = 256;
+/// Largest grid y dimension: queries per launch.
+pub(super) const MAX_QUERIES_PER_LAUNCH: usize = 65_535;
+
+/// Query rows per block of the tensor-core kernels (two m16 tiles).
+pub(super) const QBLOCK: usize = 32;
+/// Embedding dimensions `maxsim_mma`, `maxsim_bulk` and `maxsim_gemm` are instantiated for.
+pub(super) const MMA_DIMS: [usize; 4] = [32, 64, 96, 128];
+/// Wide embeddings (dimension-tiled by 128 in `maxsim_ring`, split in quarters among the warps
+/// of `maxsim_bulk`): d = 256, 384, …, 1024.
+pub(super) const WIDE_DIMS: [usize; 7] = [256, 384, 512, 640, 768, 896, 1024];
+pub(super) fn wide_dim(dim: usize) -> bool {
+    WIDE_DIMS.contains(&dim)
+}
+/// The dimensions `maxsim_ring` takes, and the d of the instantiation that serves them (it walks
+/// d in steps of min(d, 128)).
+pub(super) fn ring_instance(dim: usize) -> Option<usize> {
+    if MMA_DIMS.contains(&dim) {
+        Some(dim)
+    } else if wide_dim(dim) {
+        Some(128)
+    } else {
+        None
+    }
+}
+
+/// `maxsim_ring`'s block for d (f32: split, two copies of the query): (warps, dynamic shared
+/// bytes), as many warps as `smem_per_block` holds up to `shape.ring_warps`; `None` if not one
+/// fits. A stage is `shape.ring_tiles` 8-token tiles (f32: one) of min(d, 128) dimensions,
+/// plus (f32) its 8-byte mbarrier with `shape.ring_bulk`.
+pub(super) fn ring_layout(
+    dim: usize,
+    f32: bool,
+    smem_per_block: usize,
+    shape: KernelShape,
+) -> Option<(u32, usize)> {
+    let query = if f32 { 2 } else { 1 } * QBLOCK * dim * 2;
+    let stage_bytes_per_dim = if f32 { 8 * 4 } else { shape.ring_tiles * 8 * 2 };
+    let barrier = if shape.ring_bulk && f32 { 8 } else { 0 };
+    let per_warp = shape.ring_stages * (ring_instance(dim)? * stage_bytes_per_dim + barrier);
+    let warps = (smem_per_block.checked_sub(query)? / per_warp).min(shape.ring_warps);
+    (warps > 0).then_some((warps as u32, query + warps * per_warp))
+}
+
+/// What the kernel choice needs of a corpus's document lengths: counts from its offsets in
+/// one pass (or, for device memory the engine only borrows, from its shape: `mean`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct DocLengths {
+    pub(super) docs: usize,
+    pub(super) tokens: usize,
+    /// Tokens with every document padded to whole `WG_BN`-token tiles.
+    pub(super) padded: usize,
+}
+
+impl DocLengths {
+    pub(super) fn of(offsets: &[usize]) -> Self {
+        let (mut tokens, mut padded) = (0usize, 0usize);
+        for len in offsets.windows(2).map(|w| w[1] - w[0]) {
+            tokens += len;
+            padded += len.div_ceil(WG_BN) * WG_BN;
+        }
+        let docs = offsets.len().saturating_sub(1);
+        DocLengths {
+            docs,
+            tokens,
+            padded,
+        }
+    }
+
+    /// `docs` documents of `tokens` tokens in all, lengths unknown: as if each had the mean.
+    pub(super) fn mean(docs: usize, tokens: usize) -> Self {
+        let mean = tokens.checked_div(docs).unwrap_or(0);
+        DocLengths {
+            docs,
+            tokens,
+            padded: docs * mean.div_ceil(WG_BN) * WG_BN,
+        }
+    }
+
+    /// Cut into `WG_BN`-token tiles, the documents pad at most 40% of their tokens:
+    /// `maxsim_wgmma` (which multiplies whole tiles) then beats `maxsim_gemm` (which skips
+    /// empty 8-token columns). U[32,256] pads 39%: 401 against 386 TFLOP/s on the H100
+    /// (bench/results/race_ws.log); on whole tiles wgmma is 1.34x gemm, so the two meet near 45%.
+    pub(super) fn fills_tiles(&self) -> bool {
+        self.tokens > 0 && self.padded * 10 <= self.tokens * 14
+    }
+
+    /// `maxsim_bulk`'s runs of documents per block (`bulk_group`'s most), 1 to 4.
+    /// - d ≤ 128: about four 128-token tiles (BULK_TILE, = WG_BN) per block. On U[32,256]
+    ///   (1.56 tiles a document) two documents a block measured 85.97 / 85.97 M docs/s on the
+    ///   H100 against 85.60 with three and 85.07 / 85.08 with four (bench/results/
+    ///   bulk_grid.log, small_b.log).
+    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block:
+    ///   two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one), one at
+    ///   d = 768 (15.70 against 15.58 with two; B = 100K 16.01 against 15.95), d = 1024 (11.99
+    ///   against 11.92) and U[32,256] at d = 768 (13.94 against 13.79), H100,
+    ///   bench/results/profile_peer.log.
+    pub(super) fn bulk_run(&self, dim: usize) -> u64 {
+        let (work, unit) = if wide_dim(dim) {
+            (self.tokens * dim, WG_BN * 128)
+        } else {
+            (self.padded, WG_BN)
+        };
+        (4 * unit * self.docs)
+            .checked_div(work)
+            .map_or(4, |r| r.clamp(1, 4) as u64)
+    }
+}
+
+/// Threads per block of the tensor-core kernels (kernels/mma.cu: MMA_THREADS, bulk.cu: BULK_THREADS:
+/// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`; kernels/wgmma.cu: WG_THREADS,
+/// two consumer warpgroups, and a producer warp more).
+pub(super) const MMA_THREADS: u32 = 128;
+pub(super) const BULK_THREADS: u32 = 128;
+pub(super) const GEMM_THREADS: u32 = 256;
+pub(super) const WG_THREADS: u32 = 256;
+/// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), tokens per tile (WG_BN), the d it is
+/// instantiated for (128-byte swizzle atoms of 64 dimensions).
+pub(super) const WG_QBLOCKS: usize = 8;
+pub(super) const WG_BN: usize = 128;
+pub(super) const WG_DIMS: [usize; 2] = [64, 128];
+/// Whether the engine picks `maxsim_bulk` over `maxsim_mma` where both apply (sm_90+).
+pub(super) const BULK_BY_DEFAULT: bool = true;
+/// Whether the engine picks `maxsim_bulk` over `maxsim_ring` at wide d (f16/bf16, sm_90+).
+pub(super) const WIDE_BULK_BY_DEFAULT: bool = true;
+/// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
+pub(super) const GEMM_BN: usize = 128;
+/// Bytes of a `TileMeta` (kernels/tile_producer.cuh), one per stage of `maxsim_gemm` and `maxsim_wgmma`.
+pub(super) const TILE_META: usize = 16;
+/// From this many queries in one launch the engine scores them with `maxsim_gemm` (one read of
+/// each document tile for eight query blocks) rather than one warp per (query, document).
+pub(super) const GEMM_MIN_QUERIES: usize = 8;
+
+/// Which kernel scores a launch: the production pair (chosen per shape) and the paper's
+/// ablation family (chosen by name, for `bench --kernel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Tensor cores (the paper's V2-MQ on mma.sync), f16/bf16, Nq ≤ 32, d ∈ {32, 64, 96, 128}:
+    /// one warp per (query, document), memory-bound.
+    Mma,
+    /// Tensor cores for many query rows (a batch of queries, or long queries): a document tile
+    /// in shared memory feeds eight 32-row query blocks; f16/bf16, any Nq, d as `Mma`.
+    Gemm,
+    /// `Gemm`'s work on Hopper's warpgroup MMA (`wgmma`, sm_90a: H100, H200), d ∈ {64, 128};
+    /// chosen on documents that mostly fill their 128-token tiles (`choose_kernel`).
+    Wgmma,
+    /// One warp per (query, document) with the query in shared memory and the document streamed
+    /// through a per-warp cp.async ring, Nq ≤ 32: wide embeddings (d a multiple of 128 up to
+    /// 1024, dimension-tiled) in f16/bf16, and f32 exactly (f16 high and low parts, three
+    /// tensor-core products); d ∈ {32, 64, 96, 128} as well.
+    Ring,
+    /// A grid of blocks, each scoring a run of consecutive (query, document) pairs from tiles
+    /// the copy engine brings into shared memory (`cp.async.bulk`), Nq ≤ 32, f16/bf16: the
+    /// warps split a tile's tokens at d ∈ {32, 64, 96, 128}, its d at d = 256..1024. sm_90+.
+    Bulk,
+    /// Query tile × document tile through shared memory on CUDA cores: every shape and dtype,
+    /// exact for f32.
+    Tiled,
+    /// The paper's V1: one thread per query token, the document streamed from memory per token.
+    V1,
+    /// The paper's V2: document tiles staged in shared memory, one thread per query token.
+    V2,
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Mma => "maxsim_mma",
+            Kernel::Bulk => "maxsim_bulk",
+            Kernel::Gemm => "maxsim_gemm",
+            Kernel::Wgmma => "maxsim_wgmma",
+            Kernel::Ring => "maxsim_ring",
+            Kernel::Tiled => "maxsim_tiled",
+            Kernel::V1 => "maxsim_v1",
+            Kernel::V2 => "maxsim_v2",
+        }
+    }
+
+    pub(super) fn threads(self) -> u32 {
+        match self {
+            Kernel::Tiled => TILED_THREADS,
+            Kernel::Mma => MMA_THREADS,
+            Kernel::Bulk => BULK_THREADS,
+            Kernel::Gemm => GEMM_THREADS,
+            Kernel::Wgmma => WG_THREADS + 32,
+            // launch_ring sizes its block from the shared memory it needs.
+            Kernel::Ring => (KernelShape::DEFAULT.ring_warps * 32) as u32,
+            Kernel::V1 | Kernel::V2 => 128,
+        }
+    }
+}
+
+impl std::str::FromStr for Kernel {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim_start_matches("maxsim_") {
+            "mma" | "v2mq" | "v2-mq" => Ok(Kernel::Mma),
+            "bulk" | "tma" => Ok(Kernel::Bulk),
+            "gemm" | "batch" => Ok(Kernel::Gemm),
+            "wgmma" => Ok(Kernel::Wgmma),
+            "ring" | "wide" | "split" => Ok(Kernel::Ring),
+            "tiled" => Ok(Kernel::Tiled),
+            "v1" => Ok(Kernel::V1),
+            "v2" => Ok(Kernel::V2),
+            other => Err(Error::Argument(format!(
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wgmma, ring, tiled, v1 or v2"
+            ))),
+        }
+    }
+}
+
+/// What the kernel choice depends on.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LaunchShape {
+    /// The queries' 32-row blocks when they can take the tensor cores (the corpus's dtype, d
+    /// instantiated; f32 only with every query and document in the split's range), else `None`.
+    pub(super) blocks: Option<usize>,
+    pub(super) queries: usize,
+    pub(super) dim: usize,
+    /// The corpus is f32 (only `maxsim_ring` takes it on the tensor cores).
+    pub(super) f32: bool,
+    /// `maxsim_bulk` is loaded (sm_90+) and the corpus tokens are 16-byte aligned.
+    pub(super) bulk_available: bool,
+    /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
+    pub(super) wgmma_available: bool,
+    /// The corpus's documents mostly fill their 128-token tiles (`DocLengths`).
+    pub(super) fills_tiles: bool,
+    /// `maxsim_ring`'s block fits the device's shared memory and the tokens are 16-byte aligned.
+    pub(super) ring_available: bool,
+}
+
+/// The engine's kernel per shape (`force`: `CudaScorer::force_kernel`). One query of ≤ 32
+/// tokens at d ≤ 128: `Bulk` (sm_90) or `Mma`, memory-bound; from GEMM_MIN_QUERIES queries, or
+/// any longer query: compute-bound, `Wgmma` (sm_90a) at d = 64 and 128 on documents that
+/// mostly fill their 128-token tiles, else `Gemm`; d = 256..1024 (≤ 32 tokens per query):
+/// `Bulk` (sm_90), else `Ring`; f32 (≤ 32 tokens per query, in the split's range): `Ring`;
+/// everything else: `Tiled`. A forced kernel that does not apply falls back to the
+/// nearest that does.
+pub(super) fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
+    let fallback = match force {
+        Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+        _ => Kernel::Tiled,
+    };
+    let tensor = matches!(
+        force,
+        None | Some(Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring)
+    );
+    let Some(blocks) = s.blocks.filter(|_| tensor) else {
+        return fallback;
+    };
+    // Every query one block: the one-warp-per-pair kernels apply.
+    let single = blocks == s.queries;
+    let ring_ok = single && s.ring_available;
+    let bulk_ok = single && s.bulk_available;
+    if s.f32 || wide_dim(s.dim) {
+        // Wide f16/bf16: `Bulk` (sm_90), unless `Ring` is asked for by name.
+        let wide_bulk = !s.f32 && bulk_ok && WIDE_BULK_BY_DEFAULT;
+        return match force {
+            Some(Kernel::Ring) if ring_ok => Kernel::Ring,
+            Some(Kernel::Bulk) if !s.f32 && bulk_ok => Kernel::Bulk,
+            _ if wide_bulk => Kernel::Bulk,
+            _ if ring_ok => Kernel::Ring,
+            _ => fallback,
+        };
+    }
+    if !MMA_DIMS.contains(&s.dim) {
+        return fallback;
+    }
+    let wgmma_ok = s.wgmma_available && WG_DIMS.contains(&s.dim);
+    match force {
+        Some(Kernel::Wgmma) if wgmma_ok => Kernel::Wgmma,
+        Some(Kernel::Ring) if ring_ok => Kernel::Ring,
+        Some(Kernel::Bulk) if bulk_ok => Kernel::Bulk,
+        Some(Kernel::Mma | Kernel::Bulk | Kernel::Ring) if single => Kernel::Mma,
+        None if single && s.queries < GEMM_MIN_QUERIES => {
+            if bulk_ok && BULK_BY_DEFAULT {
+                Kernel::Bulk
+            } else {
+                Kernel::Mma
+            }
+        }
+        // The H100 (bench/results/ws.log, wgmma_meta.log, race_ws.log), TFLOP/s against gemm:
+        // ColPali's 1024-token documents 603-607 against 431-433, 32 queries x 128-token
+        // documents 561-562 against 418, U[32,256] 401 against 386, bf16 d = 64 449 against 364.
+        None if wgmma_ok && s.fills_tiles => Kernel::Wgmma,
+        _ => Kernel::Gemm,
+    }
+}
+
+/// Queries of `dim` against documents of `doc_dim`: a `DimMismatch` unless the same.
+pub(super) fn queries_dim_ok(dim: usize, doc_dim: usize) -> Result<()> {
+    if dim != doc_dim {
+        return Err(Error::DimMismatch {
+            what: "queries".into(),
+            expected: doc_dim,
+            got: dim,
+        });
+    }
+    Ok(())
+}
+
+/// The launch limits of the tensor-core kernels: `n` documents and `rows` queries (or query
+/// blocks) as i32.
+pub(super) fn launch_size_ok(n: usize, rows: usize) -> Result<()> {
+    if n > i32::MAX as usize || rows > i32::MAX as usize {
+        return Err(Error::Argument(format!(
+            "{n} documents or {rows} queries per launch is over the limit"
+        )));
+    }
+    Ok(())
+}
+
+/// `maxsim_bulk`'s tiles in flight per block (each BULK_TILE tokens).
+pub(super) const BULK_STAGES: usize = 2;
+pub(super) const BULK_STAGES_RANGE: std::ops::RangeInclusive<usize> = 1..=6;
+pub(super) const BULK_GROUP_RANGE: std::ops::RangeInclusive<usize> = 1..=64;
+/// Tokens per `maxsim_bulk` tile (kernels/bulk.cu: BULK_TILE, 32 per warp).
+pub(super) const BULK_TILE: usize = 128;
+
+/// Tokens per `maxsim_bulk` tile at wide d (kernels/bulk.cu: BULK_WIDE_TOK), and floats per
+/// column of a warp's partial tile there (BULK_WIDE_RS).
+pub(super) fn bulk_wide_tok(dim: usize) -> usize {
+    if dim <= 512 { 32 } else { 16 }
+}
+pub(super) const BULK_WIDE_RS: usize = 36;
+
+/// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,
+/// one 8-byte mbarrier per stage, the row maxima of two documents (2 × 4 warps × 32 floats),
+/// and at wide d two sets of the four warps' partial tiles.
+pub(super) fn bulk_smem(stages: usize, dim: usize) -> usize {
+    let maxima = 2 * 4 * 32 * 4;
+    if wide_dim(dim) {
+        let tok = bulk_wide_tok(dim);
+        stages * (tok * dim * 2 + 8) + 2 * 4 * tok * BULK_WIDE_RS * 4 + maxima
+    } else {
+        stages * (BULK_TILE * dim * 2 + 8) + maxima
+    }
+}
+
+/// Consecutive tasks per `maxsim_bulk` block, for `tasks` tasks, `resident` blocks at once and
+/// runs of at most `run` (`DocLengths::bulk_run`): the query's fragments are loaded, and the
+/// block set up, once per run (one task per block ran 67 M docs/s at B = 10K against 89 M with
+/// four, bench/results/bulk_grid.log); shorter where that would leave resident slots empty (a
+/// grid of one wave or less: every block's copies go out at once).
+pub(super) fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
+    tasks.div_ceil(resident.max(1)).clamp(1, run.max(1))
+}
+
+/// `TILEMAXSIM_BULK=stages,group` (experiments): `maxsim_bulk`'s stages per block and tasks
+/// per block, overriding BULK_STAGES and `bulk_group`.
+pub(super) fn bulk_shape_env() -> Option<(usize, usize)> {
+    std::env::var("TILEMAXSIM_BULK")
+        .ok()
+        .and_then(|v| {
+            let (s, g) = v.split_once(',')?;
+            Some((s.trim().parse().ok()?, g.trim().parse().ok()?))
+        })
+        .filter(|(s, g)| BULK_STAGES_RANGE.contains(s) && BULK_GROUP_RANGE.contains(g))
+}
+
+/// The kernel constants the host sizes launches by (the `#ifndef` defaults in kernels/gemm.cu, ring.cu and wgmma.cu).
+/// An experiment overrides them through TILEMAXSIM_KERNEL_DEFINES (e.g.
+/// `GEMM_STAGES=4,RING_WARPS=12`, which compile.rs passes to NVRTC as -D options); read once,
+/// when the scorer opens, so the host and the compiled kernels agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct KernelShape {
+    /// Tiles in flight of `maxsim_gemm` (GEMM_STAGES).
+    pub(super) gemm_stages: usize,
+    /// Tiles in flight of `maxsim_wgmma` (WG_STAGES).
+    pub(super) wg_stages: usize,
+    /// Stages of `maxsim_ring`'s per-warp ring (RING_STAGES).
+    pub(super) ring_stages: usize,
+    /// Most warps per block of `maxsim_ring` (RING_WARPS). 12 and 16 measured within noise of 8
+    /// on the H100 (bench/results/ring.log).
+    pub(super) ring_warps: usize,
+    /// 8-token tiles per f16/bf16 stage of `maxsim_ring` (RING_TILES).
+    pub(super) ring_tiles: usize,
+    /// `maxsim_ring` fills its f32 stages with `cp.async.bulk` copies completing on one
+    /// mbarrier per stage (RING_BULK=1, the default, sm_90+; 8 more bytes of shared memory per
+    /// stage): 46.75 against 44.50 M docs/s at B = 100K on the H100; f16/bf16 keep per-lane
+    /// copies, faster at d = 768 (bench/results/ring_bulk.log).
+    pub(super) ring_bulk: bool,
+}
+
+impl KernelShape {
+    pub(super) const DEFAULT: KernelShape = KernelShape {
+        gemm_stages: 3,
+        wg_stages: 4,
+        ring_stages: 4,
+        ring_warps: 8,
+        ring_tiles: 2,
+        ring_bulk: true,
+    };
+
+    /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
+    /// launch is an error, not a silent default (the kernels would be compiled with it).
+    pub(super) fn parse(defines: Option<&str>) -> Result<Self> {
+        let mut k = Self::DEFAULT;
+        let mut ring_bulk = usize::from(k.ring_bulk);
+        for d in defines.unwrap_or("").split(',').map(str::trim) {
+            // A bare name has no value: an error for the host's knobs (NVRTC would read it
+            // as 1, the host as its default).
+            let (name, value) = d.split_once('=').unwrap_or((d, ""));
+            let (slot, range) = match name.trim() {
+                "GEMM_STAGES" => (&mut k.gemm_stages, 2..=8),
+                "WG_STAGES" => (&mut k.wg_stages, 2..=6),
+                "RING_STAGES" => (&mut k.ring_stages, 2..=8),
+                "RING_WARPS" => (&mut k.ring_warps, 1..=32),
+                "RING_TILES" => (&mut k.ring_tiles, 1..=4),
+                "RING_BULK" => (&mut ring_bulk, 0..=1),
+                _ => continue,
+            };
+            *slot = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v| range.contains(v))
+                .ok_or_else(|| {
+                    Error::Argument(format!(
+                        "TILEMAXSIM_KERNEL_DEFINES: {d} is not in {}..={}",
+                        range.start(),
+                        range.end()
+                    ))
+                })?;
+        }
+        k.ring_bulk = ring_bulk == 1;
+        Ok(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(blocks: Option<usize>, queries: usize, dim: usize, bulk: bool) -> LaunchShape {
+        LaunchShape {
+            blocks,
+            queries,
+            dim,
+            f32: false,
+            bulk_available: bulk,
+            wgmma_available: bulk,
+            fills_tiles: false,
+            ring_available: true,
+        }
+    }
+
+    #[test]
+    fn kernels_are_chosen_per_shape() {
+        use Kernel::*;
+        let auto = |s| choose_kernel(None, s);
+        // One short query, d ≤ 128: memory-bound kernels (bulk where the device has it).
+        assert_eq!(auto(shape(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 128, false)), Mma);
+        assert_eq!(auto(shape(Some(7), 7, 64, false)), Mma);
+        // Many queries, or one long query: the many-row kernel.
+        assert_eq!(auto(shape(Some(8), 8, 128, true)), Gemm);
+        assert_eq!(auto(shape(Some(32), 1, 128, true)), Gemm);
+        // Wide embeddings, queries of ≤ 32 tokens: bulk (its warps split d) on sm_90, else the
+        // dimension-tiled ring kernel where its block fits the device's shared memory.
+        assert_eq!(auto(shape(Some(3), 3, 768, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 256, true)), Bulk);
+        assert_eq!(auto(shape(Some(40), 40, 1024, false)), Ring);
+        assert_eq!(
+            choose_kernel(Some(Ring), shape(Some(3), 3, 768, true)),
+            Ring
+        );
+        assert_eq!(
+            choose_kernel(Some(Bulk), shape(Some(3), 3, 768, false)),
+            Ring
+        );
+        assert_eq!(auto(shape(Some(2), 1, 768, false)), Tiled);
+        let no_room = LaunchShape {
+            ring_available: false,
+            ..shape(Some(1), 1, 768, false)
+        };
+        assert_eq!(auto(no_room), Tiled);
+        // f32 on the tensor cores: the ring kernel's split, one block per query, in range.
+        let f32 = |blocks, queries, dim| LaunchShape {
+            f32: true,
+            ..shape(blocks, queries, dim, true)
+        };
+        assert_eq!(auto(f32(Some(1), 1, 128)), Ring);
+        assert_eq!(auto(f32(Some(9), 9, 32)), Ring);
+        assert_eq!(auto(f32(Some(1), 1, 512)), Ring);
+        assert_eq!(auto(f32(None, 1, 128)), Tiled);
+        assert_eq!(choose_kernel(Some(Gemm), f32(Some(1), 1, 64)), Ring);
+        assert_eq!(choose_kernel(Some(Tiled), f32(Some(1), 1, 64)), Tiled);
+        let f32_no_room = LaunchShape {
+            ring_available: false,
+            ..f32(Some(1), 1, 128)
+        };
+        assert_eq!(auto(f32_no_room), Tiled);
+        // Other dtypes / d: the general kernel.
+        assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 1152, true)), Tiled);
+        // Forced kernels, and their fallbacks where they do not apply.
+        let forced = |k, s| choose_kernel(Some(k), s);
+        assert_eq!(forced(Mma, shape(Some(1), 1, 128, true)), Mma);
+        assert_eq!(forced(Mma, shape(Some(9), 9, 128, true)), Mma);
+        assert_eq!(forced(Mma, shape(Some(2), 1, 128, true)), Gemm);
+        assert_eq!(forced(Bulk, shape(Some(1), 1, 128, false)), Mma);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 32, true)), Gemm);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, true)), Bulk);
+        assert_eq!(forced(Gemm, shape(Some(1), 1, 768, false)), Ring);
+        assert_eq!(forced(Ring, shape(Some(1), 1, 128, true)), Ring);
+        // Warpgroup MMA: by name on sm_90a at d = 64 and 128 (else Gemm); chosen there on
+        // documents that mostly fill their 128-token tiles.
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, true)), Wgmma);
+        assert_eq!(forced(Wgmma, shape(Some(1), 1, 64, true)), Wgmma);
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 96, true)), Gemm);
+        assert_eq!(forced(Wgmma, shape(Some(40), 8, 128, false)), Gemm);
+        assert_eq!(forced(Wgmma, shape(Some(1), 1, 768, false)), Ring);
+        assert_eq!(auto(shape(Some(40), 8, 128, true)), Gemm);
+        let filled = |blocks, queries, dim, sm90a| LaunchShape {
+            fills_tiles: true,
+            ..shape(blocks, queries, dim, sm90a)
+        };
+        assert_eq!(auto(filled(Some(32), 1, 128, true)), Wgmma);
+        assert_eq!(auto(filled(Some(32), 32, 128, true)), Wgmma);
+        assert_eq!(auto(filled(Some(40), 8, 64, true)), Wgmma);
+        assert_eq!(auto(filled(Some(32), 1, 128, false)), Gemm);
+        assert_eq!(auto(filled(Some(32), 1, 96, true)), Gemm);
+        assert_eq!(auto(filled(Some(1), 1, 128, true)), Bulk);
+        assert_eq!(forced(Gemm, filled(Some(32), 1, 128, true)), Gemm);
+        assert_eq!(forced(Ring, shape(Some(2), 1, 128, true)), Gemm);
+        assert_eq!(forced(Tiled, shape(Some(1), 1, 128, true)), Tiled);
+        assert_eq!(forced(V1, shape(Some(1), 1, 128, true)), V1);
+        assert_eq!(forced(V2, shape(None, 1, 128, true)), V2);
+    }
+
+    #[test]
+    fn ring_blocks_fit_shared_memory() {
+        const H100: usize = 227 * 1024;
+        const RTX: usize = 99 * 1024;
+        let k = KernelShape::DEFAULT;
+        let wide = KernelShape {
+            ring_warps: 12,
+            ring_stages: 2,
+            ..k
+        };
+        let lane_copies = KernelShape {
+            ring_bulk: false,
+            ..k
+        };
+        // An f32 stage of 4 KB and its 8-byte mbarrier (bulk copies, the default).
+        const F32_STAGE: usize = 4096 + 8;
+        let tiles = KernelShape { ring_tiles: 4, ..k };
+        // (d, f32, shared memory per block, shape, (warps, bytes)).
+        let cases = [
+            // Up to eight warps' rings of 4 × 4 KB beside the query (f32: two copies of it).
+            (128, false, H100, k, Some((8, 8192 + 8 * 16384))),
+            (1024, false, H100, k, Some((8, 65536 + 8 * 16384))),
+            (768, true, H100, k, Some((8, 98304 + 8 * 4 * F32_STAGE))),
+            (1024, true, H100, k, Some((6, 131072 + 6 * 4 * F32_STAGE))),
+            (1024, false, RTX, k, Some((2, 65536 + 2 * 16384))),
+            (1024, true, RTX, k, None),
+            // Stages of 32 bytes per dimension below d = 128.
+            (32, true, H100, k, Some((8, 4096 + 8 * 4 * (1024 + 8)))),
+            (160, false, H100, k, None),
+            // The experiment knobs size the block too.
+            (768, false, H100, wide, Some((12, 49152 + 12 * 8192))),
+            // Per-lane copies need no mbarrier.
+            (128, true, H100, lane_copies, Some((8, 16384 + 8 * 16384))),
+            // Four tiles per f16 stage double it (8 KB); f32 stages stay one tile.
+            (768, false, H100, tiles, Some((5, 49152 + 5 * 32768))),
+            (128, true, H100, tiles, Some((8, 16384 + 8 * 4 * F32_STAGE))),
+        ];
+        for (dim, f32, smem, shape, want) in cases {
+            assert_eq!(
+                ring_layout(dim, f32, smem, shape),
+                want,
+                "d = {dim}, f32 {f32}, {smem} bytes, {shape:?}"
+            );
+        }
+        assert_eq!(ring_instance(96), Some(96));
+        assert_eq!(ring_instance(640), Some(128));
+        assert_eq!(ring_instance(160), None);
+    }
+
+    #[test]
+    fn filled_tiles_pad_at_most_two_fifths() {
+        let fills = |o: &[usize]| DocLengths::of(o).fills_tiles();
+        assert!(fills(&[0, 128, 256]));
+        assert!(fills(&[0, 1024, 2048]));
+        assert!(fills(&[0, 1024, 1124]));
+        // 256 tile tokens hold 183 document tokens (39.9% more), not 182 or 130.
+        assert!(fills(&[0, 183]));
+        assert!(!fills(&[0, 182]));
+        assert!(!fills(&[0, 130]));
+        // 64 + 224 tokens in 384: 33% more.
+        assert!(fills(&[0, 64, 288]));
+        assert!(!fills(&[0, 32, 96]));
+        assert!(!fills(&[0]));
+        assert!(!fills(&[0, 0]));
+    }
+
+    #[test]
+    fn bulk_runs_hold_about_four_tiles() {
+        let run = |o: &[usize]| DocLengths::of(o).bulk_run(128);
+        assert_eq!(run(&[0, 128, 256, 384]), 4, "one tile a document");
+        assert_eq!(run(&[0, 5, 9]), 4, "short documents");
+        assert_eq!(run(&[0, 256, 512]), 2, "two tiles a document");
+        assert_eq!(run(&[0, 129, 160]), 2, "1.5 tiles a document");
+        assert_eq!(run(&[0, 3000]), 1, "long documents");
+        assert_eq!(run(&[0]), 4, "no documents");
+        assert_eq!(run(&[0, 0, 0]), 4, "empty documents");
+        // Wide d: about four 128 x 128 tiles' worth of bytes.
+        let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d);
+        assert_eq!(wide(&[0, 128, 256], 256), 2);
+        assert_eq!(wide(&[0, 128, 256], 768), 1);
+        assert_eq!(wide(&[0, 40, 80], 256), 4);
+        // Lengths known only by their mean (borrowed device memory).
+        assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 4);
+        assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 2);
+        assert!(DocLengths::mean(2, 256).fills_tiles());
+        assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 4);
+        // Runs shrink where the grid would not fill the device's resident slots.
+        assert_eq!(bulk_group(100_000, 396, 4), 4);
+        assert_eq!(bulk_group(1000, 396, 4), 3);
+        assert_eq!(bulk_group(1000, 396, 2), 2);
+        assert_eq!(bulk_group(100, 396, 4), 1);
+        assert_eq!(bulk_group(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn kernel_defines_are_checked_once() {
+        assert_eq!(KernelShape::parse(None).unwrap(), KernelShape::DEFAULT);
+        let k = KernelShape::parse(Some("RING_WARPS=12, GEMM_STAGES=4,MMA_TILES=8")).unwrap();
+        assert_eq!((k.ring_warps, k.gemm_stages, k.ring_stages), (12, 4, 4));
+        const { assert!(KernelShape::DEFAULT.ring_bulk) };
+        let k = KernelShape::parse(Some("RING_TILES=4,RING_BULK=0")).unwrap();
+        assert_eq!((k.ring_tiles, k.ring_bulk), (4, false));
+        for bad in [
+            "RING_STAGES=9",
+            "RING_WARPS=0",
+            "GEMM_STAGES=x",
+            "RING_TILES=5",
+            "RING_BULK=3",
+            "RING_BULK",
+        ] {
+            let e = KernelShape::parse(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn wide_dims_and_launch_limits() {
+        assert!(wide_dim(256) && wide_dim(768) && wide_dim(1024));
+        assert!(!wide_dim(128) && !wide_dim(200) && !wide_dim(1152));
+        assert!(launch_size_ok(10, 10).is_ok());
+        assert!(launch_size_ok(i32::MAX as usize + 1, 1).is_err());
+    }
+}
