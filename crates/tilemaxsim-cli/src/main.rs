@@ -1,14 +1,12 @@
 //! The `tilemaxsim` command: bench, score, search, eval, corpus import/info, info.
 
 mod bench;
-mod bench_gpu;
 mod bench_search;
 mod corpus_cmd;
 mod eval_cmd;
 mod info;
 mod load;
 mod progress;
-mod roofline;
 mod score;
 mod search;
 mod synth;

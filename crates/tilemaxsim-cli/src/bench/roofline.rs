@@ -11,10 +11,10 @@ use std::sync::OnceLock;
 use anyhow::{Result, anyhow, bail};
 use plotters::prelude::*;
 
-use crate::bench::Report;
+use super::report::Report;
 
 /// DejaVu Sans Mono (assets/DejaVu-LICENSE.txt): embedded so the picture needs no system fonts.
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSansMono.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSansMono.ttf");
 const FAMILY: &str = "sans-serif";
 
 fn font_ready() -> Result<()> {

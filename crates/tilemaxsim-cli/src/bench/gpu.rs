@@ -9,7 +9,8 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use tilemaxsim::cuda::{CudaScorer, Kernel, RawArgs, RawDocs, RawLayout, RawQueries, median};
 use tilemaxsim::{Corpus, Matrix, OwnedElements};
 
-use crate::bench::{BenchArgs, CaseResult, Report, case_name, cases};
+use super::cases::{BenchArgs, case_name, cases};
+use super::report::{CaseResult, Report};
 use crate::synth;
 
 /// Bytes the read-ceiling kernel streams: far past any L2.

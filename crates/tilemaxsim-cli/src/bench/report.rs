@@ -1,0 +1,37 @@
+//! What `tilemaxsim bench` reports, filled by the CPU and GPU runs alike, printed as a table or
+//! JSON and drawn on the roofline.
+
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub(crate) struct CaseResult {
+    pub name: String,
+    pub dtype: String,
+    pub nq: usize,
+    pub dim: usize,
+    pub docs: usize,
+    pub queries: usize,
+    pub doc_len: String,
+    pub tokens: usize,
+    pub ms: f64,
+    pub ms_min: f64,
+    pub docs_per_s: f64,
+    pub gb_per_s: f64,
+    pub gflop_per_s: f64,
+    pub pct_ceiling: f64,
+    /// GPU: the median time of one isolated call (the host waits for each before the next),
+    /// launch latency included; `ms` is the time per call back to back.
+    pub latency_ms: Option<f64>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Report {
+    pub device: String,
+    pub kernel: String,
+    pub threads: usize,
+    pub ceiling_gflops: f64,
+    pub ceiling_read_gbps: f64,
+    /// What `pct_ceiling` is a percentage of: `f32 FMA` (CPU) or `read` (GPU bandwidth).
+    pub ceiling_name: String,
+    pub results: Vec<CaseResult>,
+}
