@@ -3,7 +3,7 @@
 # the paper's kernel family on one shape, many query rows, the raw entry against the engine's
 # own buffers, maxsim_ring. Build first with bench/device_build.sh; carry .dev. Log in
 # $OUT/gpu_bench.log. The roofline's compute roof is COMPUTE_CEILING GFLOP/s (default: cuBLAS
-# fp16's 735 TFLOP/s measured by peers_gpu.sh). Extra arguments go to every `bench` call.
+# fp16's 735 TFLOP/s measured by peers_gpu.sh). Extra arguments go to the suite's and the ablation's `bench` calls.
 # usage: bash bench/gpu_bench.sh [bench options]   (on the GPU machine, .dev carried)
 set -uo pipefail
 cd "$(dirname "$0")/.."
