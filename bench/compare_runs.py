@@ -2,7 +2,8 @@
 """Compare two TREC run files: same queries, same lengths, scores within 1e-4, and the same
 document at every rank except where the reference has another document within --tie of the
 score at that rank (then either order is exact up to rounding). Exit 1 on any difference.
-    python3 bench/compare_runs.py GOT.trec REFERENCE.trec [--tie 1e-6]
+The Cranfield check of GPU search: each GPU mode's `tilemaxsim search` run against ref_run.trec.
+usage: python3 bench/compare_runs.py GOT.trec REFERENCE.trec [--tie 1e-6]
 """
 import argparse, collections, sys
 

@@ -11,6 +11,7 @@ Baselines: numpy (X @ Q.T -> per-doc max -> sum) and numpy sgemm 4096^3 as the m
 Ours: `BIN bench --device cpu --dtype {f32,f16,bf16} ... --json` run as a subprocess.
 
 Run through bench/cpu_peers.sh (sets up bench/.venv-cpu and unsets OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE).
+usage: bash bench/cpu_peers.sh [options]   (options: bench/.venv-cpu/bin/python bench/cpu_peers.py --help)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark the PyPI CPU MaxSim peers side by side with tilemaxsim; prints markdown tables.
-# Usage: bench/cpu_peers.sh [--bin PATH] [--docs N] [--reps R] [--json PATH] [--no-bin]
+# usage: bash bench/cpu_peers.sh [--bin PATH] [--docs N] [--reps R] [--json PATH] [--no-bin]
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

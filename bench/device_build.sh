@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build here what a device run needs (the device has no Rust toolchain) into .dev/ (ignored by
-# .gitignore), which the device tool's `carry` takes along.
+# .gitignore), which the device tool's `carry` takes along: the CLI binary, the GPU test and
+# NVRTC compile-check executables, the Cranfield files.
+# usage: bash bench/device_build.sh   (here, from any directory; needs ../shared/data/cranfield)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .dev

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# One device call, timings: `bench --device cuda` (kernel chosen per shape, roofline picture),
+# GPU timings, one device call: `bench --device cuda` (kernel chosen per shape, roofline picture),
 # the paper's kernel family on one shape, many query rows, the raw entry against the engine's
 # own buffers, maxsim_ring. Build first with bench/device_build.sh; carry .dev. Log in
 # $OUT/gpu_bench.log. The roofline's compute roof is COMPUTE_CEILING GFLOP/s (default: cuBLAS
-# fp16's 735 TFLOP/s measured by peers_gpu.sh).
+# fp16's 735 TFLOP/s measured by peers_gpu.sh). Extra arguments go to the suite's and the ablation's `bench` calls.
+# usage: bash bench/gpu_bench.sh [bench options]   (on the GPU machine, .dev carried)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-source bench/device_common.sh
+# Output folder, kernel cache, binary (these three lines were bench/device_common.sh's).
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export TILEMAXSIM_CACHE_DIR=${TILEMAXSIM_CACHE_DIR:-/tmp/tilemaxsim-cache} TILEMAXSIM_REQUIRE_GPU=1
+B=.dev/tilemaxsim
 row() { timeout 60 $B bench --device cuda "$@" 2>&1 | sed -n 3p; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call, correctness only: the NVRTC compile check, the GPU tests against the float64
+# usage: bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
+# GPU correctness, one device call: the NVRTC compile check, the GPU tests against the float64
 # reference, and compute-sanitizer memcheck and racecheck, the three side by side (they only
 # check results, so sharing the GPU changes nothing but the wall time: 237 + 105 + 124 s one
 # after the other on the H100 at 05:19, which left the old single script no time for its bench).

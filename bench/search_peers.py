@@ -6,7 +6,12 @@ Every implementation is timed the same way: wall clock from the query batch in h
 the top-k (ids, scores) in host memory, median and p99 of 20 runs after a warm-up. The corpus
 (B documents, Nd=128, d=128, f16, L2-normalized) is resident on the GPU for the peers and for
 ours. The paper's figure (6.09 ms at 500K documents, single query, torch.topk) is printed as a
-reference line. Run by bench/device_issue4.sh; prints a markdown table last.
+reference line. Prints a markdown table last. It ran inside bench/device_issue4.sh for the
+GPU search table of BENCHMARKS.md (that script is in git history at 5d27f7b).
+
+usage (GPU machine, .dev and .whl carried; flash-maxsim from the wheel):
+    python3 -m pip install -q --no-deps --target /tmp/site .whl/flash_maxsim-0.3.0-py3-none-any.whl
+    PYTHONPATH=/tmp/site python3 bench/search_peers.py [--sizes 100000,500000] [--batches 1,32] [-k 10] [--json PATH]
 """
 import argparse, json, statistics, subprocess, sys, time
 import torch
