@@ -577,7 +577,7 @@ fn the_record_is_trusted_only_with_the_exact_metadata() {
     // A NaN under metadata that claims a scan: trusted only when every key is exactly ours (a
     // stale record is the documented risk; an explicit check_finite still finds the NaN).
     let dir = tempfile::tempdir().unwrap();
-    let mut v = vec![0.5f32; 5 * 4];
+    let mut v = [0.5f32; 5 * 4];
     v[9] = f32::NAN;
     let emb: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     let off = i64s(&[0, 2, 5]);
