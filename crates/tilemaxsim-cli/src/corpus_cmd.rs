@@ -5,13 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use tilemaxsim::corpus::import::{self, SafetensorsKeys};
+use tilemaxsim::corpus::{FiniteCheck, OpenOptions};
 use tilemaxsim::{Corpus, DType};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum CorpusCommand {
     /// Build a corpus (or query) file from .npy files or from safetensors written by other tools.
     Import(Box<ImportArgs>),
-    /// Describe a corpus file; --check-finite also scans every value.
+    /// Describe a corpus file; --check-finite also scans every value (even of a file that
+    /// records it was checked when written).
     Info {
         path: PathBuf,
         #[arg(long)]
@@ -48,8 +50,9 @@ pub struct ImportArgs {
     /// Store as this element type (f32, f16, bf16); default: as read (f64 becomes f32).
     #[arg(long)]
     dtype: Option<DType>,
-    /// Skip the scan for NaN/Inf values.
-    #[arg(long)]
+    /// Skip the scan for NaN/Inf values (the file then does not record that it was checked,
+    /// and commands that score it scan it when they open it).
+    #[arg(long, alias = "no-check-finite")]
     no_check: bool,
     /// The corpus file to write.
     #[arg(long, short = 'o')]
@@ -60,11 +63,11 @@ pub fn run(cmd: CorpusCommand) -> Result<()> {
     match cmd {
         CorpusCommand::Import(a) => import_cmd(*a),
         CorpusCommand::Info { path, check_finite } => {
-            let c = Corpus::open(&path)?;
+            let c = OpenOptions::new().check_finite(false).open(&path)?;
             if check_finite {
                 c.check_finite()?;
             }
-            describe(&path, &c, check_finite);
+            describe(&path, &c);
             Ok(())
         }
     }
@@ -113,11 +116,11 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
     spinner.set_message(format!("writing {}", a.out.display()));
     corpus.save(&a.out)?;
     spinner.finish_and_clear();
-    describe(&a.out, &corpus, !a.no_check);
+    describe(&a.out, &corpus);
     Ok(())
 }
 
-fn describe(path: &std::path::Path, c: &Corpus, checked: bool) {
+fn describe(path: &std::path::Path, c: &Corpus) {
     let lens: Vec<usize> = (0..c.len()).map(|j| c.doc_len(j)).collect();
     let min = lens.iter().min().copied().unwrap_or(0);
     println!("{}", path.display());
@@ -144,10 +147,10 @@ fn describe(path: &std::path::Path, c: &Corpus, checked: bool) {
     );
     println!(
         "  values     {}",
-        if checked {
-            "all finite"
-        } else {
-            "not checked (--check-finite)"
+        match c.finite_check() {
+            FiniteCheck::Scanned => "all finite",
+            FiniteCheck::Recorded => "all finite when written (recorded in the file)",
+            _ => "not checked (--check-finite)",
         }
     );
 }

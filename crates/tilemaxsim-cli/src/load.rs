@@ -3,23 +3,55 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use tilemaxsim::Corpus;
+use tilemaxsim::Matrix;
 use tilemaxsim::corpus::import::read_ids;
-use tilemaxsim::{Corpus, Matrix};
+use tilemaxsim::corpus::{FiniteCheck, OpenOptions};
 
-/// Open a corpus (or query) file, attach ids from `ids` when given, check values when asked.
-pub fn open(path: &Path, ids: Option<&PathBuf>, check_finite: bool, what: &str) -> Result<Corpus> {
-    let mut c = Corpus::open(path).with_context(|| format!("cannot open the {what} file"))?;
+/// The value check of every command that scores or searches a corpus file.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct CheckArgs {
+    /// Skip the scan of the corpus for NaN/Inf values (on by default; files written by
+    /// `corpus import` record that they were checked and are not scanned again). Queries are
+    /// always checked.
+    #[arg(long)]
+    pub no_check_finite: bool,
+}
+
+/// Open a corpus (or query) file, attach ids from `ids` when given, and check its values when
+/// `check_finite` (after the ids, so the error names the document by the id the run uses).
+fn open(path: &Path, ids: Option<&PathBuf>, check_finite: bool, what: &str) -> Result<Corpus> {
+    let mut c = OpenOptions::new()
+        .check_finite(false)
+        .open(path)
+        .with_context(|| format!("cannot open the {what} file"))?;
     if let Some(ids_path) = ids {
         let ids = read_ids(ids_path)?;
         c = c
             .with_doc_ids(ids)
             .with_context(|| format!("ids from {}", ids_path.display()))?;
     }
-    if check_finite {
-        c.check_finite()
-            .with_context(|| format!("{} holds a non-finite value", path.display()))?;
+    // A file that records it was checked when written is trusted, as `Corpus::open` does.
+    if check_finite && c.finite_check() == FiniteCheck::NotChecked {
+        c.check_finite().with_context(|| {
+            format!(
+                "{} holds a non-finite value (--no-check-finite skips this check)",
+                path.display()
+            )
+        })?;
     }
     Ok(c)
+}
+
+/// Open the corpus file of a scoring or search command.
+pub fn corpus(path: &Path, ids: Option<&PathBuf>, check: CheckArgs) -> Result<Corpus> {
+    open(path, ids, !check.no_check_finite, "corpus")
+}
+
+/// Open a query file. Its values are not scanned here: every scorer checks each query it is
+/// given, and names it as a query.
+pub fn query_file(path: &Path, ids: Option<&PathBuf>) -> Result<Corpus> {
+    open(path, ids, false, "queries")
 }
 
 /// The id of item `i`: the stored id, or the 0-based index.

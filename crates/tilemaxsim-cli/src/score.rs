@@ -28,9 +28,8 @@ pub struct ScoreArgs {
     query_ids: Option<PathBuf>,
     #[arg(long)]
     doc_ids: Option<PathBuf>,
-    /// Reject NaN/Inf in the corpus before scoring (queries are always checked).
-    #[arg(long)]
-    check_finite: bool,
+    #[command(flatten)]
+    check: load::CheckArgs,
     #[arg(long, default_value = "auto")]
     device: Device,
 }
@@ -40,8 +39,8 @@ pub fn run(a: ScoreArgs) -> Result<()> {
     if let Some(n) = notice {
         eprintln!("notice: {n}");
     }
-    let corpus = load::open(&a.corpus, a.doc_ids.as_ref(), a.check_finite, "corpus")?;
-    let qfile = load::open(&a.queries, a.query_ids.as_ref(), false, "queries")?;
+    let corpus = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
+    let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
     let candidates: Option<Vec<usize>> = match &a.candidates {
         None => None,

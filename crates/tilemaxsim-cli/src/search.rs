@@ -34,9 +34,8 @@ pub struct SearchArgs {
     query_ids: Option<PathBuf>,
     #[arg(long)]
     doc_ids: Option<PathBuf>,
-    /// Reject NaN/Inf in the corpus before searching (queries are always checked).
-    #[arg(long)]
-    check_finite: bool,
+    #[command(flatten)]
+    check: load::CheckArgs,
     #[arg(long, default_value = "auto")]
     device: Device,
     /// GPUs to shard the corpus over: `all` or a list like `0,1` (implies a GPU device).
@@ -79,7 +78,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if a.chunk_mb == 0 {
         bail!("--chunk-mb must be at least 1");
     }
-    let corpus = load::open(&a.corpus, a.doc_ids.as_ref(), a.check_finite, "corpus")?;
+    let corpus = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
     let mut device = a.device;
     let mut options = SearchOptions {
         residency: a.residency,
@@ -98,7 +97,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let prepare_s = prepared.elapsed().as_secs_f64();
-    let qfile = load::open(&a.queries, a.query_ids.as_ref(), false, "queries")?;
+    let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
 
     let bar = crate::progress::bar(queries.len() as u64, "queries", false);

@@ -341,6 +341,119 @@ fn import_from_npy_and_python_safetensors_then_score() {
     assert!(String::from_utf8_lossy(&info.stdout).contains("documents  3"));
 }
 
+/// A corpus of 3 documents (ids d0, d1, d2; d = 4) with a NaN in document 1's token 1,
+/// column 2, and a clean query file.
+fn poisoned_corpus(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut v = vec![0.5f32; 4 * 5];
+    v[(2 + 1) * 4 + 2] = f32::NAN; // rows 0-1: d0, 2-3: d1, 4: d2
+    let corpus = dir.join("nan.safetensors");
+    Corpus::from_lengths(v, 4, &[2, 2, 1])
+        .unwrap()
+        .with_doc_ids(vec!["d0".into(), "d1".into(), "d2".into()])
+        .unwrap()
+        .save(&corpus)
+        .unwrap();
+    let queries = dir.join("q.safetensors");
+    Corpus::from_lengths(vec![0.25f32; 8], 4, &[2])
+        .unwrap()
+        .save(&queries)
+        .unwrap();
+    (corpus, queries)
+}
+
+#[test]
+fn a_non_finite_corpus_is_refused_unless_the_check_is_turned_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (corpus, queries) = poisoned_corpus(dir.path());
+    for command in ["search", "score"] {
+        let cmd = || {
+            let mut c = bin();
+            c.args([command, "--device", "cpu", "--queries"])
+                .arg(&queries)
+                .arg("--corpus")
+                .arg(&corpus);
+            c
+        };
+        let err = run_err(&mut cmd());
+        assert!(
+            err.contains("nan.safetensors")
+                && err.contains("non-finite value NaN in document 1 (id \"d1\")")
+                && err.contains("token row 1, column 2")
+                && err.contains("--no-check-finite"),
+            "{command}: {err}"
+        );
+        // Ids given on the command line name the document.
+        std::fs::write(dir.path().join("ids.txt"), "x\ny\nz\n").unwrap();
+        let err = run_err(cmd().arg("--doc-ids").arg(dir.path().join("ids.txt")));
+        assert!(err.contains("document 1 (id \"y\")"), "{command}: {err}");
+        // Turned off, the command runs (the caller vouches for the values).
+        let out = run_ok(cmd().arg("--no-check-finite"));
+        assert!(!out.stdout.is_empty(), "{command}");
+    }
+}
+
+#[test]
+fn corpus_import_records_the_check_and_opening_skips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (poisoned, _) = poisoned_corpus(dir.path());
+    let err = run_err(
+        bin()
+            .args(["corpus", "import", "--safetensors"])
+            .arg(&poisoned)
+            .arg("-o")
+            .arg(p("out.safetensors")),
+    );
+    assert!(
+        err.contains("non-finite") && err.contains("document 1"),
+        "{err}"
+    );
+    assert!(!p("out.safetensors").exists());
+
+    let read_meta = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        let (_, m) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        m.metadata().clone().unwrap_or_default()
+    };
+    Corpus::from_lengths(vec![0.5f32; 12], 4, &[1, 2])
+        .unwrap()
+        .save(p("clean.safetensors"))
+        .unwrap();
+    run_ok(
+        bin()
+            .args(["corpus", "import", "--safetensors"])
+            .arg(p("clean.safetensors"))
+            .arg("-o")
+            .arg(p("checked.safetensors")),
+    );
+    assert_eq!(
+        read_meta(&p("checked.safetensors"))
+            .get("values")
+            .map(String::as_str),
+        Some("finite")
+    );
+    let c = Corpus::open(p("checked.safetensors")).unwrap();
+    assert_eq!(c.finite_check(), tilemaxsim::corpus::FiniteCheck::Recorded);
+    let info = run_ok(bin().args(["corpus", "info"]).arg(p("checked.safetensors")));
+    assert!(
+        String::from_utf8_lossy(&info.stdout).contains("recorded in the file"),
+        "{}",
+        String::from_utf8_lossy(&info.stdout)
+    );
+    // Imported without the check (--no-check, or its alias), nothing is recorded.
+    for flag in ["--no-check", "--no-check-finite"] {
+        run_ok(
+            bin()
+                .args(["corpus", "import", flag, "--safetensors"])
+                .arg(&poisoned)
+                .arg("-o")
+                .arg(p("unchecked.safetensors")),
+        );
+        assert_eq!(read_meta(&p("unchecked.safetensors")).get("values"), None);
+        assert!(Corpus::open(p("unchecked.safetensors")).is_err());
+    }
+}
+
 #[test]
 fn user_errors_are_clear_and_never_panic() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,9 @@
 //! The corpus file: a safetensors file with
 //! - `embeddings` `[T, d]` F32, F16 or BF16: the packed token matrix;
 //! - `offsets` `[N + 1]` I64: document `j` is rows `offsets[j]..offsets[j+1]`;
-//! - `doc_ids` `[bytes]` U8, optional: the ids, UTF-8, one per line.
+//! - `doc_ids` `[bytes]` U8, optional: the ids, UTF-8, one per line;
+//! - metadata `format` = `tilemaxsim.corpus`, `version` = `1`, and `values` = `finite` when the
+//!   values were scanned before they were written (opening such a file skips the scan).
 //!
 //! Loading memory-maps the file and borrows the token matrix from the map (copying only a
 //! tensor whose start is misaligned for its dtype), so opening a large corpus costs no reads
@@ -17,13 +19,62 @@ use memmap2::Mmap;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-use super::{Corpus, Storage, check_ids, check_offsets};
+use super::{Corpus, FiniteCheck, FiniteState, Storage, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, OwnedElements};
 
 pub(crate) const EMBEDDINGS: &str = "embeddings";
 pub(crate) const OFFSETS: &str = "offsets";
 pub(crate) const DOC_IDS: &str = "doc_ids";
+/// Metadata of the files we write; the `values` flag is trusted only with exactly these.
+const FORMAT: (&str, &str) = ("format", "tilemaxsim.corpus");
+const VERSION: (&str, &str) = ("version", "1");
+/// Metadata recording that every value was scanned and found finite before the file was written.
+const VALUES_FINITE: (&str, &str) = ("values", "finite");
+
+/// How to open a corpus file. The default checks every value for NaN and infinities (unless
+/// the file records that it was checked when written); turn that off only for a file that
+/// was checked by other means.
+///
+/// ```no_run
+/// use tilemaxsim::corpus::OpenOptions;
+/// let corpus = OpenOptions::new().check_finite(false).open("corpus.safetensors")?;
+/// # Ok::<(), tilemaxsim::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct OpenOptions {
+    check_finite: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { check_finite: true }
+    }
+}
+
+impl OpenOptions {
+    /// The defaults: values checked.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether to scan the values for NaN and infinities on open (default: yes). A file whose
+    /// metadata records a scan at write time is not scanned again either way.
+    pub fn check_finite(mut self, yes: bool) -> Self {
+        self.check_finite = yes;
+        self
+    }
+
+    /// Open a corpus file with these options, memory-mapped.
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<Corpus> {
+        let path = path.as_ref();
+        let corpus = open_structure(path)?;
+        if self.check_finite && corpus.finite_check() == FiniteCheck::NotChecked {
+            corpus.check_finite_in(Some(path))?;
+        }
+        Ok(corpus)
+    }
+}
 
 pub(crate) fn to_st_dtype(d: DType) -> StDtype {
     match d {
@@ -107,146 +158,174 @@ pub(crate) fn parse_ids(path: &Path, bytes: &[u8]) -> Result<Vec<String>> {
 
 impl Corpus {
     /// Open a corpus file, memory-mapped. Checks the structure (tensors, shapes, dtypes,
-    /// offsets, ids) but not the values; call [`Corpus::check_finite`] for that.
+    /// offsets, ids) and the values: a NaN or infinity is an error naming the document and
+    /// token, unless the file records that its values were checked when written. The scan
+    /// reads the whole file once; [`OpenOptions`] turns it off.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let map = map_file(path)?;
-        let st = parse(path, &map)?;
-        let names = st.names();
-        if st.tensor(EMBEDDINGS).is_err() || st.tensor(OFFSETS).is_err() {
-            let mut found: Vec<_> = names.iter().map(|s| s.to_string()).collect();
-            found.sort();
-            return Err(Error::format(
-                path,
-                format!(
-                    "expected tensors `embeddings` [T, d] and `offsets` [N+1], found {found:?}; \
-                     `tilemaxsim corpus import` converts other layouts"
-                ),
-            ));
-        }
-        let emb = st
-            .tensor(EMBEDDINGS)
-            .map_err(|e| Error::format(path, e.to_string()))?;
-        let dtype = from_st_dtype(emb.dtype()).ok_or_else(|| {
-            Error::format(
-                path,
-                format!(
-                    "`embeddings` has dtype {:?}; supported: F32, F16, BF16",
-                    emb.dtype()
-                ),
-            )
-        })?;
-        let [rows, dim] = emb.shape()[..] else {
-            return Err(Error::format(
-                path,
-                format!(
-                    "`embeddings` must be 2-D [T, d], has shape {:?}",
-                    emb.shape()
-                ),
-            ));
-        };
-        if dim == 0 {
-            return Err(Error::format(path, "`embeddings` has d = 0"));
-        }
-        let off = st
-            .tensor(OFFSETS)
-            .map_err(|e| Error::format(path, e.to_string()))?;
-        if off.shape().len() != 1 {
-            return Err(Error::format(
-                path,
-                format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
-            ));
-        }
-        let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
-        check_offsets(&offsets, rows).map_err(|e| Error::format(path, e.to_string()))?;
-
-        let doc_ids = match st.tensor(DOC_IDS) {
-            Ok(t) => {
-                let ids = parse_ids(path, t.data())?;
-                check_ids(&ids, offsets.len() - 1)
-                    .map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
-                Some(ids)
-            }
-            Err(_) => None,
-        };
-
-        let data = emb.data();
-        let start = data.as_ptr() as usize - map.as_ptr() as usize;
-        let aligned = (data.as_ptr() as usize).is_multiple_of(dtype.size());
-        let storage = if aligned {
-            Storage::Mapped {
-                map: Arc::new(map),
-                start,
-                len: rows * dim,
-                dtype,
-            }
-        } else {
-            Storage::Owned(copy_elements(data, dtype))
-        };
-        Ok(Corpus {
-            storage,
-            dim,
-            offsets,
-            doc_ids,
-        })
+        OpenOptions::new().open(path)
     }
 
-    /// Write the corpus to `path` (atomically: a temporary file renamed into place).
+    /// Write the corpus to `path` (atomically: a temporary file renamed into place). The file
+    /// records that its values are finite only when this corpus scanned them
+    /// ([`FiniteCheck::Scanned`]: opened with the check, or [`Corpus::check_finite`] passed).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let tokens = self.tokens();
-        let emb_bytes = tokens.elements().as_bytes();
-        let off_bytes: Vec<u8> = self
-            .offsets
-            .iter()
-            .flat_map(|&o| (o as i64).to_le_bytes())
-            .collect();
-        let ids_bytes = self.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
-
-        let view = |dt, shape: Vec<usize>, bytes| {
-            TensorView::new(dt, shape, bytes)
-                .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
-        };
-        let mut tensors = vec![
-            (
-                EMBEDDINGS.to_string(),
-                view(
-                    to_st_dtype(self.dtype()),
-                    vec![tokens.rows(), self.dim],
-                    emb_bytes,
-                )?,
-            ),
-            (
-                OFFSETS.to_string(),
-                view(StDtype::I64, vec![self.offsets.len()], &off_bytes)?,
-            ),
-        ];
-        if let Some(ids) = &ids_bytes {
-            tensors.push((
-                DOC_IDS.to_string(),
-                view(StDtype::U8, vec![ids.len()], ids)?,
-            ));
-        }
-        let metadata = HashMap::from([
-            ("format".to_string(), "tilemaxsim.corpus".to_string()),
-            ("version".to_string(), "1".to_string()),
-        ]);
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-        let written = safetensors::serialize_to_file(tensors, Some(metadata), &tmp)
-            .map_err(|e| Error::format(path, format!("cannot write: {e}")));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io(path, e)
-        })
+        save(self, path.as_ref())
     }
+}
+
+/// Open a corpus file, checking everything but the values.
+fn open_structure(path: &Path) -> Result<Corpus> {
+    let map = map_file(path)?;
+    let st = parse(path, &map)?;
+    let names = st.names();
+    if st.tensor(EMBEDDINGS).is_err() || st.tensor(OFFSETS).is_err() {
+        let mut found: Vec<_> = names.iter().map(|s| s.to_string()).collect();
+        found.sort();
+        return Err(Error::format(
+            path,
+            format!(
+                "expected tensors `embeddings` [T, d] and `offsets` [N+1], found {found:?}; \
+                 `tilemaxsim corpus import` converts other layouts"
+            ),
+        ));
+    }
+    let emb = st
+        .tensor(EMBEDDINGS)
+        .map_err(|e| Error::format(path, e.to_string()))?;
+    let dtype = from_st_dtype(emb.dtype()).ok_or_else(|| {
+        Error::format(
+            path,
+            format!(
+                "`embeddings` has dtype {:?}; supported: F32, F16, BF16",
+                emb.dtype()
+            ),
+        )
+    })?;
+    let [rows, dim] = emb.shape()[..] else {
+        return Err(Error::format(
+            path,
+            format!(
+                "`embeddings` must be 2-D [T, d], has shape {:?}",
+                emb.shape()
+            ),
+        ));
+    };
+    if dim == 0 {
+        return Err(Error::format(path, "`embeddings` has d = 0"));
+    }
+    let off = st
+        .tensor(OFFSETS)
+        .map_err(|e| Error::format(path, e.to_string()))?;
+    if off.shape().len() != 1 {
+        return Err(Error::format(
+            path,
+            format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
+        ));
+    }
+    let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
+    check_offsets(&offsets, rows).map_err(|e| Error::format(path, e.to_string()))?;
+
+    let doc_ids = match st.tensor(DOC_IDS) {
+        Ok(t) => {
+            let ids = parse_ids(path, t.data())?;
+            check_ids(&ids, offsets.len() - 1)
+                .map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
+            Some(ids)
+        }
+        Err(_) => None,
+    };
+
+    // The header again, for its metadata (SafeTensors keeps it private); already validated.
+    let (_, header) = SafeTensors::read_metadata(&map)
+        .map_err(|e| Error::format(path, format!("not a valid safetensors file ({e})")))?;
+    let recorded = header.metadata().as_ref().is_some_and(|m| {
+        [FORMAT, VERSION, VALUES_FINITE]
+            .iter()
+            .all(|(k, v)| m.get(*k).map(String::as_str) == Some(*v))
+    });
+    let data = emb.data();
+    let start = data.as_ptr() as usize - map.as_ptr() as usize;
+    let aligned = (data.as_ptr() as usize).is_multiple_of(dtype.size());
+    let storage = if aligned {
+        Storage::Mapped {
+            map: Arc::new(map),
+            start,
+            len: rows * dim,
+            dtype,
+        }
+    } else {
+        Storage::Owned(copy_elements(data, dtype))
+    };
+    Ok(Corpus {
+        storage,
+        dim,
+        offsets,
+        doc_ids,
+        finite: FiniteState::new(if recorded {
+            FiniteCheck::Recorded
+        } else {
+            FiniteCheck::NotChecked
+        }),
+    })
+}
+
+fn save(c: &Corpus, path: &Path) -> Result<()> {
+    let tokens = c.tokens();
+    let emb_bytes = tokens.elements().as_bytes();
+    let off_bytes: Vec<u8> = c
+        .offsets
+        .iter()
+        .flat_map(|&o| (o as i64).to_le_bytes())
+        .collect();
+    let ids_bytes = c.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
+
+    let view = |dt, shape: Vec<usize>, bytes| {
+        TensorView::new(dt, shape, bytes)
+            .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
+    };
+    let mut tensors = vec![
+        (
+            EMBEDDINGS.to_string(),
+            view(
+                to_st_dtype(c.dtype()),
+                vec![tokens.rows(), c.dim],
+                emb_bytes,
+            )?,
+        ),
+        (
+            OFFSETS.to_string(),
+            view(StDtype::I64, vec![c.offsets.len()], &off_bytes)?,
+        ),
+    ];
+    if let Some(ids) = &ids_bytes {
+        tensors.push((
+            DOC_IDS.to_string(),
+            view(StDtype::U8, vec![ids.len()], ids)?,
+        ));
+    }
+    let mut metadata: HashMap<String, String> = [FORMAT, VERSION]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    // Only a scan of these very values may be recorded: not a flag read from another file.
+    if c.finite_check() == FiniteCheck::Scanned {
+        metadata.insert(VALUES_FINITE.0.to_string(), VALUES_FINITE.1.to_string());
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+    let written = safetensors::serialize_to_file(tensors, Some(metadata), &tmp)
+        .map_err(|e| Error::format(path, format!("cannot write: {e}")));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
 }
 
 /// Copy little-endian bytes into an owned, aligned vector of `dtype`.

@@ -54,7 +54,65 @@ fn npy_type(path: &Path, npy: &NpyFile<&[u8]>) -> Result<String> {
     }
 }
 
+/// Check the shape in a `.npy` header before npyz reads it: npyz multiplies the dimensions
+/// unchecked (a panic under overflow checks, a wrong element count without), so a corrupt
+/// header must not reach it. Every partial product must fit in 64 bits, and the array cannot
+/// hold more elements than the file has bytes.
+fn check_npy_shape(path: &Path, bytes: &[u8]) -> Result<()> {
+    let bad = |why: &str| Error::format(path, format!("not a valid .npy file: {why}"));
+    if bytes.get(..6) != Some(&b"\x93NUMPY"[..]) {
+        return Err(bad("no .npy magic string (truncated or not an .npy file?)"));
+    }
+    let (len, start) = match bytes.get(6) {
+        Some(1) => (
+            bytes
+                .get(8..10)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize),
+            10usize,
+        ),
+        Some(2 | 3) => (
+            bytes
+                .get(8..12)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+            12,
+        ),
+        _ => (None, 0),
+    };
+    let header = len
+        .and_then(|len| bytes.get(start..start.checked_add(len)?))
+        .ok_or_else(|| bad("the header is cut short or of an unknown version"))?;
+    let header = String::from_utf8_lossy(header);
+    let shape = ["'shape'", "\"shape\""]
+        .iter()
+        .find_map(|key| header.find(key).map(|i| &header[i + key.len()..]))
+        .and_then(|rest| rest.trim_start().strip_prefix(':'))
+        .and_then(|rest| rest.trim_start().strip_prefix('('))
+        .and_then(|rest| rest.split_once(')'))
+        .map(|(dims, _)| dims)
+        .ok_or_else(|| bad("no shape in the header"))?;
+    let mut nonzero = 1u64;
+    let mut product = 1u64;
+    for dim in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let n: u64 = dim
+            .trim_end_matches('L')
+            .parse()
+            .map_err(|_| bad(&format!("shape ({shape}) is not a list of sizes")))?;
+        nonzero = nonzero
+            .checked_mul(n.max(1))
+            .ok_or_else(|| bad(&format!("shape ({shape}) overflows")))?;
+        product = product.saturating_mul(n);
+    }
+    if product > (bytes.len() - start) as u64 {
+        return Err(bad(&format!(
+            "shape ({shape}) needs more data than the file's {} bytes (truncated?)",
+            bytes.len()
+        )));
+    }
+    Ok(())
+}
+
 fn open_npy<'a>(path: &Path, bytes: &'a [u8]) -> Result<NpyFile<&'a [u8]>> {
+    check_npy_shape(path, bytes)?;
     let npy = NpyFile::new(bytes)
         .map_err(|e| Error::format(path, format!("not a valid .npy file: {e}")))?;
     if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {

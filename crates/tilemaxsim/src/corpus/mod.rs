@@ -4,11 +4,18 @@
 //!
 //! `format` reads and writes the corpus file (safetensors, memory-mapped on load);
 //! `import` builds one from `.npy` files or from safetensors written by other tools.
+//!
+//! Values are checked for NaN and infinities when a corpus file is opened (see [`OpenOptions`]):
+//! a NaN token would otherwise drop out of its document's max without a trace.
 
 mod format;
 pub mod import;
 
+pub use format::OpenOptions;
+
+use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use half::{bf16, f16};
 use memmap2::Mmap;
@@ -53,6 +60,48 @@ impl Storage {
     }
 }
 
+/// How a corpus's values are known to be finite (no NaN, no infinity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FiniteCheck {
+    /// Not known: built in memory, or opened with the check off, and not scanned since.
+    NotChecked,
+    /// Every value was scanned and found finite: when the file was opened, or by
+    /// [`Corpus::check_finite`].
+    Scanned,
+    /// Not scanned: the file's metadata records that its values were scanned when it was
+    /// written (by [`Corpus::save`] after a scan, as `tilemaxsim corpus import` does). The flag
+    /// is trusted; a file edited by other means afterwards could carry a stale one, which
+    /// [`Corpus::check_finite`] (always a real scan) would catch.
+    Recorded,
+}
+
+/// [`FiniteCheck`] behind a shared reference: [`Corpus::check_finite`] takes `&self` and
+/// records a successful scan. The values of a corpus never change, so the record stays true.
+#[derive(Debug)]
+struct FiniteState(AtomicU8);
+
+impl FiniteState {
+    fn new(c: FiniteCheck) -> Self {
+        FiniteState(AtomicU8::new(c as u8))
+    }
+    fn get(&self) -> FiniteCheck {
+        match self.0.load(Ordering::Relaxed) {
+            1 => FiniteCheck::Scanned,
+            2 => FiniteCheck::Recorded,
+            _ => FiniteCheck::NotChecked,
+        }
+    }
+    fn set(&self, c: FiniteCheck) {
+        self.0.store(c as u8, Ordering::Relaxed);
+    }
+}
+
+impl Clone for FiniteState {
+    fn clone(&self) -> Self {
+        FiniteState::new(self.get())
+    }
+}
+
 /// Packed variable-length multi-vector documents (or queries).
 #[derive(Clone, Debug)]
 pub struct Corpus {
@@ -60,6 +109,7 @@ pub struct Corpus {
     dim: usize,
     offsets: Vec<usize>,
     doc_ids: Option<Vec<String>>,
+    finite: FiniteState,
 }
 
 /// Check that `offsets` pack `rows` token rows into documents of at least one token each.
@@ -113,6 +163,7 @@ impl Corpus {
             dim,
             offsets,
             doc_ids: None,
+            finite: FiniteState::new(FiniteCheck::NotChecked),
         })
     }
 
@@ -267,30 +318,64 @@ impl Corpus {
         matches!(self.storage, Storage::Mapped { .. })
     }
 
-    /// Error naming the document, token and column of the first NaN or infinite value.
-    /// Scans the whole token matrix in parallel.
+    /// Error naming the document (and its id), token and column of the first NaN or infinite
+    /// value. Scans the whole token matrix in parallel, at memory speed, unless this corpus was
+    /// already scanned (a corpus's values never change); a flag recorded in the file
+    /// ([`FiniteCheck::Recorded`]) is not enough here: this always looks at the values.
     pub fn check_finite(&self) -> Result<()> {
-        let first_bad = (0..self.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .find_first(|&j| self.doc(j).elements().first_non_finite().is_some());
-        match first_bad {
-            None => Ok(()),
-            Some(j) => {
-                let Err(Error::NonFinite {
-                    row, col, value, ..
-                }) = self.doc(j).check_finite("", 0)
-                else {
-                    return Ok(());
-                };
-                Err(Error::NonFinite {
-                    what: format!("document {j}"),
-                    row,
-                    col,
-                    value,
-                })
-            }
+        self.check_finite_in(None)
+    }
+
+    /// How this corpus's values are known to be finite: scanned, recorded in its file, or not.
+    pub fn finite_check(&self) -> FiniteCheck {
+        self.finite.get()
+    }
+
+    /// [`Corpus::check_finite`], naming `file` in the error when the corpus came from one.
+    pub(crate) fn check_finite_in(&self, file: Option<&Path>) -> Result<()> {
+        if self.finite.get() == FiniteCheck::Scanned {
+            return Ok(());
         }
+        // Blocks of whole rows, about 64K elements each: large enough that the parallel
+        // overhead vanishes, small enough that both cores share the work at any corpus size.
+        let elems = self.storage.elements();
+        let rows = self.num_tokens();
+        let block_rows = (65536 / self.dim).max(1);
+        let first_bad = (0..rows.div_ceil(block_rows))
+            .into_par_iter()
+            .find_first(|&b| {
+                let rows = b * block_rows..((b + 1) * block_rows).min(rows);
+                !elems
+                    .slice(rows.start * self.dim..rows.end * self.dim)
+                    .all_finite()
+            });
+        let Some(b) = first_bad else {
+            self.finite.set(FiniteCheck::Scanned);
+            return Ok(());
+        };
+        let start = b * block_rows * self.dim;
+        let end = ((b + 1) * block_rows).min(rows) * self.dim;
+        let Some((i, value)) = elems.slice(start..end).first_non_finite() else {
+            // all_finite and first_non_finite test the same bits; unreachable, but not a panic.
+            return Ok(());
+        };
+        let row = (start + i) / self.dim;
+        let col = (start + i) % self.dim;
+        // The document holding token row `row`: the last offset at or below it.
+        let j = self.offsets.partition_point(|&o| o <= row) - 1;
+        let mut what = format!("document {j}");
+        if let Some(ids) = &self.doc_ids {
+            what.push_str(&format!(" (id {:?})", ids[j]));
+        }
+        if let Some(file) = file {
+            what.push_str(&format!(" of {}", file.display()));
+        }
+        Err(Error::NonFinite {
+            what,
+            row: row - self.offsets[j],
+            col,
+            value,
+        })
     }
 }
 
