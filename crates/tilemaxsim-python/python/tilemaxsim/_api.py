@@ -1,0 +1,178 @@
+"""The functional API: `maxsim`, `maxsim_pairs` and `topk` over torch tensors or numpy arrays.
+
+Shapes (d the embedding width):
+- queries `Q`: `[Lq, d]` (one query) or `[A, Lq, d]`;
+- documents `D`: padded `[B, Ld, d]` (with `doc_lengths` `[B]` or `d_mask` `[B, Ld]`), or packed
+  `[T, d]` with `cu_seqlens` `[B + 1]` (document i is rows `cu_seqlens[i] .. cu_seqlens[i+1]`).
+
+Masks exclude tokens: a masked query token adds nothing, a masked document token takes no part
+in the max. (PyLate's masks, which let a masked document token count as a zero vector, are in
+`tilemaxsim.integrations.pylate`.) Scores are float32. CUDA tensors are scored in place on
+torch's current stream, and the result stays on the device: nothing waits for the GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _native
+from ._arrays import as_array, empty_scores, is_torch, lengths_array, same_device, stream_of, torch
+
+
+def _queries(Q, q_mask):
+    Q = as_array(Q, "Q")
+    single = Q.ndim == 2
+    if single:
+        Q = Q[None]
+    if Q.ndim != 3:
+        raise ValueError(f"Q: expected [Lq, d] or [A, Lq, d], got shape {tuple(Q.shape)}")
+    if Q.shape[0] == 0 or Q.shape[1] == 0:
+        raise ValueError(f"Q: empty (shape {tuple(Q.shape)}); every query needs a token")
+    if q_mask is not None:
+        m = q_mask[None] if single and q_mask.ndim == 1 else q_mask
+        if tuple(m.shape) != tuple(Q.shape[:2]):
+            raise ValueError(f"q_mask: expected shape {tuple(Q.shape[:2])}, got {tuple(m.shape)}")
+        # A zero query row scores exactly 0 against any document: the token adds nothing.
+        Q = Q * (m.to(Q.dtype) if is_torch(Q) else np.asarray(m, dtype=Q.dtype))[..., None]
+    return Q, single
+
+
+def _documents(D, d_mask, doc_lengths, cu_seqlens):
+    D = as_array(D, "D")
+    if cu_seqlens is not None:
+        if d_mask is not None or doc_lengths is not None:
+            raise ValueError("give cu_seqlens (packed documents) or d_mask / doc_lengths (padded), not both")
+        if D.ndim != 2:
+            raise ValueError(f"D: packed documents are [T, d], got shape {tuple(D.shape)}")
+        return D, {"cu_seqlens": lengths_array(cu_seqlens, "cu_seqlens", D)}
+    if D.ndim == 2:
+        D = D[None]
+    if D.ndim != 3:
+        raise ValueError(f"D: expected [B, Ld, d] (or [T, d] with cu_seqlens), got shape {tuple(D.shape)}")
+    if D.shape[0] == 0 or D.shape[1] == 0:
+        raise ValueError(f"D: empty (shape {tuple(D.shape)}); every document needs a token")
+    if d_mask is not None:
+        if doc_lengths is not None:
+            raise ValueError("give d_mask or doc_lengths, not both")
+        if tuple(d_mask.shape) != tuple(D.shape[:2]):
+            raise ValueError(f"d_mask: expected shape {tuple(D.shape[:2])}, got {tuple(d_mask.shape)}")
+        D, doc_lengths = _compact(D, d_mask)
+    if doc_lengths is None:
+        return D, {}
+    lengths = lengths_array(doc_lengths, "doc_lengths", D)
+    if tuple(lengths.shape) != (D.shape[0],):
+        raise ValueError(f"doc_lengths: expected shape ({D.shape[0]},), got {tuple(lengths.shape)}")
+    return D, {"doc_lengths": lengths}
+
+
+def _compact(D, d_mask):
+    """Each document's unmasked tokens moved to its front, in order, and their count: masks with
+    holes become lengths (one gather; none where the mask is a prefix on the host)."""
+    if is_torch(D):
+        m = d_mask.to(device=D.device, dtype=torch.bool)
+        lengths = m.sum(dim=1)
+        if not D.is_cuda and bool((m == (torch.arange(m.shape[1]) < lengths[:, None])).all()):
+            return D, lengths
+        order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)
+        return torch.gather(D, 1, order[..., None].expand(-1, -1, D.shape[2])), lengths
+    m = np.asarray(d_mask, dtype=bool)
+    lengths = m.sum(axis=1)
+    order = np.argsort(~m, axis=1, kind="stable")
+    return np.take_along_axis(D, order[..., None], axis=1), lengths
+
+
+def _check_finite(Q):
+    ok = bool(torch.isfinite(Q).all()) if is_torch(Q) else bool(np.isfinite(np.asarray(Q, dtype=np.float32)).all())
+    if not ok:
+        raise ValueError("Q: the queries hold NaN or infinite values")
+
+
+def _run(Q, D, layout, *, pairs: bool, check: bool | None):
+    same_device({"Q": Q, "D": D, **layout})
+    # CPU: the engine checks every query; CUDA: only when asked (the check waits for the GPU).
+    if check and is_torch(Q) and Q.is_cuda:
+        _check_finite(Q)
+    a, b = Q.shape[0], (D.shape[0] if "cu_seqlens" not in layout else layout["cu_seqlens"].shape[0] - 1)
+    if pairs and a != b:
+        raise ValueError(f"maxsim_pairs: {a} queries for {b} documents")
+    out = empty_scores((a,) if pairs else (a, b), Q)
+    if is_torch(Q):
+        Q = Q.detach()
+        D = D.detach()
+    _native.score(Q, [Q.shape[1]] * a, D, out, pairs=pairs, stream=stream_of(Q), **layout)
+    return out
+
+
+def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None):
+    """MaxSim of every query against every document: `[B]` for one query `[Lq, d]`, else
+    `[A, B]`, float32, on the inputs' device. With `check=True` CUDA queries are checked for
+    NaN/Inf first (a host wait); CPU inputs are always checked. Differentiable in Q and D
+    (padded documents) when either requires grad."""
+    Q, single = _queries(Q, q_mask)
+    D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
+    if is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad):
+        from ._autograd import maxsim_with_grad
+
+        out = maxsim_with_grad(Q, D, layout, pairs=False, check=check)
+    else:
+        out = _run(Q, D, layout, pairs=False, check=check)
+    return out[0] if single else out
+
+
+def maxsim_pairs(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None):
+    """MaxSim of aligned pairs: query i `[B, Lq, d]` against document i, `[B]` float32."""
+    Q, _ = _queries(Q, q_mask)
+    D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
+    if is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad):
+        from ._autograd import maxsim_with_grad
+
+        return maxsim_with_grad(Q, D, layout, pairs=True, check=check)
+    return _run(Q, D, layout, pairs=True, check=check)
+
+
+def _slice_docs(D, layout, start, end):
+    if "cu_seqlens" in layout:
+        off = layout["cu_seqlens"][start : end + 1]
+        return D, {"cu_seqlens": off}
+    out = {"doc_lengths": layout["doc_lengths"][start:end]} if "doc_lengths" in layout else {}
+    return D[start:end], out
+
+
+def _merge(best, chunk_scores, first):
+    """The k best of the running best and one chunk's scores, ties to the lower index: a stable
+    descending sort over [running, chunk] (running indices are all lower), NaN ranked last."""
+    s, i = best
+    if is_torch(chunk_scores):
+        idx = torch.arange(first, first + chunk_scores.shape[1], device=chunk_scores.device)
+        idx = idx.expand(chunk_scores.shape[0], -1)
+        s = chunk_scores if s is None else torch.cat([s, chunk_scores], dim=1)
+        i = idx if i is None else torch.cat([i, idx], dim=1)
+        key = torch.nan_to_num(s, nan=float("-inf"))
+        order = torch.sort(key, dim=1, descending=True, stable=True).indices
+        return torch.gather(s, 1, order), torch.gather(i, 1, order)
+    idx = np.broadcast_to(np.arange(first, first + chunk_scores.shape[1]), chunk_scores.shape)
+    s = chunk_scores if s is None else np.concatenate([s, chunk_scores], axis=1)
+    i = idx if i is None else np.concatenate([i, idx], axis=1)
+    key = np.nan_to_num(s, nan=-np.inf, neginf=-np.inf, posinf=np.inf)
+    order = np.argsort(-key, axis=1, kind="stable")
+    return np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
+
+
+def topk(Q, D, k, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, chunk=65536, check=None):
+    """The `k` best documents per query: (scores, indices), each `[k]` for one query, else
+    `[A, k]`, best first, ties to the lower index, NaN last. Scores `chunk` documents at a time,
+    so at most `A × chunk` scores exist at once."""
+    Q, single = _queries(Q, q_mask)
+    D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
+    b = D.shape[0] if "cu_seqlens" not in layout else layout["cu_seqlens"].shape[0] - 1
+    if not 1 <= k <= b:
+        raise ValueError(f"k = {k}: must be between 1 and the number of documents ({b})")
+    best = (None, None)
+    for start in range(0, b, max(1, chunk)):
+        end = min(b, start + chunk)
+        Dc, lc = _slice_docs(D, layout, start, end)
+        scores = _run(Q, Dc, lc, pairs=False, check=check if start == 0 else False)
+        s, i = _merge(best, scores, start)
+        best = (s[:, :k], i[:, :k])
+    s, i = best
+    return (s[0], i[0]) if single else (s, i)

@@ -1,0 +1,79 @@
+"""Inputs as the engine takes them: torch tensors or numpy arrays (lists become numpy arrays),
+float32 / float16 / bfloat16 (float64 converted to float32, integers refused), and the CUDA
+stream a CUDA tensor's work goes on (torch's current stream of its device)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # torch is optional: numpy arrays run on the CPU engine without it
+    import torch
+except ImportError:  # pragma: no cover - exercised only where torch is absent
+    torch = None
+
+FLOATS = "float32, float16 and bfloat16"
+
+
+def is_torch(x) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def as_array(x, name: str):
+    """A torch tensor or numpy array of a supported float dtype (float64 becomes float32)."""
+    if is_torch(x):
+        if x.dtype == torch.float64:
+            return x.float()
+        if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are (float64 is converted)")
+        return x
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x, dtype=np.float32)
+    if isinstance(x, np.ndarray):
+        if x.dtype == np.float64:
+            return x.astype(np.float32)
+        if x.dtype not in (np.float32, np.float16):
+            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are (float64 is converted)")
+        return x
+    raise TypeError(f"{name}: expected a torch tensor or a numpy array, got {type(x).__name__}")
+
+
+def device_of(x) -> str:
+    return str(x.device) if is_torch(x) else "cpu"
+
+
+def same_device(named: dict) -> str:
+    devices = {name: device_of(v) for name, v in named.items() if v is not None}
+    found = set(devices.values())
+    if len(found) > 1:
+        detail = ", ".join(f"{k} on {v}" for k, v in devices.items())
+        raise ValueError(f"tensors on different devices: {detail}")
+    device = found.pop() if found else "cpu"
+    if device.startswith("cuda") or device == "cpu":
+        return device
+    raise ValueError(f"device {device} is not supported: tilemaxsim runs on the CPU and on CUDA GPUs")
+
+
+def stream_of(x) -> int:
+    """The handle of torch's current stream of a CUDA tensor's device; 0 for host memory."""
+    if is_torch(x) and x.is_cuda:
+        return torch.cuda.current_stream(x.device).cuda_stream
+    return 0
+
+
+def empty_scores(shape, like):
+    if is_torch(like):
+        return torch.empty(shape, dtype=torch.float32, device=like.device)
+    return np.empty(shape, dtype=np.float32)
+
+
+def lengths_array(x, name: str, like):
+    """Integer lengths or offsets as int64 on `like`'s device."""
+    if is_torch(like):
+        t = x if is_torch(x) else torch.as_tensor(np.asarray(x))
+        if t.dtype.is_floating_point or t.dtype == torch.bool:
+            raise TypeError(f"{name}: expected integers, got {t.dtype}")
+        return t.to(device=like.device, dtype=torch.int64).contiguous()
+    a = x.detach().cpu().numpy() if is_torch(x) else np.asarray(x)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name}: expected integers, got {a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.int64)

@@ -1,0 +1,100 @@
+"""`Corpus`: documents kept for many searches, on the CPU, resident on a GPU, streamed from host
+memory, or sharded over several GPUs (as the Rust `Searcher` chooses for the device)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import _native
+from ._api import _queries
+from ._arrays import as_array, is_torch, torch
+
+
+class Corpus:
+    """A packed multi-vector corpus with its searcher.
+
+    `Corpus.load(path)` opens a corpus file (safetensors: `embeddings` `[T, d]`, `offsets`
+    `[B + 1]`, optional `doc_ids`), checking its values unless the file records that they were
+    checked; `Corpus.from_tensors(...)` builds one from arrays; `save(path)` writes one.
+    `device`: `"auto"` (a GPU when usable, else the CPU), `"cpu"`, `"cuda"` or `"cuda:N"`;
+    `devices=[0, 1]` shards over GPUs; `residency`: `"auto"`, `"resident"` or `"stream"`.
+    """
+
+    def __init__(self, native):
+        self._native = native
+
+    @classmethod
+    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True):
+        return cls(_native.Corpus.load(os.fspath(path), device, devices=devices, residency=residency,
+                                       check_finite=check_finite))
+
+    @classmethod
+    def from_tensors(cls, embeddings, cu_seqlens=None, *, doc_lengths=None, doc_ids=None, device="auto",
+                     devices=None, residency="auto"):
+        """From packed rows `[T, d]` with `cu_seqlens` `[B + 1]` (or `doc_lengths` `[B]`), or from
+        a list of `[Ld_i, d]` documents. Values are copied to host memory and checked."""
+        if isinstance(embeddings, (list, tuple)) and len(embeddings) and getattr(embeddings[0], "ndim", 0) == 2:
+            docs = [as_array(e, "embeddings") for e in embeddings]
+            doc_lengths = [int(e.shape[0]) for e in docs]
+            embeddings = torch.cat([e.cpu() for e in docs]) if is_torch(docs[0]) else np.concatenate(docs)
+        emb = as_array(embeddings, "embeddings")
+        if is_torch(emb):
+            emb = emb.detach().cpu().contiguous()
+        if cu_seqlens is None:
+            if doc_lengths is None:
+                raise ValueError("give cu_seqlens or doc_lengths (or a list of documents)")
+            lengths = np.asarray(doc_lengths.cpu() if is_torch(doc_lengths) else doc_lengths, dtype=np.int64)
+            cu_seqlens = np.concatenate([[0], np.cumsum(lengths)])
+        offsets = np.asarray(cu_seqlens.cpu() if is_torch(cu_seqlens) else cu_seqlens, dtype=np.int64)
+        if (offsets < 0).any():
+            raise ValueError("cu_seqlens: negative offsets")
+        return cls(_native.Corpus.from_arrays(emb, [int(o) for o in offsets], doc_ids, device, devices=devices,
+                                              residency=residency))
+
+    def search(self, Q, k, *, q_mask=None):
+        """The `k` best documents per query: (scores, indices), `[k]` for one query `[Lq, d]`,
+        else `[A, k]`; best first, ties to the lower index. numpy arrays, or CPU torch tensors
+        when Q is a torch tensor."""
+        Q, single = _queries(Q, q_mask)
+        if k < 1:
+            raise ValueError(f"k = {k}: must be at least 1")
+        host = Q.detach().cpu().contiguous() if is_torch(Q) else np.ascontiguousarray(Q)
+        scores, index = self._native.search(host, [int(Q.shape[1])] * int(Q.shape[0]), int(k))
+        kk = min(int(k), len(self))
+        s = np.asarray(scores, dtype=np.float32).reshape(Q.shape[0], kk)
+        i = np.asarray(index, dtype=np.int64).reshape(Q.shape[0], kk)
+        if is_torch(Q):
+            s, i = torch.from_numpy(s), torch.from_numpy(i)
+        return (s[0], i[0]) if single else (s, i)
+
+    def save(self, path):
+        self._native.save(os.fspath(path))
+
+    def __len__(self):
+        return len(self._native)
+
+    @property
+    def dim(self) -> int:
+        return self._native.dim
+
+    @property
+    def dtype(self) -> str:
+        return self._native.dtype
+
+    @property
+    def num_tokens(self) -> int:
+        return self._native.num_tokens
+
+    @property
+    def doc_ids(self):
+        return self._native.doc_ids
+
+    @property
+    def device(self) -> str:
+        """The searcher in use (e.g. `cpu-avx512`, `cuda:0 resident`)."""
+        return self._native.device
+
+    def __repr__(self):
+        return f"Corpus({len(self)} documents, {self.num_tokens} tokens, d={self.dim}, {self.dtype}, {self.device})"

@@ -1,0 +1,418 @@
+//! `_native.score`: MaxSim of query batches against document batches given as tensors, on
+//! the engine of the tensors' device. CPU tensors (and numpy arrays) are copied into the CPU
+//! engine's packed layout and scored by its SIMD kernels; CUDA tensors are scored in place by
+//! `CudaScorer::score_raw` on the caller's stream, with no copy and no host wait.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tilemaxsim::cuda::{CudaScorer, RawArgs, RawDocs, RawLayout, RawQueries};
+use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Matrix, OwnedElements, Scorer};
+
+use crate::errors::to_py;
+use crate::tensor::{Elem, Place, Tensor};
+
+/// One `CudaScorer` per device, opened at first use (kernels compiled or read from the cache)
+/// and kept for the process.
+fn cuda_scorer(ordinal: usize) -> PyResult<Arc<CudaScorer>> {
+    static SCORERS: OnceLock<Mutex<Vec<(usize, Arc<CudaScorer>)>>> = OnceLock::new();
+    let table = SCORERS.get_or_init(|| Mutex::new(Vec::new()));
+    // A poisoned lock only means a panic elsewhere; the table is still valid.
+    let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, s)) = table.iter().find(|(n, _)| *n == ordinal) {
+        return Ok(s.clone());
+    }
+    let scorer = Arc::new(CudaScorer::new(ordinal).map_err(to_py)?);
+    table.push((ordinal, scorer.clone()));
+    Ok(scorer)
+}
+
+/// The CPU engine, shared.
+fn cpu_scorer() -> &'static CpuScorer {
+    static CPU: OnceLock<CpuScorer> = OnceLock::new();
+    CPU.get_or_init(CpuScorer::new)
+}
+
+/// How the documents lie.
+enum Layout {
+    /// `[T, d]` rows, document i rows `offsets[i] .. offsets[i + 1]`.
+    Packed(Tensor),
+    /// `[B, L, d]`, document i its first `lengths[i]` rows (all L without lengths).
+    Padded(Option<Tensor>),
+}
+
+/// The checked arguments of one call.
+struct Call {
+    queries: Tensor,
+    query_lengths: Vec<usize>,
+    docs: Tensor,
+    layout: Layout,
+    out: Tensor,
+    pairs: bool,
+    dim: usize,
+    place: Place,
+}
+
+fn err<T>(msg: String) -> PyResult<T> {
+    Err(PyValueError::new_err(msg))
+}
+
+impl Call {
+    fn check(self) -> PyResult<Self> {
+        let q = &self.queries;
+        q.expect_ndim(&[3], "queries as [A, Lq, d]")?;
+        q.float()?;
+        self.docs.float()?;
+        let (a, lq, dim) = (q.shape[0], q.shape[1], q.shape[2]);
+        if a == 0 || lq == 0 || dim == 0 {
+            return err(format!("queries: empty (shape {:?})", q.shape));
+        }
+        if self.query_lengths.len() != a {
+            return err(format!(
+                "query_lengths: {} lengths for {a} queries",
+                self.query_lengths.len()
+            ));
+        }
+        if let Some(i) = self.query_lengths.iter().position(|&l| l == 0 || l > lq) {
+            return err(format!(
+                "query {i} has {} tokens; every query needs 1 to {lq}",
+                self.query_lengths[i]
+            ));
+        }
+        let d = &self.docs;
+        let (b, d_dim) = match &self.layout {
+            Layout::Packed(off) => {
+                d.expect_ndim(&[2], "packed documents as [T, d]")?;
+                off.expect_ndim(&[1], "cu_seqlens as [B + 1]")?;
+                (off.shape[0].saturating_sub(1), d.shape[1])
+            }
+            Layout::Padded(lengths) => {
+                d.expect_ndim(&[3], "padded documents as [B, Ld, d]")?;
+                if d.shape[1] == 0 {
+                    return err("documents: Ld = 0 (every document needs a token)".into());
+                }
+                if let Some(l) = lengths {
+                    l.expect_ndim(&[1], "doc_lengths as [B]")?;
+                    if l.shape[0] != d.shape[0] {
+                        return err(format!(
+                            "doc_lengths: {} lengths for {} documents",
+                            l.shape[0], d.shape[0]
+                        ));
+                    }
+                }
+                (d.shape[0], d.shape[2])
+            }
+        };
+        if b == 0 {
+            return err("documents: none given".into());
+        }
+        if d_dim != dim {
+            return err(format!(
+                "dimension mismatch: queries have d = {dim}, documents d = {d_dim}"
+            ));
+        }
+        if !q.rows_contiguous() || !d.rows_contiguous() {
+            return err(
+                "each token row must be contiguous (stride 1 along d); call .contiguous()".into(),
+            );
+        }
+        let want = if self.pairs {
+            if a != b {
+                return err(format!("pairs: {a} queries for {b} documents"));
+            }
+            a
+        } else {
+            a * b
+        };
+        let o = &self.out;
+        if o.elem != Elem::Float(DType::F32) || o.numel() != want || !contiguous(o) {
+            return err(format!(
+                "out: needs {want} contiguous float32 values, got shape {:?}",
+                o.shape
+            ));
+        }
+        for t in [Some(o), Some(d)]
+            .into_iter()
+            .chain([match &self.layout {
+                Layout::Packed(t) => Some(t),
+                Layout::Padded(t) => t.as_ref(),
+            }])
+            .flatten()
+        {
+            if t.place != q.place {
+                return err(format!(
+                    "tensors on different devices: queries on {}, {} on {}",
+                    q.place, t.name, t.place
+                ));
+            }
+        }
+        let place = q.place;
+        Ok(Call { dim, place, ..self })
+    }
+}
+
+/// Whether a tensor is dense row-major.
+fn contiguous(t: &Tensor) -> bool {
+    let mut want = 1;
+    for (&n, &s) in t.shape.iter().zip(&t.strides).rev() {
+        if n > 1 && s != want {
+            return false;
+        }
+        want *= n;
+    }
+    true
+}
+
+/// Rows `rows` of `t` (each `dim` contiguous elements, `row_stride` apart, from element `base`)
+/// copied into one packed host buffer of the tensor's float dtype.
+fn gather(
+    t: &Tensor,
+    dtype: DType,
+    spans: &[(usize, usize, usize)],
+    dim: usize,
+) -> OwnedElements {
+    let mut bytes = Vec::new();
+    for &(base, stride, rows) in spans {
+        t.host_rows(base, stride, 0..rows, dim, &mut bytes);
+    }
+    match dtype {
+        DType::F32 => OwnedElements::F32(bytemuck::pod_collect_to_vec(&bytes)),
+        DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes)),
+        DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes)),
+    }
+}
+
+fn score_cpu(c: &Call) -> PyResult<&'static str> {
+    let (q, d, dim) = (&c.queries, &c.docs, c.dim);
+    let qt = q.float()?;
+    let owned: Vec<OwnedElements> = (0..c.query_lengths.len())
+        .map(|i| gather(q, qt, &[(i * q.strides[0], q.strides[1], c.query_lengths[i])], dim))
+        .collect();
+    let matrices = owned
+        .iter()
+        .map(|o| Matrix::new(o.as_elements(), dim))
+        .collect::<tilemaxsim::Result<Vec<_>>>()
+        .map_err(to_py)?;
+    let dt = d.float()?;
+    let (spans, lengths): (Vec<_>, Vec<usize>) = match &c.layout {
+        Layout::Packed(off) => {
+            let o = off.host_ints()?;
+            let rows = d.shape[0] as i64;
+            if o.windows(2).any(|w| w[1] < w[0]) || o[0] < 0 || o[o.len() - 1] > rows {
+                return err(format!(
+                    "cu_seqlens: must be non-decreasing within 0..={rows}"
+                ));
+            }
+            o.windows(2)
+                .map(|w| {
+                    let len = (w[1] - w[0]) as usize;
+                    ((w[0] as usize * d.strides[0], d.strides[0], len), len)
+                })
+                .unzip()
+        }
+        Layout::Padded(lengths) => {
+            let (b, ld) = (d.shape[0], d.shape[1]);
+            let lens = match lengths {
+                Some(l) => l.host_ints()?,
+                None => vec![ld as i64; b],
+            };
+            lens.iter()
+                .enumerate()
+                .map(|(i, &l)| {
+                    let len = l.clamp(0, ld as i64) as usize;
+                    ((i * d.strides[0], d.strides[1], len), len)
+                })
+                .unzip()
+        }
+    };
+    if let Some(i) = lengths.iter().position(|&l| l == 0) {
+        return err(format!(
+            "document {i} is empty (0 tokens); every document needs at least one token"
+        ));
+    }
+    let corpus = Corpus::from_lengths(gather(d, dt, &spans, dim), dim, &lengths).map_err(to_py)?;
+    corpus.check_finite().map_err(to_py)?;
+    let n = if c.pairs { 1 } else { corpus.len() };
+    // SAFETY: `out` was checked to be `want` contiguous f32 in host memory, alive for the call.
+    let out =
+        unsafe { std::slice::from_raw_parts_mut(c.out.ptr as *mut f32, c.out.numel()) };
+    let scorer = cpu_scorer();
+    if c.pairs {
+        for (i, (m, o)) in matrices.iter().zip(out.chunks_mut(n)).enumerate() {
+            scorer
+                .score_into(std::slice::from_ref(m), &corpus, Docs::List(&[i]), o)
+                .map_err(to_py)?;
+        }
+    } else {
+        scorer
+            .score_into(&matrices, &corpus, Docs::All, out)
+            .map_err(to_py)?;
+    }
+    Ok("cpu")
+}
+
+fn int64_on_device(t: &Tensor) -> PyResult<()> {
+    if t.elem != Elem::I64 || !contiguous(t) {
+        return err(format!("{}: needs a contiguous int64 tensor", t.name));
+    }
+    Ok(())
+}
+
+fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str> {
+    let scorer = cuda_scorer(ordinal)?;
+    let (q, d) = (&c.queries, &c.docs);
+    let spans: Vec<(usize, usize)> = c
+        .query_lengths
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i * q.strides[0], l))
+        .collect();
+    let queries = |spans| RawQueries {
+        tokens: q.ptr,
+        dtype: q.float().unwrap_or(DType::F32),
+        dim: c.dim,
+        row_stride: q.strides[1],
+        spans,
+    };
+    let dtype = d.float()?;
+    let docs = match &c.layout {
+        Layout::Packed(off) => {
+            int64_on_device(off)?;
+            RawDocs {
+                tokens: d.ptr,
+                dtype,
+                dim: c.dim,
+                row_stride: d.strides[0],
+                layout: RawLayout::Packed {
+                    offsets: off.ptr,
+                    docs: off.shape[0] - 1,
+                    rows: d.shape[0],
+                },
+            }
+        }
+        Layout::Padded(lengths) => {
+            if let Some(l) = lengths {
+                int64_on_device(l)?;
+            }
+            RawDocs {
+                tokens: d.ptr,
+                dtype,
+                dim: c.dim,
+                row_stride: d.strides[1],
+                layout: RawLayout::Padded {
+                    docs: d.shape[0],
+                    max_len: d.shape[1],
+                    batch_stride: d.strides[0],
+                    lengths: lengths.as_ref().map_or(0, |l| l.ptr),
+                },
+            }
+        }
+    };
+    let stream = stream as cudarc::driver::sys::CUstream;
+    let kernel = if c.pairs {
+        // Pair i: query i against a one-document view of document i.
+        let mut kernel = tilemaxsim::cuda::Kernel::Tiled;
+        for (i, span) in spans.iter().enumerate() {
+            let one = match docs.layout {
+                RawLayout::Packed { offsets, rows, .. } => RawDocs {
+                    layout: RawLayout::Packed {
+                        offsets: offsets + 8 * i as u64,
+                        docs: 1,
+                        rows,
+                    },
+                    ..docs
+                },
+                RawLayout::Padded {
+                    max_len,
+                    batch_stride,
+                    lengths,
+                    ..
+                } => RawDocs {
+                    tokens: docs.tokens + (i * batch_stride * dtype.size()) as u64,
+                    layout: RawLayout::Padded {
+                        docs: 1,
+                        max_len,
+                        batch_stride,
+                        lengths: if lengths == 0 { 0 } else { lengths + 8 * i as u64 },
+                    },
+                    ..docs
+                },
+            };
+            let args = RawArgs {
+                queries: queries(std::slice::from_ref(span)),
+                docs: one,
+                candidates: None,
+                out: c.out.ptr + 4 * i as u64,
+            };
+            // SAFETY: every pointer comes from a DLPack tensor on this device, alive for the
+            // call (held by `c`), of the shapes checked in `Call::check`; the stream is the
+            // caller's current stream of this device (torch's, in the primary context).
+            kernel = unsafe { scorer.score_raw(Some(stream), args) }.map_err(to_py)?;
+        }
+        kernel
+    } else {
+        let args = RawArgs {
+            queries: queries(&spans),
+            docs,
+            candidates: None,
+            out: c.out.ptr,
+        };
+        // SAFETY: as above.
+        unsafe { scorer.score_raw(Some(stream), args) }.map_err(to_py)?
+    };
+    Ok(kernel.name())
+}
+
+/// MaxSim of each query against each document (or, with `pairs`, query i against document
+/// i) into `out`; returns the kernel that ran (`"cpu"` on the CPU). See `python/tilemaxsim`.
+#[pyfunction]
+#[pyo3(signature = (queries, query_lengths, docs, out, *, cu_seqlens=None, doc_lengths=None, pairs=false, stream=0))]
+#[allow(clippy::too_many_arguments)]
+pub fn score(
+    py: Python<'_>,
+    queries: &Bound<'_, PyAny>,
+    query_lengths: Vec<usize>,
+    docs: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    cu_seqlens: Option<&Bound<'_, PyAny>>,
+    doc_lengths: Option<&Bound<'_, PyAny>>,
+    pairs: bool,
+    stream: usize,
+) -> PyResult<&'static str> {
+    if cu_seqlens.is_some() && doc_lengths.is_some() {
+        return err("give cu_seqlens (packed) or doc_lengths (padded), not both".into());
+    }
+    let layout = match (cu_seqlens, doc_lengths) {
+        (Some(o), _) => Layout::Packed(Tensor::import(o, "cu_seqlens", stream)?),
+        (None, Some(l)) => Layout::Padded(Some(Tensor::import(l, "doc_lengths", stream)?)),
+        (None, None) => Layout::Padded(None),
+    };
+    let call = Call {
+        queries: Tensor::import(queries, "queries", stream)?,
+        query_lengths,
+        docs: Tensor::import(docs, "documents", stream)?,
+        layout,
+        out: Tensor::import(out, "out", stream)?,
+        pairs,
+        dim: 0,
+        place: Place::Cpu,
+    }
+    .check()?;
+    // The tensors stay alive (held by `call`) while the GIL is released; no Python object is
+    // touched inside.
+    let call = SendCall(call);
+    py.detach(move || {
+        let c = &call.0;
+        match c.place {
+            Place::Cpu => score_cpu(c),
+            Place::Cuda(n) => score_cuda(c, n, stream),
+        }
+    })
+}
+
+/// The call handed to the thread that runs without the GIL.
+struct SendCall(Call);
+// SAFETY: a `Call` holds plain metadata and DLPack owners whose deleters may run on any thread
+// (DLPack requires deleters to be thread-safe); nothing in it touches Python state.
+unsafe impl Send for SendCall {}

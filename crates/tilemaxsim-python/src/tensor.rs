@@ -1,0 +1,217 @@
+//! Tensors from Python through DLPack (the `dlpark` crate): a torch tensor or numpy array seen
+//! as its device, element type, shape, strides and address, held for one call (the producer's
+//! memory stays alive until the `Tensor` drops). CUDA tensors are imported on the caller's
+//! stream, so the producer orders its pending work before ours.
+
+use std::ffi::c_void;
+
+use dlpark::ffi::{DLDataTypeCode, DLDevice, DLDeviceType};
+use dlpark::python::consumer::stream;
+use dlpark::python::{DlpackStream, ImportedDlpack, StreamArg, from_dlpack};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use tilemaxsim::DType;
+
+/// Where a tensor's memory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Cpu,
+    Cuda(usize),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Cpu => write!(f, "cpu"),
+            Place::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// The element types the bindings read: the three float types scored, and the integers of
+/// offsets and lengths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elem {
+    Float(DType),
+    I64,
+    I32,
+    Other,
+}
+
+/// The caller's CUDA stream, as DLPack's `__dlpack__(stream=...)` wants it.
+struct CallerStream(usize);
+
+// SAFETY: the handle is the caller's current stream of the tensor's device (the Python layer
+// passes torch.cuda.current_stream(device).cuda_stream), live for the call; CPU tensors get no
+// stream argument.
+unsafe impl DlpackStream for CallerStream {
+    fn as_python_arg(&self, _py: Python<'_>, device: DLDevice) -> PyResult<StreamArg> {
+        Ok(if device.device_type == DLDeviceType::CUDA {
+            stream::cuda(self.0 as *mut c_void)
+        } else {
+            stream::none()
+        })
+    }
+}
+
+/// One imported tensor. Strides are in elements and never negative.
+pub struct Tensor {
+    pub name: &'static str,
+    pub place: Place,
+    pub elem: Elem,
+    pub shape: Vec<usize>,
+    pub strides: Vec<usize>,
+    /// The address of element 0 (data pointer plus byte offset).
+    pub ptr: u64,
+    _owner: ImportedDlpack,
+}
+
+impl Tensor {
+    /// Import `obj` (anything with `__dlpack__`: torch tensors, numpy arrays, ...) as argument
+    /// `name`; CUDA tensors on `stream`.
+    pub fn import(obj: &Bound<'_, PyAny>, name: &'static str, stream: usize) -> PyResult<Self> {
+        let imported = from_dlpack(obj.as_borrowed(), Some(&CallerStream(stream)), None)
+            .map_err(|e| {
+                PyTypeError::new_err(format!(
+                    "{name}: not a tensor or array this library can read through DLPack ({e})"
+                ))
+            })?;
+        let view = imported
+            .validate()
+            .map_err(|e| PyValueError::new_err(format!("{name}: invalid DLPack tensor ({e})")))?;
+        let device = view.device();
+        let place = match device.device_type {
+            DLDeviceType::CPU | DLDeviceType::CUDAHOST => Place::Cpu,
+            DLDeviceType::CUDA => Place::Cuda(usize::try_from(device.device_id).map_err(|_| {
+                PyValueError::new_err(format!("{name}: CUDA device {}", device.device_id))
+            })?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "{name}: tensors on DLPack device type {} are not supported (CPU and CUDA are)",
+                    other.0
+                )));
+            }
+        };
+        let dtype = view.dtype();
+        let elem = match (dtype.code, dtype.bits, dtype.lanes) {
+            (DLDataTypeCode::FLOAT, 32, 1) => Elem::Float(DType::F32),
+            (DLDataTypeCode::FLOAT, 16, 1) => Elem::Float(DType::F16),
+            (DLDataTypeCode::BFLOAT, 16, 1) => Elem::Float(DType::BF16),
+            (DLDataTypeCode::INT, 64, 1) => Elem::I64,
+            (DLDataTypeCode::INT, 32, 1) => Elem::I32,
+            _ => Elem::Other,
+        };
+        let shape: Vec<usize> = view
+            .shape()
+            .iter()
+            .map(|&s| usize::try_from(s))
+            .collect::<Result<_, _>>()
+            .map_err(|_| PyValueError::new_err(format!("{name}: negative size in its shape")))?;
+        let strides = view
+            .strides_or_compact()
+            .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?
+            .iter()
+            .map(|&s| usize::try_from(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "{name}: negative strides are not supported (call .contiguous() first)"
+                ))
+            })?;
+        let ptr = view.data_ptr() as u64 + view.byte_offset();
+        Ok(Tensor {
+            name,
+            place,
+            elem,
+            shape,
+            strides,
+            ptr,
+            _owner: imported,
+        })
+    }
+
+    /// The float dtype, or a `TypeError` naming what is supported.
+    pub fn float(&self) -> PyResult<DType> {
+        match self.elem {
+            Elem::Float(d) => Ok(d),
+            _ => Err(PyTypeError::new_err(format!(
+                "{}: unsupported dtype; float32, float16 and bfloat16 are supported",
+                self.name
+            ))),
+        }
+    }
+
+    /// The element count.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// `ndim` dimensions, or a `ValueError` saying what was expected.
+    pub fn expect_ndim(&self, ndim: &[usize], what: &str) -> PyResult<()> {
+        if ndim.contains(&self.shape.len()) {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "{}: expected {what}, got shape {:?}",
+                self.name, self.shape
+            )))
+        }
+    }
+
+    /// Whether the last dimension is contiguous (stride 1 or size 1).
+    pub fn rows_contiguous(&self) -> bool {
+        self.shape.last().is_none_or(|&n| n <= 1) || self.strides.last() == Some(&1)
+    }
+
+    /// A 1-D integer tensor's values, read on the host (CPU tensors only).
+    pub fn host_ints(&self) -> PyResult<Vec<i64>> {
+        self.expect_ndim(&[1], "a 1-D integer tensor")?;
+        if self.place != Place::Cpu {
+            return Err(PyValueError::new_err(format!(
+                "{}: expected a CPU tensor here",
+                self.name
+            )));
+        }
+        let (n, s) = (self.shape[0], self.strides[0]);
+        // SAFETY: DLPack describes `n` elements `s` apart at `ptr`, host memory (checked
+        // above), kept alive by `_owner`; read_unaligned tolerates any address.
+        let read = |i: usize| unsafe {
+            match self.elem {
+                Elem::I64 => Ok((self.ptr as *const i64).add(i * s).read_unaligned()),
+                Elem::I32 => Ok((self.ptr as *const i32).add(i * s).read_unaligned() as i64),
+                _ => Err(PyTypeError::new_err(format!(
+                    "{}: expected int64 or int32",
+                    self.name
+                ))),
+            }
+        };
+        (0..n).map(read).collect()
+    }
+
+    /// Host memory of `len` elements of the tensor's float dtype starting `offset` elements in,
+    /// copied into `out` as f32 bit-exact widening is not wanted: raw 16- or 32-bit values.
+    ///
+    /// Reads row `r` (of `dim` contiguous elements, `row_stride` apart) for each `r` of `rows`.
+    pub fn host_rows(
+        &self,
+        base: usize,
+        row_stride: usize,
+        rows: std::ops::Range<usize>,
+        dim: usize,
+        out: &mut Vec<u8>,
+    ) {
+        let size = match self.elem {
+            Elem::Float(d) => d.size(),
+            _ => 4,
+        };
+        for r in rows {
+            let start = (base + r * row_stride) * size;
+            // SAFETY: the caller passes rows inside the tensor's extent (its shape and
+            // strides), host memory kept alive by `_owner`.
+            let bytes = unsafe {
+                std::slice::from_raw_parts((self.ptr as *const u8).add(start), dim * size)
+            };
+            out.extend_from_slice(bytes);
+        }
+    }
+}
