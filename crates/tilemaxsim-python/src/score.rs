@@ -15,8 +15,10 @@ use crate::tensor::{Elem, Place, Tensor};
 
 /// One `CudaScorer` per device, opened at first use (kernels compiled or read from the cache)
 /// and kept for the process.
+type Scorers = Mutex<Vec<(usize, Arc<CudaScorer>)>>;
+
 fn cuda_scorer(ordinal: usize) -> PyResult<Arc<CudaScorer>> {
-    static SCORERS: OnceLock<Mutex<Vec<(usize, Arc<CudaScorer>)>>> = OnceLock::new();
+    static SCORERS: OnceLock<Scorers> = OnceLock::new();
     let table = SCORERS.get_or_init(|| Mutex::new(Vec::new()));
     // A poisoned lock only means a panic elsewhere; the table is still valid.
     let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,12 +168,7 @@ fn contiguous(t: &Tensor) -> bool {
 
 /// Rows `rows` of `t` (each `dim` contiguous elements, `row_stride` apart, from element `base`)
 /// copied into one packed host buffer of the tensor's float dtype.
-fn gather(
-    t: &Tensor,
-    dtype: DType,
-    spans: &[(usize, usize, usize)],
-    dim: usize,
-) -> OwnedElements {
+fn gather(t: &Tensor, dtype: DType, spans: &[(usize, usize, usize)], dim: usize) -> OwnedElements {
     let mut bytes = Vec::new();
     for &(base, stride, rows) in spans {
         t.host_rows(base, stride, 0..rows, dim, &mut bytes);
@@ -187,7 +184,14 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
     let (q, d, dim) = (&c.queries, &c.docs, c.dim);
     let qt = q.float()?;
     let owned: Vec<OwnedElements> = (0..c.query_lengths.len())
-        .map(|i| gather(q, qt, &[(i * q.strides[0], q.strides[1], c.query_lengths[i])], dim))
+        .map(|i| {
+            gather(
+                q,
+                qt,
+                &[(i * q.strides[0], q.strides[1], c.query_lengths[i])],
+                dim,
+            )
+        })
         .collect();
     let matrices = owned
         .iter()
@@ -235,8 +239,7 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
     corpus.check_finite().map_err(to_py)?;
     let n = if c.pairs { 1 } else { corpus.len() };
     // SAFETY: `out` was checked to be `want` contiguous f32 in host memory, alive for the call.
-    let out =
-        unsafe { std::slice::from_raw_parts_mut(c.out.ptr as *mut f32, c.out.numel()) };
+    let out = unsafe { std::slice::from_raw_parts_mut(c.out.ptr as *mut f32, c.out.numel()) };
     let scorer = cpu_scorer();
     if c.pairs {
         for (i, (m, o)) in matrices.iter().zip(out.chunks_mut(n)).enumerate() {
@@ -334,7 +337,11 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
                         docs: 1,
                         max_len,
                         batch_stride,
-                        lengths: if lengths == 0 { 0 } else { lengths + 8 * i as u64 },
+                        lengths: if lengths == 0 {
+                            0
+                        } else {
+                            lengths + 8 * i as u64
+                        },
                     },
                     ..docs
                 },

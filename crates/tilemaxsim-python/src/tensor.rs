@@ -70,8 +70,8 @@ impl Tensor {
     /// Import `obj` (anything with `__dlpack__`: torch tensors, numpy arrays, ...) as argument
     /// `name`; CUDA tensors on `stream`.
     pub fn import(obj: &Bound<'_, PyAny>, name: &'static str, stream: usize) -> PyResult<Self> {
-        let imported = from_dlpack(obj.as_borrowed(), Some(&CallerStream(stream)), None)
-            .map_err(|e| {
+        let imported =
+            from_dlpack(obj.as_borrowed(), Some(&CallerStream(stream)), None).map_err(|e| {
                 PyTypeError::new_err(format!(
                     "{name}: not a tensor or array this library can read through DLPack ({e})"
                 ))
@@ -188,10 +188,8 @@ impl Tensor {
         (0..n).map(read).collect()
     }
 
-    /// Host memory of `len` elements of the tensor's float dtype starting `offset` elements in,
-    /// copied into `out` as f32 bit-exact widening is not wanted: raw 16- or 32-bit values.
-    ///
-    /// Reads row `r` (of `dim` contiguous elements, `row_stride` apart) for each `r` of `rows`.
+    /// Append to `out` the raw bytes of rows `rows` of a host tensor: row `r` is `dim`
+    /// contiguous elements starting `base + r × row_stride` elements in (values as stored).
     pub fn host_rows(
         &self,
         base: usize,
