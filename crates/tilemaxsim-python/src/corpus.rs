@@ -80,7 +80,7 @@ impl Corpus {
         devices: Option<Vec<usize>>,
         residency: &str,
     ) -> PyResult<Self> {
-        let t = Tensor::import(embeddings, "embeddings", 0)?;
+        let t = Tensor::import(embeddings, "embeddings")?;
         t.expect_ndim(&[2], "embeddings as [T, d]")?;
         if t.place != Place::Cpu {
             return Err(PyValueError::new_err("embeddings: expected host memory"));
@@ -120,7 +120,7 @@ impl Corpus {
         query_lengths: Vec<usize>,
         k: usize,
     ) -> PyResult<(Vec<f32>, Vec<i64>)> {
-        let q = Tensor::import(queries, "queries", 0)?;
+        let q = Tensor::import(queries, "queries")?;
         q.expect_ndim(&[3], "queries as [A, Lq, d]")?;
         if q.place != Place::Cpu || !q.rows_contiguous() {
             return Err(PyValueError::new_err(

@@ -107,7 +107,7 @@ impl Call {
             }
         };
         if b == 0 {
-            return err("documents: none given".into());
+            return err("documents: empty (no document given)".into());
         }
         if d_dim != dim {
             return err(format!(
@@ -391,16 +391,16 @@ pub fn score(
         return err("give cu_seqlens (packed) or doc_lengths (padded), not both".into());
     }
     let layout = match (cu_seqlens, doc_lengths) {
-        (Some(o), _) => Layout::Packed(Tensor::import(o, "cu_seqlens", stream)?),
-        (None, Some(l)) => Layout::Padded(Some(Tensor::import(l, "doc_lengths", stream)?)),
+        (Some(o), _) => Layout::Packed(Tensor::import(o, "cu_seqlens")?),
+        (None, Some(l)) => Layout::Padded(Some(Tensor::import(l, "doc_lengths")?)),
         (None, None) => Layout::Padded(None),
     };
     let call = Call {
-        queries: Tensor::import(queries, "queries", stream)?,
+        queries: Tensor::import(queries, "queries")?,
         query_lengths,
-        docs: Tensor::import(docs, "documents", stream)?,
+        docs: Tensor::import(docs, "documents")?,
         layout,
-        out: Tensor::import(out, "out", stream)?,
+        out: Tensor::import(out, "out")?,
         pairs,
         dim: 0,
         place: Place::Cpu,

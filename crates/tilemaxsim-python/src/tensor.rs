@@ -1,13 +1,12 @@
 //! Tensors from Python through DLPack (the `dlpark` crate): a torch tensor or numpy array seen
 //! as its device, element type, shape, strides and address, held for one call (the producer's
-//! memory stays alive until the `Tensor` drops). CUDA tensors are imported on the caller's
-//! stream, so the producer orders its pending work before ours.
+//! memory stays alive until the `Tensor` drops). No stream is negotiated: the work goes on the
+//! caller's current stream, after whatever the caller enqueued there, as any torch operation's
+//! does (negotiating the same stream through torch's `__dlpack__(stream=...)` cost 15 µs a
+//! tensor on the H200's host, for no ordering gained).
 
-use std::ffi::c_void;
-
-use dlpark::ffi::{DLDataTypeCode, DLDevice, DLDeviceType};
-use dlpark::python::consumer::stream;
-use dlpark::python::{DlpackStream, ImportedDlpack, StreamArg, from_dlpack};
+use dlpark::ffi::{DLDataTypeCode, DLDeviceType};
+use dlpark::python::{ImportedDlpack, from_dlpack};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use tilemaxsim::DType;
@@ -38,22 +37,6 @@ pub enum Elem {
     Other,
 }
 
-/// The caller's CUDA stream, as DLPack's `__dlpack__(stream=...)` wants it.
-struct CallerStream(usize);
-
-// SAFETY: the handle is the caller's current stream of the tensor's device (the Python layer
-// passes torch.cuda.current_stream(device).cuda_stream), live for the call; CPU tensors get no
-// stream argument.
-unsafe impl DlpackStream for CallerStream {
-    fn as_python_arg(&self, _py: Python<'_>, device: DLDevice) -> PyResult<StreamArg> {
-        Ok(if device.device_type == DLDeviceType::CUDA {
-            stream::cuda(self.0 as *mut c_void)
-        } else {
-            stream::none()
-        })
-    }
-}
-
 /// One imported tensor. Strides are in elements and never negative.
 pub struct Tensor {
     pub name: &'static str,
@@ -68,14 +51,13 @@ pub struct Tensor {
 
 impl Tensor {
     /// Import `obj` (anything with `__dlpack__`: torch tensors, numpy arrays, ...) as argument
-    /// `name`; CUDA tensors on `stream`.
-    pub fn import(obj: &Bound<'_, PyAny>, name: &'static str, stream: usize) -> PyResult<Self> {
-        let imported =
-            from_dlpack(obj.as_borrowed(), Some(&CallerStream(stream)), None).map_err(|e| {
-                PyTypeError::new_err(format!(
-                    "{name}: not a tensor or array this library can read through DLPack ({e})"
-                ))
-            })?;
+    /// `name`.
+    pub fn import(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<Self> {
+        let imported = from_dlpack(obj.as_borrowed(), None, None).map_err(|e| {
+            PyTypeError::new_err(format!(
+                "{name}: not a tensor or array this library can read through DLPack ({e})"
+            ))
+        })?;
         let view = imported
             .validate()
             .map_err(|e| PyValueError::new_err(format!("{name}: invalid DLPack tensor ({e})")))?;

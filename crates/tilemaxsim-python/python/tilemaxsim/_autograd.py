@@ -26,8 +26,10 @@ def _argmax(Q, D, lengths, pairs):
     valid = None
     if lengths is not None:
         valid = torch.arange(Ld, device=D.device)[None, :] < lengths[:, None]
+    # Similarities in the inputs' dtype (tensor cores for 16-bit inputs, f32 accumulation): the
+    # scores themselves come from the engine; these only pick each token's best match.
     if pairs:
-        sims = torch.einsum("bid,bjd->bij", Q.float(), D.float())
+        sims = torch.einsum("bid,bjd->bij", Q, D.to(Q.dtype))
         if valid is not None:
             sims = sims.masked_fill(~valid[:, None, :], float("-inf"))
         return sims.argmax(dim=2).to(torch.int32)
@@ -35,7 +37,7 @@ def _argmax(Q, D, lengths, pairs):
     step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4))
     for s in range(0, B, step):
         e = min(B, s + step)
-        sims = torch.einsum("aid,bjd->abij", Q.float(), D[s:e].float())
+        sims = torch.einsum("aid,bjd->abij", Q, D[s:e].to(Q.dtype))
         if valid is not None:
             sims = sims.masked_fill(~valid[None, s:e, None, :], float("-inf"))
         out[:, s:e] = sims.argmax(dim=3).to(torch.int32)
@@ -84,9 +86,11 @@ class MaxSim(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             dflat = torch.zeros((B * Ld, d), dtype=torch.float32, device=D.device)
             Qf = Q.float()
-            for a in range(A):
-                contrib = g[a][:, None, None] * Qf[a][None]  # [B, Lq, d]
-                dflat.index_add_(0, rows[a].reshape(-1), contrib.reshape(-1, d))
+            step = max(1, _BLOCK_BYTES // max(1, A * Lq * d * 4))
+            for s in range(0, B, step):
+                e = min(B, s + step)
+                contrib = g[:, s:e, None, None] * Qf[:, None]  # [A, b, Lq, d]
+                dflat.index_add_(0, rows[:, s:e].reshape(-1), contrib.reshape(-1, d))
             dD = dflat.reshape(B, Ld, d).to(D.dtype)
         return dQ, dD, None, None, None
 
