@@ -51,6 +51,8 @@ struct Call {
     docs: Tensor,
     layout: Layout,
     out: Tensor,
+    /// CUDA only: score documents `candidates[i]` (int64 on the device) instead of all.
+    candidates: Option<Tensor>,
     pairs: bool,
     dim: usize,
     place: Place,
@@ -119,6 +121,16 @@ impl Call {
                 "each token row must be contiguous (stride 1 along d); call .contiguous()".into(),
             );
         }
+        let b = match &self.candidates {
+            Some(c) => {
+                c.expect_ndim(&[1], "candidates as [n]")?;
+                if self.pairs || q.place == Place::Cpu {
+                    return err("candidates: for CUDA tensors and full score matrices only".into());
+                }
+                c.shape[0]
+            }
+            None => b,
+        };
         let want = if self.pairs {
             if a != b {
                 return err(format!("pairs: {a} queries for {b} documents"));
@@ -134,7 +146,7 @@ impl Call {
                 o.shape
             ));
         }
-        for t in [Some(o), Some(d)]
+        for t in [Some(o), Some(d), self.candidates.as_ref()]
             .into_iter()
             .chain([match &self.layout {
                 Layout::Packed(t) => Some(t),
@@ -359,10 +371,17 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
         }
         kernel
     } else {
+        let candidates = match &c.candidates {
+            Some(t) => {
+                int64_on_device(t)?;
+                Some((t.ptr, t.shape[0]))
+            }
+            None => None,
+        };
         let args = RawArgs {
             queries: queries(&spans),
             docs,
-            candidates: None,
+            candidates,
             out: c.out.ptr,
         };
         // SAFETY: as above.
@@ -374,7 +393,7 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
 /// MaxSim of each query against each document (or, with `pairs`, query i against document
 /// i) into `out`; returns the kernel that ran (`"cpu"` on the CPU). See `python/tilemaxsim`.
 #[pyfunction]
-#[pyo3(signature = (queries, query_lengths, docs, out, *, cu_seqlens=None, doc_lengths=None, pairs=false, stream=0))]
+#[pyo3(signature = (queries, query_lengths, docs, out, *, cu_seqlens=None, doc_lengths=None, candidates=None, pairs=false, stream=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn score(
     py: Python<'_>,
@@ -384,6 +403,7 @@ pub fn score(
     out: &Bound<'_, PyAny>,
     cu_seqlens: Option<&Bound<'_, PyAny>>,
     doc_lengths: Option<&Bound<'_, PyAny>>,
+    candidates: Option<&Bound<'_, PyAny>>,
     pairs: bool,
     stream: usize,
 ) -> PyResult<&'static str> {
@@ -401,6 +421,9 @@ pub fn score(
         docs: Tensor::import(docs, "documents")?,
         layout,
         out: Tensor::import(out, "out")?,
+        candidates: candidates
+            .map(|c| Tensor::import(c, "candidates"))
+            .transpose()?,
         pairs,
         dim: 0,
         place: Place::Cpu,

@@ -85,3 +85,19 @@ def test_topk_is_best_first_with_ties_to_the_lower_index(rng):
         tilemaxsim.topk(Q, D, k=0)
     s1, i1 = tilemaxsim.topk(Q[0], D, k=40)
     assert s1.shape == (40,) and sorted(i1.tolist()) == list(range(40))
+
+
+def test_topk_orders_negative_and_positive_scores(rng):
+    # Unnormalized tokens: scores of both signs, -0.0 and +0.0, and -inf from NaN-free inputs.
+    Q = torch.from_numpy(rng.standard_normal((2, 3, 16))).float().to(DEVICE)
+    D = torch.from_numpy(rng.standard_normal((300, 4, 16))).float().to(DEVICE)
+    D[7] = 0.0  # a score of exactly 0
+    D[9] = -D[8]
+    full = tilemaxsim.maxsim(Q, D).cpu().numpy()
+    assert (full < 0).any() and (full > 0).any()
+    scores, idx = tilemaxsim.topk(Q, D, k=300, chunk=64)
+    for a in range(2):
+        order = sorted(range(300), key=lambda j: (-full[a, j], j))
+        assert idx[a].tolist() == order
+    np_scores, np_idx = tilemaxsim.topk(Q.cpu().numpy(), D.cpu().numpy(), k=300, chunk=64)
+    assert np_idx.tolist() == idx.cpu().tolist()

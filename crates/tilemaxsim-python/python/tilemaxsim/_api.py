@@ -81,6 +81,25 @@ def _compact(D, d_mask):
     return np.take_along_axis(D, order[..., None], axis=1), lengths
 
 
+def _as_packed_candidates(D, layout):
+    """CUDA padded documents with lengths, seen as packed rows: document i is rows
+    i·Ld .. i·Ld + len_i of the padded buffer, so offsets [0, len_0, Ld, Ld + len_1, 2·Ld, ...]
+    describe 2B - 1 "documents" (the gaps between them included) and candidates 0, 2, 4, ...
+    pick the real ones. The tensor-core kernels then read only the real tokens, in place: they
+    take packed offsets, while padded batches with lengths go to the CUDA-core kernel."""
+    lengths = layout.get("doc_lengths")
+    if lengths is None or D.ndim != 3:
+        return D, layout
+    b, ld = D.shape[0], D.shape[1]
+    if D.stride(0) != ld * D.stride(1) or D.stride(2) != 1 or 2 * b >= 2**31:
+        return D, layout
+    starts = torch.arange(b, device=D.device, dtype=torch.int64) * ld
+    offsets = torch.stack([starts, starts + lengths.clamp(0, ld)], dim=1).reshape(-1)
+    candidates = torch.arange(0, 2 * b, 2, device=D.device, dtype=torch.int64)
+    rows = D.as_strided((b * ld, D.shape[2]), (D.stride(1), 1))
+    return rows, {"cu_seqlens": offsets, "candidates": candidates}
+
+
 def _check_finite(Q):
     ok = bool(torch.isfinite(Q).all()) if is_torch(Q) else bool(np.isfinite(np.asarray(Q, dtype=np.float32)).all())
     if not ok:
@@ -100,6 +119,8 @@ def _run(Q, D, layout, *, pairs: bool, check: bool | None):
         Q = Q.detach()
         D = D.detach()
     stream = stream_of(Q)
+    if is_torch(D) and D.is_cuda and not pairs:
+        D, layout = _as_packed_candidates(D, layout)
     layout = {k: dlpack(v) for k, v in layout.items()}
     _native.score(dlpack(Q), [Q.shape[1]] * a, dlpack(D), dlpack(out), pairs=pairs, stream=stream, **layout)
     return out
@@ -164,7 +185,9 @@ def _order_keys(scores, idx):
     the lower index first; unique, so `topk` on them is deterministic."""
     s = torch.nan_to_num(scores.float(), nan=float("-inf")) + 0.0
     bits = s.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
-    ordered = torch.where(bits >= 0x80000000, 0xFFFFFFFF - bits, bits + 0x80000000)
+    # The score's order as a signed 32-bit value (negative floats below positive ones), in the
+    # high half; the index, reversed, in the low half.
+    ordered = torch.where(bits >= 0x80000000, 0x7FFFFFFF - bits, bits)
     return (ordered << 32) | (0xFFFFFFFF - idx)
 
 
