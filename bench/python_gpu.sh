@@ -14,7 +14,7 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TILEMAXSIM_CACHE_DIR=/tmp/tilemax
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   echo "== pytest on CUDA tensors"
-  (cd crates/tilemaxsim-python && TILEMAXSIM_TEST_DEVICE=cuda timeout 300 python3 -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tail -25)
+  (cd crates/tilemaxsim-python && TILEMAXSIM_TEST_DEVICE=cuda timeout 300 python3 -m pytest -q -rfs --tb=line -W ignore::DeprecationWarning -p no:cacheprovider tests 2>&1 | tail -25)
   [ "${1:-}" = "--no-bench" ] || { echo "== bench"; timeout 420 python3 bench/python_gpu.py --out "$OUT";
     echo "== host time of one call"; timeout 120 python3 bench/python_overhead.py; }
   echo "== $(date -u +%FT%TZ) done"
