@@ -6,10 +6,10 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tilemaxsim::corpus::OpenOptions;
-use tilemaxsim::{Device, Matrix, Residency, SearchOptions, Searcher, searcher_for};
+use tilemaxsim::{Device, Residency, SearchOptions, Searcher, searcher_for};
 
 use crate::errors::to_py;
-use crate::tensor::{Place, Tensor};
+use crate::tensor::{Place, Tensor, matrices};
 
 #[pyclass(frozen, module = "tilemaxsim._native")]
 pub struct Corpus {
@@ -85,24 +85,12 @@ impl Corpus {
         if t.place != Place::Cpu {
             return Err(PyValueError::new_err("embeddings: expected host memory"));
         }
-        let dtype = t.float()?;
+        t.float()?;
         let (rows, dim) = (t.shape[0], t.shape[1]);
         if !t.rows_contiguous() {
             return Err(PyValueError::new_err("embeddings: rows must be contiguous"));
         }
-        let mut bytes = Vec::new();
-        t.host_rows(0, t.strides[0], 0..rows, dim, &mut bytes);
-        let owned = match dtype {
-            tilemaxsim::DType::F32 => {
-                tilemaxsim::OwnedElements::F32(bytemuck::pod_collect_to_vec(&bytes))
-            }
-            tilemaxsim::DType::F16 => {
-                tilemaxsim::OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes))
-            }
-            tilemaxsim::DType::BF16 => {
-                tilemaxsim::OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes))
-            }
-        };
+        let owned = t.gather(&[(0, t.strides[0], rows)], dim)?;
         let mut corpus = tilemaxsim::Corpus::new(owned, dim, offsets).map_err(to_py)?;
         corpus.check_finite().map_err(to_py)?;
         if let Some(ids) = doc_ids {
@@ -127,7 +115,7 @@ impl Corpus {
                 "queries: expected host memory with contiguous rows",
             ));
         }
-        let dtype = q.float()?;
+        q.float()?;
         if query_lengths.len() != q.shape[0]
             || query_lengths.iter().any(|&l| l == 0 || l > q.shape[1])
         {
@@ -136,30 +124,8 @@ impl Corpus {
             ));
         }
         let dim = q.shape[2];
-        let owned: Vec<tilemaxsim::OwnedElements> = query_lengths
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| {
-                let mut bytes = Vec::new();
-                q.host_rows(i * q.strides[0], q.strides[1], 0..l, dim, &mut bytes);
-                match dtype {
-                    tilemaxsim::DType::F32 => {
-                        tilemaxsim::OwnedElements::F32(bytemuck::pod_collect_to_vec(&bytes))
-                    }
-                    tilemaxsim::DType::F16 => {
-                        tilemaxsim::OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes))
-                    }
-                    tilemaxsim::DType::BF16 => {
-                        tilemaxsim::OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes))
-                    }
-                }
-            })
-            .collect();
-        let matrices = owned
-            .iter()
-            .map(|o| Matrix::new(o.as_elements(), dim))
-            .collect::<tilemaxsim::Result<Vec<_>>>()
-            .map_err(to_py)?;
+        let owned = q.host_queries(&query_lengths)?;
+        let matrices = matrices(&owned, dim)?;
         if k == 0 {
             return Err(PyValueError::new_err("k must be at least 1"));
         }

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tilemaxsim::cuda::{CudaScorer, RawArgs, RawDocs, RawLayout, RawQueries};
-use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Matrix, OwnedElements, Scorer};
+use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Scorer};
 
 use crate::errors::to_py;
-use crate::tensor::{Elem, Place, Tensor};
+use crate::tensor::{Elem, Place, Tensor, matrices};
 
 /// One `CudaScorer` per device, opened at first use (kernels compiled or read from the cache)
 /// and kept for the process.
@@ -178,39 +178,10 @@ fn contiguous(t: &Tensor) -> bool {
     true
 }
 
-/// Rows `rows` of `t` (each `dim` contiguous elements, `row_stride` apart, from element `base`)
-/// copied into one packed host buffer of the tensor's float dtype.
-fn gather(t: &Tensor, dtype: DType, spans: &[(usize, usize, usize)], dim: usize) -> OwnedElements {
-    let mut bytes = Vec::new();
-    for &(base, stride, rows) in spans {
-        t.host_rows(base, stride, 0..rows, dim, &mut bytes);
-    }
-    match dtype {
-        DType::F32 => OwnedElements::F32(bytemuck::pod_collect_to_vec(&bytes)),
-        DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes)),
-        DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes)),
-    }
-}
-
 fn score_cpu(c: &Call) -> PyResult<&'static str> {
     let (q, d, dim) = (&c.queries, &c.docs, c.dim);
-    let qt = q.float()?;
-    let owned: Vec<OwnedElements> = (0..c.query_lengths.len())
-        .map(|i| {
-            gather(
-                q,
-                qt,
-                &[(i * q.strides[0], q.strides[1], c.query_lengths[i])],
-                dim,
-            )
-        })
-        .collect();
-    let matrices = owned
-        .iter()
-        .map(|o| Matrix::new(o.as_elements(), dim))
-        .collect::<tilemaxsim::Result<Vec<_>>>()
-        .map_err(to_py)?;
-    let dt = d.float()?;
+    let owned = q.host_queries(&c.query_lengths)?;
+    let matrices = matrices(&owned, dim)?;
     let (spans, lengths): (Vec<_>, Vec<usize>) = match &c.layout {
         Layout::Packed(off) => {
             let o = off.host_ints()?;
@@ -247,7 +218,7 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
             "document {i} is empty (0 tokens); every document needs at least one token"
         ));
     }
-    let corpus = Corpus::from_lengths(gather(d, dt, &spans, dim), dim, &lengths).map_err(to_py)?;
+    let corpus = Corpus::from_lengths(d.gather(&spans, dim)?, dim, &lengths).map_err(to_py)?;
     corpus.check_finite().map_err(to_py)?;
     let n = if c.pairs { 1 } else { corpus.len() };
     // SAFETY: `out` was checked to be `want` contiguous f32 in host memory, alive for the call.

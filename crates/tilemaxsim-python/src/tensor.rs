@@ -9,7 +9,9 @@ use dlpark::ffi::{DLDataTypeCode, DLDeviceType};
 use dlpark::python::{ImportedDlpack, from_dlpack};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use tilemaxsim::DType;
+use tilemaxsim::{DType, Matrix, OwnedElements};
+
+use crate::errors::to_py;
 
 /// Where a tensor's memory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,4 +196,38 @@ impl Tensor {
             out.extend_from_slice(bytes);
         }
     }
+
+    /// Spans of rows `(base, row_stride, rows)` of a host float tensor copied into one packed
+    /// buffer of its dtype (any alignment).
+    pub fn gather(&self, spans: &[(usize, usize, usize)], dim: usize) -> PyResult<OwnedElements> {
+        let dtype = self.float()?;
+        let mut bytes = Vec::new();
+        for &(base, stride, rows) in spans {
+            self.host_rows(base, stride, 0..rows, dim, &mut bytes);
+        }
+        Ok(match dtype {
+            DType::F32 => OwnedElements::F32(bytemuck::pod_collect_to_vec(&bytes)),
+            DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes)),
+            DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes)),
+        })
+    }
+
+    /// Host queries `[A, Lq, d]`, query i its first `lengths[i]` rows, copied one buffer each.
+    pub fn host_queries(&self, lengths: &[usize]) -> PyResult<Vec<OwnedElements>> {
+        let dim = self.shape[2];
+        lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| self.gather(&[(i * self.strides[0], self.strides[1], l)], dim))
+            .collect()
+    }
+}
+
+/// Matrices over owned query buffers of `dim` columns.
+pub fn matrices(owned: &[OwnedElements], dim: usize) -> PyResult<Vec<Matrix<'_>>> {
+    owned
+        .iter()
+        .map(|o| Matrix::new(o.as_elements(), dim))
+        .collect::<tilemaxsim::Result<Vec<_>>>()
+        .map_err(to_py)
 }
