@@ -9,6 +9,10 @@ Peers (all checked against a float64 reference on the first 256 documents before
   * the paper's V2-MQ algorithm in Triton (BQ=32, BN=32, tl.dot per BQ x BN tile, running max
     per query token in registers, fp32 accumulation, one program per (document, 32-token query
     block), d tiled in chunks of 128 up to 1024); launch width/stages chosen by Triton's autotune.
+  * late-interaction-kernels 0.4.5 (LIK, PyLate's GPU backend; the carried wheel): `maxsim(Q, D)`,
+    padded with `d_mask` for variable lengths, `maxsim_varlen` (packed), `maxsim(Qs, D)` for many
+    queries; for reference, not counted as a peer: `fp8.maxsim_inference_fp8` (per-token scales;
+    its error column shows the rounding) and `retrieve` top-10 (time only).
   * PyTorch einsum -> max -> sum, PLAID-style D @ Q.T -> max -> sum, torch.compile (default mode)
     of the einsum version (fresh compile per case).
   * ours: `BIN bench --device cuda ... --json` as a subprocess, after the peers' memory is freed
@@ -103,6 +107,9 @@ IMPL_NAMES = {
     "flash": "flash-maxsim 0.3.0", "flash_splitk": "flash-maxsim 0.3.0 (splitk=True)",
     "flash_batched": "flash-maxsim 0.3.0 flash_maxsim_batched",
     "flash_loop": "flash-maxsim 0.3.0, 32 single calls", "v2mq": "V2-MQ (paper) in Triton",
+    "lik": "late-interaction-kernels 0.4.5 maxsim", "lik_varlen": "late-interaction-kernels 0.4.5 maxsim_varlen",
+    "lik_fp8": "late-interaction-kernels 0.4.5 fp8 (reference: rounds to fp8)",
+    "lik_retrieve": "late-interaction-kernels 0.4.5 retrieve top-10",
     "einsum": "PyTorch einsum->max->sum", "plaid": "PLAID D @ Q.T->max->sum",
     "plaid_gemm": "PLAID one GEMM (D @ [Q1..Q32].T)", "compile": "torch.compile(einsum) default",
 }
@@ -298,6 +305,15 @@ class Session:
                 self.fm = fm
             except Exception as e:  # noqa: BLE001
                 self.fm_error = f"import failed: {e!r}"[:160]
+        self.lik, self.lik_error = None, None
+        if "lik" not in a.skip_set:
+            try:
+                os.environ.setdefault("LIK_SUPPRESS_NORM_WARN", "1")
+                import late_interaction_kernels as lik
+                import late_interaction_kernels.fp8  # noqa: F401  (the fp8 reference row)
+                self.lik = lik
+            except Exception as e:  # noqa: BLE001
+                self.lik_error = f"import failed: {e!r}"[:160]
         self.rows = []
         self.ceilings = {}
         self.ours_ceilings = []
@@ -412,7 +428,8 @@ class Session:
         self.log(f"ceilings: {self.ceilings}")
 
     # -- rows -------------------------------------------------------------------------------
-    def add(self, case, impl, *, ms=None, work=None, errs=None, note="", skipped=None, name=None, peer=True):
+    def add(self, case, impl, *, ms=None, work=None, errs=None, note="", skipped=None, name=None, peer=True,
+            counted=True):
         row = dict(case=case["key"], label=case["label"], impl=impl, name=name or IMPL_NAMES.get(impl, impl),
                    peer=peer, note=note, anchor=ANCHORS.get((case["key"], impl), ""))
         if skipped is not None:
@@ -421,7 +438,9 @@ class Session:
         else:
             pairs, nbytes, flops = work
             row.update(ms=ms, rate=pairs / ms / 1e3, gbps=nbytes / ms / 1e6, tflops=flops / ms / 1e9)
-            if errs is not None:
+            if not counted:  # a reference row (rounding, or not the same output): never the best peer
+                row.update(abs_err=errs[0], rel_err=errs[1], ok=False)
+            elif errs is not None:
                 row.update(abs_err=errs[0], rel_err=errs[1], ok=errs[1] <= REL_TOL)
                 if not row["ok"]:
                     row["note"] = (row["note"] + "; " if row["note"] else "") + "FAILED the check: not counted"
@@ -441,7 +460,7 @@ class Session:
         return self.triton.testing.do_bench(fn, warmup=self.a.warmup_ms, rep=self.a.rep_ms,
                                             return_mode="median")
 
-    def peer(self, case, impl, f, copies, check, work, note="", optional=False):
+    def peer(self, case, impl, f, copies, check, work, note="", optional=False, counted=True):
         """Check f(0) against the reference, then time f(i) rotating i over the copies."""
         a = self.a
         if impl in a.skip_set:
@@ -468,7 +487,7 @@ class Session:
                 note = (note + "; " if note else "") + f"do_bench {ms_db:.4f} ms"
             if first_s > 5:
                 note = (note + "; " if note else "") + f"first call {first_s:.0f} s"
-            return self.add(case, impl, ms=ms, work=work, errs=errs, note=note)
+            return self.add(case, impl, ms=ms, work=work, errs=errs, note=note, counted=counted)
         except torch.cuda.OutOfMemoryError as e:
             return self.add(case, impl, skipped=f"out of memory ({str(e).splitlines()[0][:90]})")
         except Exception as e:  # noqa: BLE001
@@ -561,6 +580,37 @@ class Session:
                         r["flash_autotune"] = cfgs
                 self.log(f"  flash-maxsim autotune: {cfgs}")
 
+        # ---- late-interaction-kernels (LIK 0.4.5, PyLate's GPU backend) ----
+        lik = self.lik
+        if lik is None:
+            self.add(case, "lik", skipped=self.lik_error or "--skip")
+        elif key == "batched":
+            self.peer(case, "lik", lambda i: lik.maxsim(Q3, D3s[i]), copies, check, work)
+        elif varlen:
+            if D3s is not None:
+                mask = (torch.arange(Lmax)[None, :] < lens[:, None]).to(self.dev)
+                self.peer(case, "lik", lambda i: lik.maxsim(Q, D3s[i], d_mask=mask), copies, check, work,
+                          note=f"padded to {Lmax} with d_mask")
+                del mask
+            cuq = torch.tensor([0, nq], dtype=torch.int32, device=self.dev)
+            self.peer(case, "lik_varlen", lambda i: lik.maxsim_varlen(Q, Ds[i], cuq, cu, nq, Lmax), copies, check,
+                      work, note="maxsim_varlen: packed queries and documents")
+        else:
+            self.peer(case, "lik", lambda i: lik.maxsim(Q, D3s[i]), copies, check, work)
+            if key == "b100k" and dt == torch.float16:
+                # For reference: fp8 e4m3 with per-token scales (quantized once, outside the timing);
+                # the error column shows what the rounding costs.
+                qf, qs = lik.fp8.quantize_fp8_per_token(Q)
+                fp8 = [lik.fp8.quantize_fp8_per_token(D3s[i]) for i in range(copies)]
+                self.peer(case, "lik_fp8", lambda i: lik.fp8.maxsim_inference_fp8(
+                    qf, fp8[i][0], scale_Q=qs, scale_D=fp8[i][1]), copies, check, work,
+                    note="fp8.maxsim_inference_fp8, per-token scales (inputs quantized once, untimed)", counted=False)
+                del fp8
+                # Its top-k: time only (it returns the 10 best, not every score).
+                self.peer(case, "lik_retrieve", lambda i: lik.retrieve(Q, D3s[i], 10, normalize=False)[0],
+                          copies, lambda got: (float("nan"), float("nan")), work,
+                          note="retrieve top-10 (time only; no score check)", counted=False)
+
         # ---- the paper's V2-MQ in Triton ----
         if varlen:
             self.peer(case, "v2mq", lambda i: v2mq(Q, Ds[i], B, cu=cu), copies, check, work, note="native packed")
@@ -620,6 +670,7 @@ class Session:
         out = [f"## MaxSim peers vs tilemaxsim on {dev}",
                f"torch {torch.__version__}, triton {triton.__version__}, "
                f"flash-maxsim {getattr(self.fm, '__version__', 'absent')}, "
+               f"late-interaction-kernels {getattr(self.lik, '__version__', 'absent')}, "
                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, run {self.elapsed():.0f} s. "
                f"Nq=32 unless said, L2-normalized seeded inputs; median CUDA-event times per call, calls back to back (each peer's do_bench median in its note); corpora up to "
                f"512 MB rotated over {self.a.copies} copies. GB/s = bytes of D (unpadded) read once. "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# GPU peers: flash-maxsim, the paper's V2-MQ in Triton, PyTorch, PLAID, torch.compile and ours,
-# side by side (bench/peers_gpu.py). On the device, with .dev (bench/device_build.sh) and .whl
-# (flash-maxsim 0.3.0 wheel: pip download --no-deps -d .whl flash-maxsim==0.3.0) carried:
+# GPU peers: flash-maxsim, late-interaction-kernels, the paper's V2-MQ in Triton, PyTorch, PLAID,
+# torch.compile and ours, side by side (bench/peers_gpu.py). On the device, with .dev
+# (bench/device_build.sh) and .whl (pip download --no-deps -d .whl flash-maxsim==0.3.0
+# late-interaction-kernels==0.4.5) carried:
 # usage: bash bench/peers_gpu.sh [peers_gpu.py options, e.g. --cases b100k,varlen]
 # Tables and JSON go to $OUT (the device tool's folder), else bench/results/peers_gpu/.
 set -uo pipefail
