@@ -115,6 +115,9 @@ IMPL_NAMES = {
 }
 PEER_KEYS = list(IMPL_NAMES)
 ROTATE_MAX_BYTES = 512 << 20  # corpora up to this size are replicated and rotated
+# From this many documents LIK's maxsim is tried in a child process first (at 500K it failed with an
+# illegal memory access on the H200, 2026-11-24, ending the process's CUDA context).
+LIK_PROBE_DOCS = 300_000
 REL_TOL = 2e-2  # a peer whose max relative error exceeds this is shown but not counted
 
 
@@ -320,6 +323,17 @@ class Session:
         self.ours_device = ""
 
     # -- helpers ----------------------------------------------------------------------------
+    def child_ok(self, code):
+        """Run `code` (after torch and LIK are imported) in a child process: whether it ran, and
+        else the error. LIK's kernels have failed with illegal memory accesses on some shapes,
+        which end the process's CUDA context and so every case after them."""
+        head = "import torch, late_interaction_kernels as lik\n"
+        r = subprocess.run([sys.executable, "-c", head + code + "\ntorch.cuda.synchronize()\n"],
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "LIK_SUPPRESS_NORM_WARN": "1"})
+        lines = [l for l in r.stderr.strip().splitlines() if "Error" in l] or r.stderr.strip().splitlines() or [""]
+        return r.returncode == 0, f"fails in a child process (exit {r.returncode}): {lines[-1][:140]}"
+
     def log(self, msg):
         print(f"[{time.time() - self.t0:6.1f}s] {msg}", flush=True)
 
@@ -587,14 +601,33 @@ class Session:
         elif key == "batched":
             self.peer(case, "lik", lambda i: lik.maxsim(Q3, D3s[i]), copies, check, work)
         elif varlen:
-            if D3s is not None:
+            setup = (f"lens = torch.randint({lo}, {hi + 1}, ({B},), device='cuda')\n"
+                     f"Q = torch.randn({nq}, {dim}, device='cuda', dtype=torch.float16)\n")
+            ok, why = self.child_ok(setup + f"D = torch.randn({B}, {Lmax}, {dim}, device='cuda', dtype=torch.float16)\n"
+                                    f"m = torch.arange({Lmax}, device='cuda')[None, :] < lens[:, None]\n"
+                                    "lik.maxsim(Q, D, d_mask=m)")
+            if D3s is None or not ok:
+                self.add(case, "lik", skipped=why if not ok else pad_note)
+            else:
                 mask = (torch.arange(Lmax)[None, :] < lens[:, None]).to(self.dev)
                 self.peer(case, "lik", lambda i: lik.maxsim(Q, D3s[i], d_mask=mask), copies, check, work,
                           note=f"padded to {Lmax} with d_mask")
                 del mask
-            cuq = torch.tensor([0, nq], dtype=torch.int32, device=self.dev)
-            self.peer(case, "lik_varlen", lambda i: lik.maxsim_varlen(Q, Ds[i], cuq, cu, nq, Lmax), copies, check,
-                      work, note="maxsim_varlen: packed queries and documents")
+            ok, why = self.child_ok(setup + "cu = torch.zeros(lens.numel() + 1, dtype=torch.int32, device='cuda')\n"
+                                    "cu[1:] = lens.cumsum(0)\n"
+                                    f"D = torch.randn(int(cu[-1]), {dim}, device='cuda', dtype=torch.float16)\n"
+                                    f"cq = torch.tensor([0, {nq}], dtype=torch.int32, device='cuda')\n"
+                                    f"lik.maxsim_varlen(Q, D, cq, cu, {nq}, {Lmax})")
+            if not ok:
+                self.add(case, "lik_varlen", skipped=why)
+            else:
+                cuq = torch.tensor([0, nq], dtype=torch.int32, device=self.dev)
+                self.peer(case, "lik_varlen", lambda i: lik.maxsim_varlen(Q, Ds[i], cuq, cu, nq, Lmax), copies,
+                          check, work, note="maxsim_varlen: packed queries and documents")
+        elif B >= LIK_PROBE_DOCS and not (probe := self.child_ok(
+                f"D = torch.randn({B}, {Nd}, {dim}, device='cuda', dtype=torch.float16)\n"
+                f"lik.maxsim(torch.randn({nq}, {dim}, device='cuda', dtype=torch.float16), D)"))[0]:
+            self.add(case, "lik", skipped=probe[1])
         else:
             self.peer(case, "lik", lambda i: lik.maxsim(Q, D3s[i]), copies, check, work)
             if key == "b100k" and dt == torch.float16:
