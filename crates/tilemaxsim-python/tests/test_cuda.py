@@ -51,3 +51,18 @@ def test_graph_capture_works_or_raises_clearly(rng):
     g.replay()
     torch.cuda.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), reference(Q, D), atol=1e-3)
+
+
+def test_corpus_resident_and_streamed_on_the_gpu_agree_with_topk(rng):
+    docs = [normalized(rng, int(n), 64, dtype=torch.float16).cpu() for n in rng.integers(1, 90, size=500)]
+    Q = normalized(rng, 3, 20, 64, dtype=torch.float16).cpu()
+    lens = torch.tensor([d.shape[0] for d in docs])
+    packed = torch.cat(docs)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)])
+    want_s, want_i = tilemaxsim.topk(Q.cuda(), packed.cuda(), 10, cu_seqlens=cu.cuda())
+    for residency in ("resident", "stream"):
+        corpus = tilemaxsim.Corpus.from_tensors(docs, device="cuda", residency=residency)
+        assert corpus.device.startswith("cuda")
+        s, i = corpus.search(Q, 10)
+        assert i.tolist() == want_i.cpu().tolist(), residency
+        np.testing.assert_allclose(s.numpy(), want_s.cpu().numpy(), atol=1e-4)
