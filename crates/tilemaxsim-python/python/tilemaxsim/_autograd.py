@@ -6,8 +6,7 @@ routes each score's gradient through those tokens only:
     dD[b, argmax] += sum_a g[a, b] * Q[a, i]
 
 Both run as torch operations on the inputs' device (GPU or CPU), over chunks of documents so the
-similarity blocks behind the argmax and the one-hot blocks of the backward pass stay small.
-Padded documents only (packed ones: pad first).
+similarity blocks behind the argmax stay small. Padded documents only (packed ones: pad first).
 """
 
 from __future__ import annotations
@@ -58,34 +57,42 @@ class MaxSim(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        # The gradient of each score goes to its query tokens' argmax document tokens only: as a
-        # one-hot matrix P (g at each argmax), dQ = P D and dD = P^T Q, two products on the
-        # tensor cores for 16-bit inputs, over chunks of documents.
         Q, D, argmax = ctx.saved_tensors
         A, Lq, d = Q.shape
         B, Ld, _ = D.shape
+        g = g.float()
         idx = argmax.long()
-        Dq = D.to(Q.dtype)
-        need_q, need_d = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        dQ = dD = None
         if ctx.pairs:
-            P = torch.zeros((B, Lq, Ld), dtype=Q.dtype, device=Q.device)
-            P.scatter_(2, idx[..., None], g.to(Q.dtype)[:, None, None].expand(B, Lq, 1).contiguous())
-            dQ = torch.einsum("bij,bjd->bid", P, Dq) if need_q else None
-            dD = torch.einsum("bij,bid->bjd", P, Q).to(D.dtype) if need_d else None
+            best = torch.gather(D.float(), 1, idx[..., None].expand(-1, -1, d))  # [B, Lq, d]
+            if ctx.needs_input_grad[0]:
+                dQ = (g[:, None, None] * best).to(Q.dtype)
+            if ctx.needs_input_grad[1]:
+                contrib = g[:, None, None] * Q.float()  # [B, Lq, d]
+                dD = torch.zeros((B, Ld, d), dtype=torch.float32, device=D.device)
+                dD.scatter_add_(1, idx[..., None].expand(-1, -1, d), contrib)
+                dD = dD.to(D.dtype)
             return dQ, dD, None, None, None
-        dQ = torch.zeros((A, Lq, d), dtype=torch.float32, device=Q.device) if need_q else None
-        dD = torch.empty((B, Ld, d), dtype=D.dtype, device=D.device) if need_d else None
-        step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * Q.element_size()))
-        gq = g.to(Q.dtype)
-        for s in range(0, B, step):
-            e = min(B, s + step)
-            P = torch.zeros((A, e - s, Lq, Ld), dtype=Q.dtype, device=Q.device)
-            P.scatter_(3, idx[:, s:e, :, None], gq[:, s:e, None, None].expand(A, e - s, Lq, 1).contiguous())
-            if need_q:
-                dQ += torch.einsum("abij,bjd->aid", P, Dq[s:e]).float()
-            if need_d:
-                dD[s:e] = torch.einsum("abij,aid->bjd", P, Q).to(D.dtype)
-        return (dQ.to(Q.dtype) if need_q else None), dD, None, None, None
+        flat = D.float().reshape(B * Ld, d)
+        rows = idx + (torch.arange(B, device=D.device) * Ld)[None, :, None]  # [A, B, Lq]
+        if ctx.needs_input_grad[0]:
+            dQ = torch.zeros((A, Lq, d), dtype=torch.float32, device=Q.device)
+            step = max(1, _BLOCK_BYTES // max(1, A * Lq * d * 4))
+            for s in range(0, B, step):
+                e = min(B, s + step)
+                best = flat[rows[:, s:e]]  # [A, b, Lq, d]
+                dQ += torch.einsum("ab,abid->aid", g[:, s:e], best)
+            dQ = dQ.to(Q.dtype)
+        if ctx.needs_input_grad[1]:
+            dflat = torch.zeros((B * Ld, d), dtype=torch.float32, device=D.device)
+            Qf = Q.float()
+            step = max(1, _BLOCK_BYTES // max(1, A * Lq * d * 4))
+            for s in range(0, B, step):
+                e = min(B, s + step)
+                contrib = g[:, s:e, None, None] * Qf[:, None]  # [A, b, Lq, d]
+                dflat.index_add_(0, rows[:, s:e].reshape(-1), contrib.reshape(-1, d))
+            dD = dflat.reshape(B, Ld, d).to(D.dtype)
+        return dQ, dD, None, None, None
 
 
 def maxsim_with_grad(Q, D, layout, *, pairs, check):
