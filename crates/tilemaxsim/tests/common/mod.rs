@@ -180,3 +180,37 @@ pub fn spec_top_k(scored: impl IntoIterator<Item = (usize, f64)>, k: usize) -> V
 pub fn hit_pairs(hits: &[tilemaxsim::Hit]) -> Vec<(usize, f64)> {
     hits.iter().map(|h| (h.doc, f64::from(h.score))).collect()
 }
+
+/// Two corpora hold the same documents, bit for bit (dtype, d, offsets, ids, token bytes).
+pub fn assert_same_corpus(label: &str, back: &Corpus, c: &Corpus) {
+    assert_eq!(back.dtype(), c.dtype(), "{label}");
+    assert_eq!(back.dim(), c.dim(), "{label}");
+    assert_eq!(back.len(), c.len(), "{label}");
+    assert_eq!(back.num_tokens(), c.num_tokens(), "{label}");
+    assert_eq!(back.max_doc_len(), c.max_doc_len(), "{label}");
+    assert_eq!(back.offsets(), c.offsets(), "{label}");
+    assert_eq!(back.doc_ids(), c.doc_ids(), "{label}");
+    assert!(
+        back.tokens().elements().as_bytes() == c.tokens().elements().as_bytes(),
+        "{label}: token bytes differ"
+    );
+    for j in 0..c.len() {
+        assert!(
+            back.doc(j).elements().as_bytes() == c.doc(j).elements().as_bytes(),
+            "{label}: document {j} differs"
+        );
+    }
+}
+
+/// i64 values as little-endian bytes (a safetensors tensor's data).
+pub fn i64s(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Open without the value scan (for files that hold NaN or infinities on purpose).
+pub fn open_unchecked(path: &std::path::Path) -> Corpus {
+    tilemaxsim::corpus::OpenOptions::new()
+        .check_finite(false)
+        .open(path)
+        .unwrap()
+}
