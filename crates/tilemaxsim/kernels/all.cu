@@ -5,6 +5,7 @@
 #include "utility.cu"
 #include "mma.cu"
 #include "bulk.cu"
+#include "span.cu"
 #include "gemm.cu"
 #include "ring.cu"
 #include "wgmma.cu"

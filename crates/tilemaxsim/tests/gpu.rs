@@ -525,6 +525,21 @@ fn tensor_core_path_matches_the_reference() {
         (Kernel::Bulk, "", forced(Kernel::Bulk)),
         (Kernel::Bulk, " (1 stage, 3 per block)", shaped(1, 3)),
         (Kernel::Bulk, " (3 stages, 2 per block)", shaped(3, 2)),
+        (
+            Kernel::Bulk,
+            " (spanning tiles)",
+            forced(Kernel::Bulk).bulk_spans(Some(true)),
+        ),
+        (
+            Kernel::Bulk,
+            " (spanning, 1 stage, 3 per block)",
+            shaped(1, 3).bulk_spans(Some(true)),
+        ),
+        (
+            Kernel::Bulk,
+            " (document tiles)",
+            forced(Kernel::Bulk).bulk_spans(Some(false)),
+        ),
         (Kernel::Gemm, "", forced(Kernel::Gemm)),
         (Kernel::Wgmma, "", forced(Kernel::Wgmma)),
         (Kernel::Ring, "", forced(Kernel::Ring)),
@@ -621,13 +636,15 @@ fn every_task_of_a_large_uneven_batch_is_scored_once() {
     let dc = gpu.upload(&corpus).unwrap();
     let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
     let mut scorers = vec![("mma".to_string(), forced(Kernel::Mma))];
-    for shape in [None, Some((1, 3)), Some((2, 4)), Some((3, 7))] {
-        let s = forced(Kernel::Bulk);
-        let s = match shape {
-            Some((stages, group)) => s.bulk_shape(stages, group).unwrap(),
-            None => s,
-        };
-        scorers.push((format!("bulk {shape:?}"), s));
+    for spans in [false, true] {
+        for shape in [None, Some((1, 3)), Some((2, 4)), Some((3, 7))] {
+            let s = forced(Kernel::Bulk).bulk_spans(Some(spans));
+            let s = match shape {
+                Some((stages, group)) => s.bulk_shape(stages, group).unwrap(),
+                None => s,
+            };
+            scorers.push((format!("bulk {shape:?} spanning {spans}"), s));
+        }
     }
     for (name, scorer) in &scorers {
         if scorer.kernel_for(&dq, &dc) == Kernel::Mma && name.starts_with("bulk") {

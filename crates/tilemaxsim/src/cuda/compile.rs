@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 13] = [
+const FILES: [(&str, &str); 14] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
@@ -27,6 +27,7 @@ const FILES: [(&str, &str); 13] = [
     ("utility.cu", include_str!("../../kernels/utility.cu")),
     ("mma.cu", include_str!("../../kernels/mma.cu")),
     ("bulk.cu", include_str!("../../kernels/bulk.cu")),
+    ("span.cu", include_str!("../../kernels/span.cu")),
     ("gemm.cu", include_str!("../../kernels/gemm.cu")),
     ("ring.cu", include_str!("../../kernels/ring.cu")),
     ("wgmma.cu", include_str!("../../kernels/wgmma.cu")),

@@ -21,6 +21,8 @@ pub(super) struct Kernels {
     pub(super) mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
     pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
+    pub(super) span: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
@@ -44,9 +46,12 @@ impl Kernels {
                 mma.push(((dtype, dim), f(&format!("maxsim_mma_{dtype}_d{dim}"))?));
             }
         }
-        let mut bulk = Vec::new();
+        let (mut bulk, mut span) = (Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
+                for dim in MMA_DIMS {
+                    span.push(((dtype, dim), f(&format!("maxsim_span_{dtype}_d{dim}"))?));
+                }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
                     bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
                 }
@@ -77,6 +82,7 @@ impl Kernels {
             topk_merge: f("topk_merge")?,
             mma,
             bulk,
+            span,
             gemm,
             wgmma,
             sum_qblocks: f("sum_qblocks")?,

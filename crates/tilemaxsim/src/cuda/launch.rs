@@ -246,6 +246,12 @@ impl CudaScorer {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
+        let spans = t.doc_index == 0
+            && !wide_dim(corpus.dim)
+            && self.span.unwrap_or_else(|| corpus.lengths.spans_pay());
+        if spans {
+            return self.launch_span(queries, corpus, t);
+        }
         let func = kernel_in(&self.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
@@ -277,6 +283,60 @@ impl CudaScorer {
         // of dynamic shared memory for `stages` tiles, their barriers and the row maxima
         // (`bulk_smem`, allowed by blocks_per_sm); the grid covers every task in runs of `group`.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
+        Ok(())
+    }
+
+    /// `maxsim_span`: `maxsim_bulk` over every document with tiles cut across documents (one
+    /// query's run of consecutive documents per block).
+    pub(super) fn launch_span(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<()> {
+        let func = kernel_in(
+            &self.kernels.span,
+            (corpus.dtype, corpus.dim),
+            "spanning bulk-copy",
+        )?;
+        let qpad = same_dtype_blocks(queries, corpus)?;
+        let tasks = (queries.len * t.n) as u64;
+        let stages = self.bulk.map_or(BULK_STAGES, |f| f.0);
+        let smem = span_smem(stages, corpus.dim);
+        let per_sm = self.blocks_per_sm(func, BULK_THREADS, smem)?;
+        let resident = self.info.multiprocessors.max(1) as u64 * per_sm as u64;
+        let group = self.bulk.map_or_else(
+            || bulk_group(tasks, resident, corpus.lengths.span_run()),
+            |f| f.1 as u64,
+        );
+        let blocks = (t.n as u64).div_ceil(group) * queries.len as u64;
+        if blocks > i32::MAX as u64 {
+            return Err(Error::Argument(format!(
+                "{tasks} (query, document) pairs per launch is over the limit"
+            )));
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let a = self.pair_args(&qpad.tokens, queries, corpus, t);
+        let (st, gr) = (stages as i32, group as i32);
+        let mut b = t.stream.launch_builder(func);
+        b.arg(&a.qpad)
+            .arg(&a.q_offsets)
+            .arg(&a.d_tokens)
+            .arg(&a.d_offsets)
+            .arg(&a.num_docs)
+            .arg(&a.out)
+            .arg(&st)
+            .arg(&gr);
+        // SAFETY: the arguments match `maxsim_span_*` in kernels/span.cu: `qpad` holds 32 × d
+        // halves per query, the offsets cover every query and the `n` = corpus.len documents
+        // (no candidate list: checked above), `out` holds Q × n floats, `d_tokens` is 16-byte
+        // aligned (kernel_for), and `smem` bytes hold `stages` tiles, their barriers and the
+        // slots (`span_smem`, allowed by blocks_per_sm); the grid covers each query's runs.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_span launch"))?;
         Ok(())
     }
 

@@ -93,13 +93,13 @@ impl DocLengths {
         self.tokens > 0 && self.padded * 10 <= self.tokens * 14
     }
 
-    /// `maxsim_bulk`'s runs of documents per block (`bulk_group`'s most), 1 to 4.
-    /// - d ≤ 128: about four 128-token tiles (BULK_TILE, = WG_BN) per block. On U[32,256]
-    ///   (1.56 tiles a document) two documents a block measured 85.97 / 85.97 M docs/s on the
-    ///   H100 against 85.60 with three and 85.07 / 85.08 with four (bench/results/
-    ///   bulk_grid.log, small_b.log).
-    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block:
-    ///   two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one), one at
+    /// `maxsim_bulk`'s runs of documents per block (`bulk_group`'s most).
+    /// - d ≤ 128: about eight 128-token tiles (BULK_TILE, = WG_BN) per block, 1 to 8 documents.
+    ///   On the H200, f16 Nd = 128 B = 100K: 140.95 M docs/s with eight documents a block
+    ///   against 137.78 with four (bench/results/h200/span.log). (Documents that leave tiles
+    ///   partly empty go to `maxsim_span` when every document is scored: `spans_pay`.)
+    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block, 1
+    ///   to 4: two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one), one at
     ///   d = 768 (15.70 against 15.58 with two; B = 100K 16.01 against 15.95), d = 1024 (11.99
     ///   against 11.92) and U[32,256] at d = 768 (13.94 against 13.79), H100,
     ///   bench/results/profile_peer.log.
@@ -109,10 +109,36 @@ impl DocLengths {
         } else {
             (self.padded, WG_BN)
         };
-        (4 * unit * self.docs)
+        // d ≤ 128: eight tiles (the wide runs were measured at four).
+        let tiles = if wide_dim(dim) { 4 } else { 8 };
+        (tiles * unit * self.docs)
             .checked_div(work)
-            .map_or(4, |r| r.clamp(1, 4) as u64)
+            .map_or(tiles as u64, |r| r.clamp(1, tiles) as u64)
     }
+
+    /// Whether `maxsim_span` (tiles cut across documents) should score every document: when
+    /// whole-document tiles would be partly empty, i.e. some document is no multiple of
+    /// `BULK_TILE` tokens. (At whole tiles the two do the same copies; `maxsim_bulk` then
+    /// needs no shared-memory atomics.)
+    pub(super) fn spans_pay(&self) -> bool {
+        self.padded > self.tokens
+    }
+
+    /// `maxsim_span`'s documents per block: about SPAN_RUN_TILES full tiles of tokens, 1 to
+    /// `BULK_GROUP_RANGE`'s most (the run's last tile is partly empty, once a run).
+    pub(super) fn span_run(&self) -> u64 {
+        (SPAN_RUN_TILES * BULK_TILE * self.docs)
+            .checked_div(self.tokens)
+            .map_or(1, |r| r.clamp(1, *BULK_GROUP_RANGE.end()) as u64)
+    }
+}
+
+/// `maxsim_span`'s tiles per block (`DocLengths::span_run`).
+pub(super) const SPAN_RUN_TILES: usize = 9;
+/// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, and the
+/// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints).
+pub(super) fn span_smem(stages: usize, dim: usize) -> usize {
+    stages * (BULK_TILE * dim * 2 + 8) + 16 * 32 * 4
 }
 
 /// Threads per block of the tensor-core kernels (kernels/mma.cu: MMA_THREADS, bulk.cu: BULK_THREADS:
@@ -605,31 +631,45 @@ mod tests {
     }
 
     #[test]
-    fn bulk_runs_hold_about_four_tiles() {
+    fn bulk_runs_hold_about_eight_tiles() {
         let run = |o: &[usize]| DocLengths::of(o).bulk_run(128);
-        assert_eq!(run(&[0, 128, 256, 384]), 4, "one tile a document");
-        assert_eq!(run(&[0, 5, 9]), 4, "short documents");
-        assert_eq!(run(&[0, 256, 512]), 2, "two tiles a document");
-        assert_eq!(run(&[0, 129, 160]), 2, "1.5 tiles a document");
+        assert_eq!(run(&[0, 128, 256, 384]), 8, "one tile a document");
+        assert_eq!(run(&[0, 5, 9]), 8, "short documents");
+        assert_eq!(run(&[0, 256, 512]), 4, "two tiles a document");
+        assert_eq!(run(&[0, 129, 160]), 5, "1.5 tiles a document");
         assert_eq!(run(&[0, 3000]), 1, "long documents");
-        assert_eq!(run(&[0]), 4, "no documents");
-        assert_eq!(run(&[0, 0, 0]), 4, "empty documents");
+        assert_eq!(run(&[0]), 8, "no documents");
+        assert_eq!(run(&[0, 0, 0]), 8, "empty documents");
         // Wide d: about four 128 x 128 tiles' worth of bytes.
         let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d);
         assert_eq!(wide(&[0, 128, 256], 256), 2);
         assert_eq!(wide(&[0, 128, 256], 768), 1);
         assert_eq!(wide(&[0, 40, 80], 256), 4);
         // Lengths known only by their mean (borrowed device memory).
-        assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 4);
-        assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 2);
+        assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 8);
+        assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 4);
         assert!(DocLengths::mean(2, 256).fills_tiles());
-        assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 4);
+        assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 8);
         // Runs shrink where the grid would not fill the device's resident slots.
         assert_eq!(bulk_group(100_000, 396, 4), 4);
         assert_eq!(bulk_group(1000, 396, 4), 3);
         assert_eq!(bulk_group(1000, 396, 2), 2);
         assert_eq!(bulk_group(100, 396, 4), 1);
         assert_eq!(bulk_group(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn spans_pay_where_tiles_would_be_partly_empty() {
+        assert!(!DocLengths::of(&[0, 128, 256]).spans_pay(), "whole tiles");
+        assert!(!DocLengths::of(&[0, 256, 384]).spans_pay(), "whole tiles");
+        assert!(DocLengths::of(&[0, 128, 200]).spans_pay(), "one partial tile");
+        assert!(DocLengths::mean(100_000, 14_400_000).spans_pay(), "U[32,256]");
+        assert!(!DocLengths::mean(0, 0).spans_pay());
+        // About nine tiles of tokens per block, 1 to 64 documents.
+        assert_eq!(DocLengths::mean(100_000, 14_400_000).span_run(), 8);
+        assert_eq!(DocLengths::mean(10, 10).span_run(), 64);
+        assert_eq!(DocLengths::mean(1, 5000).span_run(), 1);
+        assert_eq!(DocLengths::mean(0, 0).span_run(), 1);
     }
 
     #[test]

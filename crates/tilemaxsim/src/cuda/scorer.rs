@@ -35,6 +35,9 @@ pub struct CudaScorer {
     pub(super) force: Option<Kernel>,
     /// `maxsim_bulk`'s (stages, tasks per block) when fixed (`bulk_shape`, TILEMAXSIM_BULK).
     pub(super) bulk: Option<(usize, usize)>,
+    /// Whether `maxsim_bulk` launches over every document cut tiles across documents
+    /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
+    pub(super) span: Option<bool>,
 }
 
 impl CudaScorer {
@@ -72,6 +75,11 @@ impl CudaScorer {
             shape,
             force: None,
             bulk: bulk_shape_env(),
+            span: match std::env::var("TILEMAXSIM_SPAN").as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            },
         })
     }
 
@@ -95,6 +103,14 @@ impl CudaScorer {
         }
         self.bulk = Some((stages, group));
         Ok(self)
+    }
+
+    /// Fix whether `maxsim_bulk`, scoring every document of a packed corpus, cuts its tiles
+    /// across documents (`maxsim_span`; `None`: where documents leave tiles partly empty, see
+    /// `DocLengths::spans_pay`). For experiments and tests; also TILEMAXSIM_SPAN=0/1.
+    pub fn bulk_spans(mut self, span: Option<bool>) -> Self {
+        self.span = span;
+        self
     }
 
     /// The kernel `score_device` will use for these queries on this corpus.
