@@ -55,6 +55,7 @@ CASES = [
     dict(key="b500k", label="f16 B=500K Nd=128", dtype="f16", B=500_000, Nd=128),
     dict(key="d768", label="f16 d=768 B=10K Nd=128", dtype="f16", B=10_000, Nd=128, dim=768),
     dict(key="varlen", label="f16 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256)),
+    dict(key="d77", label="f16 d=77 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=77),
     dict(key="bf16", label="bf16 B=100K Nd=128", dtype="bf16", B=100_000, Nd=128),
     dict(key="fp32", label="f32 B=100K Nd=128", dtype="f32", B=100_000, Nd=128),
     dict(key="batched", label="f16 32 queries x 100K (M pairs/s)", dtype="f16", B=100_000, Nd=128, queries=32),

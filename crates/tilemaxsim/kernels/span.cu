@@ -11,6 +11,13 @@
 // tile's __syncthreads the warp holding its last token sums them. Crossing documents are
 // numbered in run order and take slot n % SPAN_SLOTS: the 16th crossing document after n
 // starts at least 15 chunks (3 tiles) past n's last chunk, so a slot is reset before reuse.
+//
+// Any d ≤ 128 (maxsim_span_any_*): the instantiation for KCH = ceil(d / 32) chunks of 32, with
+// rows d wide in memory and in shared memory; the dimensions past d are zeros on chip (the
+// query's A fragments and the document's B fragments are masked), never in the stored data.
+// d % 8 = 0 keeps rows 16-byte aligned (MODE 1: 16-byte loads). Other d (MODE 2): the copy
+// starts at the 16-byte boundary below the tile, the fragments are read a half at a time, and
+// the corpus's last bytes past its last 16-byte boundary are copied by thread 0.
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
@@ -33,6 +40,44 @@ __device__ __forceinline__ void fold_range(float (&best)[2], const float (&acc)[
     best[1] = fmaxf(best[1], fmaxf(in0 ? acc[2] : NEG_INF, in1 ? acc[3] : NEG_INF));
 }
 
+// A's fragments as load_a_permuted<KCH> lays them out, from 32 rows `dim` wide at q (any
+// alignment), zeros past d.
+template <int KCH>
+__device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u16* q, int dim, int g, int c) {
+    auto pair = [&](int row, int k) -> unsigned {
+        const unsigned lo = k < dim ? q[row * dim + k] : 0u, hi = k + 1 < dim ? q[row * dim + k + 1] : 0u;
+        return lo | (hi << 16);
+    };
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+            for (int kb = 0; kb < 2; ++kb) {
+                const int k = ch * 32 + c * 8 + kb * 4;
+                a[mt][ch][kb][0] = pair(mt * 16 + g, k);
+                a[mt][ch][kb][1] = pair(mt * 16 + g + 8, k);
+                a[mt][ch][kb][2] = pair(mt * 16 + g, k + 2);
+                a[mt][ch][kb][3] = pair(mt * 16 + g + 8, k + 2);
+            }
+}
+
+// B's eight halves k .. k + 7 of a token row in shared memory (`row`: its first half), zeros
+// past d. MODE 0: d = KCH * 32; MODE 1: d % 8 = 0 (16-byte aligned rows); MODE 2: any d.
+template <int MODE>
+__device__ __forceinline__ V4 load_b(const u16* row, int k, int dim) {
+    if (MODE == 0) return *(const V4*)(row + k);
+    if (MODE == 1) return k < dim ? *(const V4*)(row + k) : V4{0u, 0u, 0u, 0u};
+    unsigned w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const unsigned lo = k + 2 * j < dim ? row[k + 2 * j] : 0u;
+        const unsigned hi = k + 2 * j + 1 < dim ? row[k + 2 * j + 1] : 0u;
+        w[j] = lo | (hi << 16);
+    }
+    return V4{w[0], w[1], w[2], w[3]};
+}
+
 // A warp's place in the run's documents: document `doc` spans tokens [start, end), and `crossed`
 // crossing documents come before it. Every warp walks every document of the run in order.
 struct SpanCursor {
@@ -49,14 +94,17 @@ struct SpanCursor {
     }
 };
 
-template <bool BF, int KCH>
+template <bool BF, int KCH, int MODE>
 __device__ __forceinline__ void maxsim_span_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, const u16* __restrict__ d_tokens,
-    const i64* __restrict__ d_offsets, int num_docs, float* __restrict__ out, int stages, int group)
+    const i64* __restrict__ d_offsets, int num_docs, float* __restrict__ out, int stages, int group,
+    int dim_arg)
 {
 #if __CUDA_ARCH__ >= 900
-    constexpr int D = KCH * 32;
-    constexpr int STAGE = SPAN_TILE * D;  // halves
+    const int D = MODE == 0 ? KCH * 32 : dim_arg;  // row width in halves
+    // A stage in halves: the tile, the copy's start rounded down (MODE 2, < 8 halves) and the
+    // last row's read past d, in 128-byte steps (span_stage_halves in plan.rs).
+    const int STAGE = MODE == 0 ? SPAN_TILE * D : (SPAN_TILE * D + 8 + 32 * KCH + 63) / 64 * 64;
     extern __shared__ __attribute__((aligned(128))) unsigned char span_smem[];
     u16* ring = (u16*)span_smem;
     unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
@@ -79,20 +127,42 @@ __device__ __forceinline__ void maxsim_span_impl(
     }
     __syncthreads();  // barriers initialized, slots reset
     // Thread 0 keeps `stages` tiles in flight: tile k goes to stage k % stages.
+    // The corpus's last byte (MODE 2 copies from 16-byte boundaries and must not read past it).
+    const i64 end_bytes = MODE == 2 ? d_offsets[num_docs] * D * 2 : 0;
     auto produce = [&](int k) {
         if (k >= tiles) return;
         const i64 tok = t0 + (i64)k * SPAN_TILE;
-        const unsigned bytes = (unsigned)min((i64)SPAN_TILE, t1 - tok) * D * 2u;
+        const i64 ntok = min((i64)SPAN_TILE, t1 - tok);
+        u16* dst = ring + (i64)(k % stages) * STAGE;
         const unsigned bar = smem_addr(&bars[k % stages]);
-        mbar_expect_tx(bar, bytes);
-        bulk_load(smem_addr(ring + (i64)(k % stages) * STAGE), d_tokens + tok * D, bytes, bar);
+        if (MODE != 2) {
+            const unsigned bytes = (unsigned)ntok * D * 2u;
+            mbar_expect_tx(bar, bytes);
+            bulk_load(smem_addr(dst), d_tokens + tok * D, bytes, bar);
+            return;
+        }
+        const i64 s = tok * D * 2, e = (tok + ntok) * D * 2;  // bytes from d_tokens
+        const i64 a = s & ~15ll;
+        const i64 b = min((e + 15) & ~15ll, end_bytes & ~15ll);  // the bulk copy: [a, b)
+        // Past b (the corpus's last < 16 bytes): by hand, before the arrive that releases them.
+        for (i64 x = max(b, a); x < e; x += 2)
+            dst[(x - a) / 2] = d_tokens[x / 2];
+        if (b > a) {
+            mbar_expect_tx(bar, (unsigned)(b - a));
+            bulk_load(smem_addr(dst), (const char*)d_tokens + a, (unsigned)(b - a), bar);
+        } else {
+            mbar_arrive(bar);
+        }
     };
     if (threadIdx.x == 0)
         for (int k = 0; k < stages; ++k) produce(k);
 
     const int nq = (int)(q_offsets[qi + 1] - q_offsets[qi]);
     unsigned a[2][KCH][2][4];
-    load_a_permuted<KCH>(a, qpad + (i64)qi * 32 * D, g, c);
+    if (MODE == 0)
+        load_a_permuted<KCH>(a, qpad + (i64)qi * 32 * D, g, c);
+    else
+        load_a_any<KCH>(a, qpad + (i64)qi * 32 * D, D, g, c);
     SpanCursor cur{p0, 0, t0, p0 < p1 ? d_offsets[p0 + 1] : t0};
 
     for (int k = 0; k < tiles; ++k) {
@@ -101,7 +171,9 @@ __device__ __forceinline__ void maxsim_span_impl(
         int fin_slot = -1, fin_doc = 0;  // a crossing document that ends in this warp's chunk
         mbar_wait(smem_addr(&bars[s]), (unsigned)(k / stages) & 1u);
         if (c0 < t1) {
-            const u16* buf = ring + (i64)s * STAGE + wib * 32 * D;
+            // MODE 2: the tile's first token sits past the copy's 16-byte boundary.
+            const int head = MODE == 2 ? (int)(((t0 + (i64)k * SPAN_TILE) * D) & 7) : 0;
+            const u16* buf = ring + (i64)s * STAGE + head + wib * 32 * D;
             float acc[4][2][4];
             {
                 // Columns past the run's end hold whatever the stage held before; no document
@@ -111,7 +183,7 @@ __device__ __forceinline__ void maxsim_span_impl(
                 for (int t = 0; t < 4; ++t)
 #pragma unroll
                     for (int ch = 0; ch < KCH; ++ch)
-                        b[t][ch] = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+                        b[t][ch] = load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
 #pragma unroll
                 for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -172,19 +244,31 @@ __device__ __forceinline__ void maxsim_span_impl(
 #endif
 }
 
-#define INSTANTIATE_SPAN(NAME, BF, KCH)                                                        \
-    extern "C" __global__ void __launch_bounds__(SPAN_THREADS) NAME(                          \
+#define INSTANTIATE_SPAN(NAME, BF, KCH, MODE)                                                  \
+    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, 3) NAME(                          \
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
-        int num_docs, float* out, int stages, int group)                                       \
+        int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
-        maxsim_span_impl<BF, KCH>(qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group); \
+        maxsim_span_impl<BF, KCH, MODE>(qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group, dim); \
     }
 
-INSTANTIATE_SPAN(maxsim_span_f16_d32, false, 1)
-INSTANTIATE_SPAN(maxsim_span_f16_d64, false, 2)
-INSTANTIATE_SPAN(maxsim_span_f16_d96, false, 3)
-INSTANTIATE_SPAN(maxsim_span_f16_d128, false, 4)
-INSTANTIATE_SPAN(maxsim_span_bf16_d32, true, 1)
-INSTANTIATE_SPAN(maxsim_span_bf16_d64, true, 2)
-INSTANTIATE_SPAN(maxsim_span_bf16_d96, true, 3)
-INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4)
+// d = 32, 64, 96, 128 (`dim` unused), then any d ≤ 128 by chunks of 32: _a (d % 8 = 0) and _u.
+INSTANTIATE_SPAN(maxsim_span_f16_d32, false, 1, 0)
+INSTANTIATE_SPAN(maxsim_span_f16_d64, false, 2, 0)
+INSTANTIATE_SPAN(maxsim_span_f16_d96, false, 3, 0)
+INSTANTIATE_SPAN(maxsim_span_f16_d128, false, 4, 0)
+INSTANTIATE_SPAN(maxsim_span_bf16_d32, true, 1, 0)
+INSTANTIATE_SPAN(maxsim_span_bf16_d64, true, 2, 0)
+INSTANTIATE_SPAN(maxsim_span_bf16_d96, true, 3, 0)
+INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4, 0)
+#define INSTANTIATE_SPAN_ANY(T, BF)                     \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k1a, BF, 1, 1) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k2a, BF, 2, 1) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k3a, BF, 3, 1) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k4a, BF, 4, 1) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k1u, BF, 1, 2) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k2u, BF, 2, 2) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k3u, BF, 3, 2) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k4u, BF, 4, 2)
+INSTANTIATE_SPAN_ANY(f16, false)
+INSTANTIATE_SPAN_ANY(bf16, true)

@@ -293,6 +293,13 @@ fn raw_device_memory_in_every_layout() {
         let tensor_cores = dtype == qdtype
             && dtype != DType::F32
             && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short));
+        // Other d ≤ 128: maxsim_span_any (sm_90+) over every document, not a candidate list.
+        let any_d = dtype == qdtype
+            && dtype != DType::F32
+            && short
+            && dim <= 128
+            && !dim.is_multiple_of(32)
+            && gpu.info().compute_capability.0 >= 9;
         let doc_row = |c: &'_ Corpus, j: usize, t: usize| -> Vec<u8> {
             let o = c.offsets()[j] + t;
             c.tokens().elements().as_bytes()[o * dim * size..(o + 1) * dim * size].to_vec()
@@ -402,7 +409,7 @@ fn raw_device_memory_in_every_layout() {
                 let in_place = layout == 0 || layout == 3;
                 assert_eq!(
                     kernel != Kernel::Tiled,
-                    in_place && tensor_cores,
+                    in_place && (tensor_cores || (any_d && candidates.is_none())),
                     "{label}: {kernel:?}"
                 );
                 let got = stream.clone_dtoh(&out).unwrap();
@@ -547,8 +554,10 @@ fn tensor_core_path_matches_the_reference() {
     let mut r = rng(21);
     let cases = gpu_cases(40);
     for case in 0..cases {
-        // maxsim_mma / bulk / gemm / ring dims, then the wide ones (ring, dimension-tiled).
-        let dim = [32usize, 64, 96, 128, 256, 768][case % 6];
+        // maxsim_mma / bulk / gemm / ring dims, then the wide ones (bulk and ring).
+        // d = 77, 80, 1 and 126 (no multiple of 32): maxsim_span_any (16-byte rows at 80, a
+        // half at a time else); 77 among the first cases, which the sanitizers run.
+        let dim = [32usize, 77, 96, 128, 256, 768, 80, 64, 1, 126][case % 10];
         let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
         let n_docs = r.random_range(1..300);
         let long_docs = case % 6 == 0 || case % 12 == 3;
@@ -571,7 +580,12 @@ fn tensor_core_path_matches_the_reference() {
         };
         let qs: Vec<OwnedElements> = (0..n_queries)
             .map(|i| {
-                let nq = if case % 5 == 2 && !long_docs && dim <= 128 && i % 2 == 0 {
+                let nq = if case % 5 == 2
+                    && !long_docs
+                    && dim <= 128
+                    && dim.is_multiple_of(32)
+                    && i % 2 == 0
+                {
                     r.random_range(33..400)
                 } else {
                     r.random_range(1..=32)

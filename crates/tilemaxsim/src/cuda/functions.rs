@@ -23,6 +23,8 @@ pub(super) struct Kernels {
     pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, 32-wide chunks of d, d % 8 = 0) → `maxsim_span_any`, any d ≤ 128 (sm_90+).
+    pub(super) span_any: Vec<((DType, usize, bool), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
@@ -46,11 +48,17 @@ impl Kernels {
                 mma.push(((dtype, dim), f(&format!("maxsim_mma_{dtype}_d{dim}"))?));
             }
         }
-        let (mut bulk, mut span) = (Vec::new(), Vec::new());
+        let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
                 for dim in MMA_DIMS {
                     span.push(((dtype, dim), f(&format!("maxsim_span_{dtype}_d{dim}"))?));
+                }
+                for chunks in 1..=MMA_DIMS.len() {
+                    for (aligned, tag) in [(true, 'a'), (false, 'u')] {
+                        let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}");
+                        span_any.push(((dtype, chunks, aligned), f(&name)?));
+                    }
                 }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
                     bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
@@ -83,6 +91,7 @@ impl Kernels {
             mma,
             bulk,
             span,
+            span_any,
             gemm,
             wgmma,
             sum_qblocks: f("sum_qblocks")?,

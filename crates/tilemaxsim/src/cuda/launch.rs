@@ -68,7 +68,7 @@ impl CudaScorer {
         t: Target<'_>,
     ) -> Result<()> {
         queries_dim_ok(queries.dim, corpus.dim)?;
-        let kernel = self.kernel_for(queries, corpus);
+        let kernel = self.kernel_to_run(queries, corpus, t.doc_index != 0);
         if t.n == 0 || queries.len == 0 {
             return Ok(());
         }
@@ -102,6 +102,21 @@ impl CudaScorer {
                 // candidates and outputs per this function's contract).
                 unsafe { self.launch_general(kernel, t, args) }
             }
+        }
+    }
+
+    /// The kernel `enqueue` runs: `kernel_for`'s choice, but with a candidate list at a d
+    /// only `maxsim_span_any` takes (≤ 128, no multiple of 32; it scores every document) the
+    /// general kernel.
+    pub(super) fn kernel_to_run(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        candidates: bool,
+    ) -> Kernel {
+        match self.kernel_for(queries, corpus) {
+            Kernel::Bulk if !bulk_dim(corpus.dim) && candidates => Kernel::Tiled,
+            k => k,
         }
     }
 
@@ -248,7 +263,7 @@ impl CudaScorer {
     ) -> Result<()> {
         let spans = t.doc_index == 0
             && !wide_dim(corpus.dim)
-            && self.span.unwrap_or_else(|| corpus.lengths.spans_pay());
+            && (!bulk_dim(corpus.dim) || self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
         if spans {
             return self.launch_span(queries, corpus, t);
         }
@@ -294,11 +309,22 @@ impl CudaScorer {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let func = kernel_in(
-            &self.kernels.span,
-            (corpus.dtype, corpus.dim),
-            "spanning bulk-copy",
-        )?;
+        let dim = corpus.dim;
+        let func = if bulk_dim(dim) {
+            kernel_in(
+                &self.kernels.span,
+                (corpus.dtype, dim),
+                "spanning bulk-copy",
+            )?
+        } else {
+            let key = (corpus.dtype, dim.div_ceil(32), dim.is_multiple_of(8));
+            let found = self.kernels.span_any.iter().find(|(k, _)| *k == key);
+            &found
+                .ok_or_else(|| {
+                    Error::Argument(format!("no spanning kernel for {} d = {dim}", corpus.dtype))
+                })?
+                .1
+        };
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
         let stages = self.bulk.map_or(BULK_STAGES, |f| f.0);
@@ -321,7 +347,7 @@ impl CudaScorer {
             shared_mem_bytes: smem as u32,
         };
         let a = self.pair_args(&qpad.tokens, queries, corpus, t);
-        let (st, gr) = (stages as i32, group as i32);
+        let (st, gr, d) = (stages as i32, group as i32, dim as i32);
         let mut b = t.stream.launch_builder(func);
         b.arg(&a.qpad)
             .arg(&a.q_offsets)
@@ -330,7 +356,8 @@ impl CudaScorer {
             .arg(&a.num_docs)
             .arg(&a.out)
             .arg(&st)
-            .arg(&gr);
+            .arg(&gr)
+            .arg(&d);
         // SAFETY: the arguments match `maxsim_span_*` in kernels/span.cu: `qpad` holds 32 × d
         // halves per query, the offsets cover every query and the `n` = corpus.len documents
         // (no candidate list: checked above), `out` holds Q × n floats, `d_tokens` is 16-byte

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 
 use super::device::drv;
-use super::plan::{DocLengths, QBLOCK, ring_instance};
+use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance};
 use super::scorer::CudaScorer;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -186,12 +186,20 @@ pub(super) fn block_layout(lens: impl Iterator<Item = usize>) -> Option<(Vec<i32
     Some((rows, start))
 }
 
+/// Whether queries of `dtype` at `dim` go into 32-row blocks: d instantiated for the tensor-core
+/// kernels (`ring_instance`), or, 16-bit, any d up to SPAN_ANY_MAX_DIM (`maxsim_span_any`).
+pub(super) fn blocks_dim_ok(dtype: DType, dim: usize) -> bool {
+    ring_instance(dim).is_some() || (dtype != DType::F32 && dim <= SPAN_ANY_MAX_DIM)
+}
+
 /// The queries' 16-bit tokens in 32-row blocks, when the tensor-core kernels can take them
 /// exactly: all f16 or all bf16 (so the products are exact) and d instantiated.
 pub(super) fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     use crate::matrix::Elements;
     let dtype = queries.first()?.dtype();
-    ring_instance(dim)?;
+    if !blocks_dim_ok(dtype, dim) {
+        return None;
+    }
     // f32: only for maxsim_ring (one block per query), and only in the range the split holds.
     let f32 = dtype == DType::F32;
     let copies = if f32 { 2 } else { 1 };

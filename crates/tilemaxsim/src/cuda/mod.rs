@@ -46,6 +46,6 @@ pub use topk::hits_from;
 // What the sibling modules share (raw.rs and index.rs name them through `super::`).
 use device::drv;
 use launch::{DocRows, GeneralArgs, Target};
-use memory::{DeviceBlocks, Mem, block_layout, grow, split_ok};
-use plan::{DocLengths, QBLOCK, queries_dim_ok, ring_instance};
+use memory::{DeviceBlocks, Mem, block_layout, blocks_dim_ok, grow, split_ok};
+use plan::{DocLengths, QBLOCK, queries_dim_ok};
 use topk::TopKBuffers;

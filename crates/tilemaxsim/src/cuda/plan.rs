@@ -20,6 +20,10 @@ pub(super) const WIDE_DIMS: [usize; 7] = [256, 384, 512, 640, 768, 896, 1024];
 pub(super) fn wide_dim(dim: usize) -> bool {
     WIDE_DIMS.contains(&dim)
 }
+/// A d `maxsim_bulk` is instantiated for (else, up to 128, only `maxsim_span_any` takes it).
+pub(super) fn bulk_dim(dim: usize) -> bool {
+    MMA_DIMS.contains(&dim) || wide_dim(dim)
+}
 /// The dimensions `maxsim_ring` takes, and the d of the instantiation that serves them (it walks
 /// d in steps of min(d, 128)).
 pub(super) fn ring_instance(dim: usize) -> Option<usize> {
@@ -98,22 +102,22 @@ impl DocLengths {
     ///   On the H200, f16 Nd = 128 B = 100K: 140.95 M docs/s with eight documents a block
     ///   against 137.78 with four (bench/results/h200/span.log). (Documents that leave tiles
     ///   partly empty go to `maxsim_span` when every document is scored: `spans_pay`.)
-    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block, 1
-    ///   to 4: two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one), one at
-    ///   d = 768 (15.70 against 15.58 with two; B = 100K 16.01 against 15.95), d = 1024 (11.99
-    ///   against 11.92) and U[32,256] at d = 768 (13.94 against 13.79), H100,
-    ///   bench/results/profile_peer.log.
+    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block, 2
+    ///   to 4: two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one, H100,
+    ///   bench/results/profile_peer.log). At d = 768 one document a block was 0.8% ahead of two
+    ///   on the H100 (15.70 against 15.58) but two are 5% ahead on the H200 (21.45 against
+    ///   20.43 M docs/s at B = 10K, bench/results/h200/tuning.log).
     pub(super) fn bulk_run(&self, dim: usize) -> u64 {
         let (work, unit) = if wide_dim(dim) {
             (self.tokens * dim, WG_BN * 128)
         } else {
             (self.padded, WG_BN)
         };
-        // d ≤ 128: eight tiles (the wide runs were measured at four).
-        let tiles = if wide_dim(dim) { 4 } else { 8 };
+        // d ≤ 128: eight tiles, one to eight documents; wide: four, two to four documents.
+        let (tiles, least) = if wide_dim(dim) { (4, 2) } else { (8, 1) };
         (tiles * unit * self.docs)
             .checked_div(work)
-            .map_or(tiles as u64, |r| r.clamp(1, tiles) as u64)
+            .map_or(tiles as u64, |r| r.clamp(least, tiles) as u64)
     }
 
     /// Whether `maxsim_span` (tiles cut across documents) should score every document: when
@@ -138,8 +142,22 @@ pub(super) const SPAN_RUN_TILES: usize = 9;
 /// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, and the
 /// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints).
 pub(super) fn span_smem(stages: usize, dim: usize) -> usize {
-    stages * (BULK_TILE * dim * 2 + 8) + 16 * 32 * 4
+    stages * (span_stage_halves(dim) * 2 + 8) + 16 * 32 * 4
 }
+
+/// Halves of a `maxsim_span` stage (kernels/span.cu: STAGE): a tile of d-wide rows; at d not a
+/// multiple of 32 also the copy's start rounded down to 16 bytes and the last row's reads past
+/// d, in 128-byte steps.
+pub(super) fn span_stage_halves(dim: usize) -> usize {
+    if MMA_DIMS.contains(&dim) {
+        BULK_TILE * dim
+    } else {
+        (BULK_TILE * dim + 8 + 32 * dim.div_ceil(32)).div_ceil(64) * 64
+    }
+}
+
+/// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 128).
+pub(super) const SPAN_ANY_MAX_DIM: usize = 128;
 
 /// Threads per block of the tensor-core kernels (kernels/mma.cu: MMA_THREADS, bulk.cu: BULK_THREADS:
 /// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`; kernels/wgmma.cu: WG_THREADS,
@@ -298,7 +316,13 @@ pub(super) fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
         };
     }
     if !MMA_DIMS.contains(&s.dim) {
-        return fallback;
+        // Other d ≤ 128: `maxsim_span_any` (sm_90+, zero-padded on chip) when every document is
+        // scored; `launch_bulk` hands a candidate list to the general kernel.
+        let any_ok = bulk_ok && s.dim <= SPAN_ANY_MAX_DIM && !s.f32;
+        return match force {
+            None | Some(Kernel::Bulk | Kernel::Mma | Kernel::Ring) if any_ok => Kernel::Bulk,
+            _ => fallback,
+        };
     }
     let wgmma_ok = s.wgmma_available && WG_DIMS.contains(&s.dim);
     match force {
@@ -371,13 +395,16 @@ pub(super) fn bulk_smem(stages: usize, dim: usize) -> usize {
     }
 }
 
-/// Consecutive tasks per `maxsim_bulk` block, for `tasks` tasks, `resident` blocks at once and
-/// runs of at most `run` (`DocLengths::bulk_run`): the query's fragments are loaded, and the
-/// block set up, once per run (one task per block ran 67 M docs/s at B = 10K against 89 M with
-/// four, bench/results/bulk_grid.log); shorter where that would leave resident slots empty (a
-/// grid of one wave or less: every block's copies go out at once).
+/// Consecutive tasks per `maxsim_bulk` (and `maxsim_span`) block, for `tasks` tasks,
+/// `resident` blocks at once and runs of at most `run` (`DocLengths::bulk_run`, `span_run`):
+/// the query's fragments are loaded, and the block set up, once per run, so runs are long, but
+/// no longer than six waves of blocks allow, and at least four tasks where `run` allows. On the
+/// H200, f16 Nd = 128: B = 1K 61.39 M docs/s with four tasks a block against 57.34 with three
+/// (one wave) and 44.33 with one; B = 10K 117.61 with four against 113.72 with eight
+/// (bench/results/h200/tuning.log).
 pub(super) fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
-    tasks.div_ceil(resident.max(1)).clamp(1, run.max(1))
+    let run = run.max(1);
+    (tasks / (6 * resident.max(1))).clamp(run.min(4), run)
 }
 
 /// `TILEMAXSIM_BULK=stages,group` (experiments): `maxsim_bulk`'s stages per block and tasks
@@ -643,18 +670,20 @@ mod tests {
         // Wide d: about four 128 x 128 tiles' worth of bytes.
         let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d);
         assert_eq!(wide(&[0, 128, 256], 256), 2);
-        assert_eq!(wide(&[0, 128, 256], 768), 1);
+        assert_eq!(wide(&[0, 128, 256], 768), 2);
         assert_eq!(wide(&[0, 40, 80], 256), 4);
+        assert_eq!(wide(&[0, 2000], 1024), 2);
         // Lengths known only by their mean (borrowed device memory).
         assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 8);
         assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 4);
         assert!(DocLengths::mean(2, 256).fills_tiles());
         assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 8);
         // Runs shrink where the grid would not fill the device's resident slots.
-        assert_eq!(bulk_group(100_000, 396, 4), 4);
-        assert_eq!(bulk_group(1000, 396, 4), 3);
+        assert_eq!(bulk_group(100_000, 396, 8), 8);
+        assert_eq!(bulk_group(10_000, 396, 8), 4, "six waves");
+        assert_eq!(bulk_group(1000, 396, 8), 4, "at least four");
         assert_eq!(bulk_group(1000, 396, 2), 2);
-        assert_eq!(bulk_group(100, 396, 4), 1);
+        assert_eq!(bulk_group(100, 396, 1), 1);
         assert_eq!(bulk_group(0, 0, 0), 1);
     }
 
@@ -662,8 +691,14 @@ mod tests {
     fn spans_pay_where_tiles_would_be_partly_empty() {
         assert!(!DocLengths::of(&[0, 128, 256]).spans_pay(), "whole tiles");
         assert!(!DocLengths::of(&[0, 256, 384]).spans_pay(), "whole tiles");
-        assert!(DocLengths::of(&[0, 128, 200]).spans_pay(), "one partial tile");
-        assert!(DocLengths::mean(100_000, 14_400_000).spans_pay(), "U[32,256]");
+        assert!(
+            DocLengths::of(&[0, 128, 200]).spans_pay(),
+            "one partial tile"
+        );
+        assert!(
+            DocLengths::mean(100_000, 14_400_000).spans_pay(),
+            "U[32,256]"
+        );
         assert!(!DocLengths::mean(0, 0).spans_pay());
         // About nine tiles of tokens per block, 1 to 64 documents.
         assert_eq!(DocLengths::mean(100_000, 14_400_000).span_run(), 8);

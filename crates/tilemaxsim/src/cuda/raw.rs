@@ -18,7 +18,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelA
 
 use super::{
     CudaScorer, DeviceBlocks, DeviceCorpus, DeviceQueries, DocLengths, DocRows, GeneralArgs,
-    Kernel, Mem, QBLOCK, Target, block_layout, drv, queries_dim_ok, ring_instance,
+    Kernel, Mem, QBLOCK, Target, block_layout, blocks_dim_ok, drv, queries_dim_ok,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -149,7 +149,7 @@ impl CudaScorer {
         // SAFETY: the query spans lie in the caller's memory (this function's contract).
         let queries = unsafe { self.gather_queries(stream, &q, docs.dtype) }?;
         if let Some(corpus) = self.borrow_corpus(stream, &docs)? {
-            let kernel = self.kernel_for(&queries, &corpus);
+            let kernel = self.kernel_to_run(&queries, &corpus, candidates.is_some());
             // SAFETY: the corpus borrows the caller's rows and offsets, the target its
             // candidates and output (this function's contract); all on `stream`.
             unsafe { self.enqueue(&queries, &corpus, target) }?;
@@ -187,7 +187,7 @@ impl CudaScorer {
     ) -> Result<DeviceQueries> {
         let (dim, count) = (q.dim, q.spans.len());
         let blocks_ok =
-            q.dtype == doc_dtype && q.dtype != DType::F32 && ring_instance(dim).is_some();
+            q.dtype == doc_dtype && q.dtype != DType::F32 && blocks_dim_ok(q.dtype, dim);
         // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
         // (i32, one per block), each query's first block (i32, Q + 1).
         let mut meta = Meta::default();
