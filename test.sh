@@ -5,6 +5,11 @@
 # usage: bash test.sh      (TILEMAXSIM_VENV=DIR picks the virtualenv; default target/py-venv)
 set -euo pipefail
 cd "$(dirname "$0")"
+# colbert-ai builds C++ extensions under a lock file torch waits on forever; a run killed
+# mid-build leaves it behind in ~/.cache. Every run builds in a directory of its own.
+TORCH_EXTENSIONS_DIR=$(mktemp -d -t tilemaxsim-torch-ext-XXXXXX)
+export TORCH_EXTENSIONS_DIR
+trap 'rm -rf "$TORCH_EXTENSIONS_DIR"' EXIT
 
 cargo test --workspace
 
@@ -15,4 +20,4 @@ PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 "${PIP[@]}" --force-reinstall --no-deps ./crates/tilemaxsim-python
 # colbert-ai builds its CPU extension with ninja from the virtualenv.
 cd crates/tilemaxsim-python
-PATH="$VENV/bin:$PATH" "$VENV/bin/python" -m pytest -q tests
+PATH="$VENV/bin:$PATH" "$VENV/bin/python" -m pytest -q --timeout 900 tests

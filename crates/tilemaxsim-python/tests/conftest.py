@@ -1,11 +1,21 @@
 """Shared helpers of the Python tests: seeded inputs, the float64 reference, and the device the
 tests run on (`TILEMAXSIM_TEST_DEVICE=cuda` on a GPU machine; the CPU otherwise)."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
 import torch
+
+# colbert-ai compiles its C++ extensions at first use, under a lock file that torch waits on
+# forever; a run killed mid-build leaves that lock in ~/.cache. Each session builds in its own
+# directory instead, so no earlier run can hang this one.
+if "TORCH_EXTENSIONS_DIR" not in os.environ:
+    os.environ["TORCH_EXTENSIONS_DIR"] = tempfile.mkdtemp(prefix="tilemaxsim-torch-ext-")
+    atexit.register(shutil.rmtree, os.environ["TORCH_EXTENSIONS_DIR"], True)
 
 DEVICE = os.environ.get("TILEMAXSIM_TEST_DEVICE", "cpu")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
