@@ -78,7 +78,15 @@ impl Queue {
             return Err(ApiError::Unavailable("the server is shutting down".into()));
         }
         if s.jobs.len() >= self.limits.max_queue {
-            return Err(ApiError::QueueFull(s.jobs.len()));
+            // Requests whose clients have gone hold no place.
+            let before = s.jobs.len();
+            s.jobs.retain(|j| !j.reply.is_closed());
+            self.metrics
+                .dropped_queued
+                .inc_by((before - s.jobs.len()) as u64);
+            if s.jobs.len() >= self.limits.max_queue {
+                return Err(ApiError::QueueFull(s.jobs.len()));
+            }
         }
         s.jobs.push_back(job);
         self.metrics.queue_depth.set(s.jobs.len() as i64);
@@ -240,6 +248,18 @@ mod tests {
         let batch = q.next_batch().unwrap();
         assert_eq!(batch.len(), 1);
         assert_eq!(q.metrics.dropped_queued.get(), 1);
+        // A gone client's place is freed for a new request.
+        let (d, rx_d) = job(1, 1);
+        let (e, _rx_e) = job(1, 1);
+        let (g, _rx_g) = job(1, 1);
+        q.push(d).unwrap();
+        q.push(e).unwrap();
+        assert!(matches!(q.push(g), Err(ApiError::QueueFull(2))));
+        drop(rx_d);
+        let (f, _rx_f) = job(1, 1);
+        q.push(f).unwrap();
+        assert_eq!(q.metrics.dropped_queued.get(), 2);
+        assert_eq!(q.next_batch().unwrap().len(), 2);
         drop(rx_b);
         q.close();
         assert!(q.next_batch().is_none());
