@@ -6,7 +6,10 @@
 # saturated rate, sampling the server's memory), and a SIGTERM whose exit status is checked.
 # Every loop is bounded in time and count; nothing leaves the loopback interface.
 # usage: bash bench/serve_load.sh [--device cpu|cuda|cuda:N] [--devices all|0,1] [--docs N]
-#          [--duration S] [--concurrency 1,2,...] [--soak SECONDS] [--port P]
+#          [--duration S] [--concurrency 1,2,...] [--pairs N] [--soak SECONDS] [--port P]
+#   --pairs N: after the sweep, N pairs of (engine bench, server at concurrency 2 x 32) back to
+#   back, the ratio taken per pair: on a machine shared with other work the rate moves between
+#   minutes, and only neighbouring measurements compare.
 #   here: builds the release binary and the load generator if needed; GPU machine: after
 #   bench/device_build.sh, with .dev carried (it uses .dev/tilemaxsim and .dev/serve_load).
 #   Writes $OUT (default target/serve-load, or gpu-out where .dev is used): bench.json,
@@ -14,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEVICE=cpu DEVICES="" DOCS="" DURATION=10 CONC=1,2,4,8,16,32,64,128,256 SOAK=0 PORT=18080
+DEVICE=cpu DEVICES="" DOCS="" DURATION=10 CONC=1,2,4,8,16,32,64,128,256 SOAK=0 PORT=18080 PAIRS=3
 DTYPE=f16 DOC_LEN=128 DIM=128 NQ=32 BATCH=32
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --concurrency) CONC=$2; shift 2 ;;
     --soak) SOAK=$2; shift 2 ;;
+    --pairs) PAIRS=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -58,6 +62,14 @@ ready || { echo "the server did not get ready in 300 s" >&2; exit 1; }
 echo "== load: $LOAD --concurrency $CONC --duration-s $DURATION --tokens $NQ (one query of $NQ tokens per request, base64 f32, k = 10)"
 "$LOAD" --url "http://127.0.0.1:$PORT" --concurrency "$CONC" --duration-s "$DURATION" --tokens "$NQ" \
   --json "$OUT/load.json"
+SAT=$((2 * BATCH))
+for i in $(seq "$PAIRS"); do
+  echo "== pair $i of $PAIRS: bench --queries $BATCH, then the server at concurrency $SAT"
+  "$BIN" bench --device "$DEVICE" --dtype "$DTYPE" --doc-len "$DOC_LEN" --docs "$DOCS" --nq "$NQ" \
+    --dim "$DIM" --queries "$BATCH" --reps 5 --json >"$OUT/pair$i-bench.json"
+  "$LOAD" --url "http://127.0.0.1:$PORT" --concurrency "$SAT" --duration-s "$DURATION" --tokens "$NQ" \
+    --json "$OUT/pair$i-load.json" | tail -1
+done
 RATE=$(python3 -c "import json; l = json.load(open('$OUT/load.json'))['levels']; print(max(x['qps'] for x in l) / 2)")
 if [ "$SOAK" != 0 ]; then
   echo "== soak: $SOAK s at $RATE requests/s (half the saturated QPS), memory sampled every 10 s"
@@ -76,12 +88,24 @@ b = json.load(open(f"{out}/bench.json"))["results"][0]
 engine_qps = b["queries"] / (b["ms"] / 1e3)
 levels = json.load(open(f"{out}/load.json"))["levels"]
 print(f"engine (`bench --queries {b['queries']}`, median of 5): {b['ms']:.2f} ms per batch = {engine_qps:.1f} queries/s")
-print("| concurrency | requests | errors | QPS | p50 ms | p90 ms | p99 ms | mean batch |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| concurrency | requests | errors | QPS | p50 ms | p90 ms | p99 ms | mean batch | ms per batch | engine busy |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for l in levels:
-    print(f"| {l['concurrency']} | {l['ok']} | {sum(l['errors'].values())} | {l['qps']:.1f} | {l['p50_ms']:.2f} | {l['p90_ms']:.2f} | {l['p99_ms']:.2f} | {l['mean_batch_queries']:.1f} |")
+    print(f"| {l['concurrency']} | {l['ok']} | {sum(l['errors'].values())} | {l['qps']:.1f} | {l['p50_ms']:.2f} | {l['p90_ms']:.2f} | {l['p99_ms']:.2f} | {l['mean_batch_queries']:.1f} | {l['batch_compute_ms']:.1f} | {100 * l['engine_busy']:.0f}% |")
 best = max(levels, key=lambda l: l["qps"])
-print(f"\nsaturation: {best['qps']:.1f} QPS at concurrency {best['concurrency']} = {100 * best['qps'] / engine_qps:.1f}% of the engine's batched rate")
+print(f"\nsweep: best {best['qps']:.1f} QPS at concurrency {best['concurrency']} = {100 * best['qps'] / engine_qps:.1f}% of the engine's batched rate measured before the sweep")
+import glob, statistics
+ratios = []
+for bf in sorted(glob.glob(f"{out}/pair*-bench.json")):
+    pb = json.load(open(bf))["results"][0]
+    e = pb["queries"] / (pb["ms"] / 1e3)
+    l = json.load(open(bf.replace("-bench", "-load")))["levels"][0]
+    ratios.append(l["qps"] / e)
+    print(f"pair {bf.split('pair')[-1].split('-')[0]}: engine {pb['ms']:.1f} ms per batch = {e:.1f} queries/s; server {l['qps']:.1f} QPS at concurrency {l['concurrency']} "
+          f"(p50 {l['p50_ms']:.1f} ms, p99 {l['p99_ms']:.1f} ms, mean batch {l['mean_batch_queries']:.1f}, {l['batch_compute_ms']:.1f} ms per batch in its engine, "
+          f"busy {100 * l['engine_busy']:.0f}%): {100 * l['qps'] / e:.1f}%")
+if ratios:
+    print(f"saturation: the server at {100 * statistics.median(ratios):.1f}% of `bench --queries {b['queries']}` (median of {len(ratios)} pairs)")
 if soak:
     s = json.load(open(f"{out}/soak.json"))["soak"]
     rss = [r for _, r in s["rss_kib"] if r]
