@@ -41,6 +41,7 @@ else
   BIN=target/release/tilemaxsim LOAD=target/release/examples/serve_load OUT=${OUT:-target/serve-load}
 fi
 mkdir -p "$OUT"
+rm -f "$OUT"/pair*-bench.json "$OUT"/pair*-load.json "$OUT/soak.json"
 CORPUS="$OUT/synth-$DTYPE-$DOCS-$DOC_LEN-$DIM.safetensors"
 [ -f "$CORPUS" ] || "$BIN" corpus synth --docs "$DOCS" --doc-len "$DOC_LEN" --dim "$DIM" --dtype "$DTYPE" -o "$CORPUS" >/dev/null
 
@@ -70,7 +71,12 @@ for i in $(seq "$PAIRS"); do
   "$LOAD" --url "http://127.0.0.1:$PORT" --concurrency "$SAT" --duration-s "$DURATION" --tokens "$NQ" \
     --json "$OUT/pair$i-load.json" | tail -1
 done
-RATE=$(python3 -c "import json; l = json.load(open('$OUT/load.json'))['levels']; print(max(x['qps'] for x in l) / 2)")
+# Half load: half the saturated QPS (the pairs' median; else the sweep's best).
+RATE=$(python3 -c "
+import glob, json, statistics
+p = [json.load(open(f))['levels'][0]['qps'] for f in glob.glob('$OUT/pair*-load.json')]
+l = json.load(open('$OUT/load.json'))['levels']
+print((statistics.median(p) if p else max(x['qps'] for x in l)) / 2)")
 if [ "$SOAK" != 0 ]; then
   echo "== soak: $SOAK s at $RATE requests/s (half the saturated QPS), memory sampled every 10 s"
   "$LOAD" --url "http://127.0.0.1:$PORT" --rate "$RATE" --soak-s "$SOAK" --tokens "$NQ" \
