@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Rust workspace (`cargo test --workspace`), then the Python package installed
 # with pip from crates/tilemaxsim-python (maturin builds it) into a virtualenv with torch,
-# pylate and colbert-ai from PyPI, and its pytest suite.
+# pylate and colbert-ai from PyPI, and its pytest suite (whose client tests start the
+# `tilemaxsim serve` binary cargo built: TILEMAXSIM_BIN, required, never skipped).
 # usage: bash test.sh      (TILEMAXSIM_VENV=DIR picks the virtualenv; default target/py-venv)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,6 +13,9 @@ export TORCH_EXTENSIONS_DIR
 trap 'rm -rf "$TORCH_EXTENSIONS_DIR"' EXIT
 
 cargo test --workspace
+# The binary the client tests serve with (already built by the tests above: a no-op).
+cargo build -q -p tilemaxsim-cli
+export TILEMAXSIM_BIN=$PWD/target/debug/tilemaxsim TILEMAXSIM_REQUIRE_SERVER=1
 
 VENV=${TILEMAXSIM_VENV:-$PWD/target/py-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build here what a device run needs (the device has no Rust toolchain) into .dev/ (ignored by
-# .gitignore), which the device tool's `carry` takes along: the CLI binary, the GPU test and
-# NVRTC compile-check executables, the Cranfield files.
+# .gitignore), which the device tool's `carry` takes along: the CLI binary, the load generator
+# of bench/serve_load.sh, the GPU test and NVRTC compile-check executables, the Cranfield files.
 # usage: bash bench/device_build.sh   (here, from any directory; needs ../shared/data/cranfield)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .dev
-cargo build --release -p tilemaxsim-cli
-cp target/release/tilemaxsim .dev/
+cargo build --release -p tilemaxsim-cli --bin tilemaxsim --example serve_load
+cp target/release/tilemaxsim target/release/examples/serve_load .dev/
 for t in gpu cuda_kernels_compile; do
   exe=$(cargo test -p tilemaxsim --test "$t" --no-run --message-format=json 2>/dev/null |
     python3 -c 'import sys, json

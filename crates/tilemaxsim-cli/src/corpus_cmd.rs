@@ -1,5 +1,5 @@
-//! `tilemaxsim corpus import|info`: build a corpus file from `.npy` or foreign safetensors,
-//! and describe one.
+//! `tilemaxsim corpus import|synth|info`: build a corpus file from `.npy` or foreign
+//! safetensors, write the seeded synthetic corpus `bench` scores, and describe one.
 
 use std::path::PathBuf;
 
@@ -8,10 +8,15 @@ use tilemaxsim::corpus::import::{self, SafetensorsKeys};
 use tilemaxsim::corpus::{FiniteCheck, OpenOptions};
 use tilemaxsim::{Corpus, DType};
 
+use crate::synth::{self, Lengths};
+
 #[derive(clap::Subcommand, Debug)]
 pub enum CorpusCommand {
     /// Build a corpus (or query) file from .npy files or from safetensors written by other tools.
     Import(Box<ImportArgs>),
+    /// Write the seeded synthetic corpus `bench` generates for the same flags (unit-norm
+    /// Gaussian tokens), e.g. to serve or search the very corpus `bench` timed.
+    Synth(SynthArgs),
     /// Describe a corpus file; --check-finite also scans every value (even of a file that
     /// records it was checked when written).
     Info {
@@ -59,9 +64,43 @@ pub struct ImportArgs {
     out: PathBuf,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct SynthArgs {
+    /// Documents (N).
+    #[arg(long, default_value_t = 10_000)]
+    docs: usize,
+    /// Document lengths: N (every document) or LO:HI (uniform).
+    #[arg(long, default_value = "128")]
+    doc_len: Lengths,
+    /// Embedding dimension d.
+    #[arg(long, default_value_t = 128)]
+    dim: usize,
+    #[arg(long, default_value = "f32")]
+    dtype: DType,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The corpus file to write.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+}
+
 pub fn run(cmd: CorpusCommand) -> Result<()> {
     match cmd {
         CorpusCommand::Import(a) => import_cmd(*a),
+        CorpusCommand::Synth(a) => {
+            if a.docs == 0 || a.dim == 0 {
+                bail!("--docs and --dim must be at least 1");
+            }
+            let spinner = crate::progress::spinner("generating");
+            let corpus = synth::corpus(a.docs, a.doc_len, a.dim, a.dtype, a.seed)?;
+            // Records in the file that its values were checked.
+            corpus.check_finite()?;
+            spinner.set_message(format!("writing {}", a.out.display()));
+            corpus.save(&a.out)?;
+            spinner.finish_and_clear();
+            describe(&a.out, &corpus);
+            Ok(())
+        }
         CorpusCommand::Info { path, check_finite } => {
             let c = OpenOptions::new().check_finite(false).open(&path)?;
             if check_finite {

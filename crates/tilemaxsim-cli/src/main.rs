@@ -1,7 +1,8 @@
-//! The `tilemaxsim` command: bench, score, search, eval, corpus import/info, info.
+//! The `tilemaxsim` command: bench, score, search, serve, eval, corpus import/synth/info, info.
 
 mod bench;
 mod bench_search;
+mod corpus_args;
 mod corpus_cmd;
 mod eval_cmd;
 mod info;
@@ -9,6 +10,7 @@ mod load;
 mod progress;
 mod score;
 mod search;
+mod serve;
 mod synth;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +36,8 @@ enum Command {
     Score(score::ScoreArgs),
     /// Top-k documents per query, written as a TREC run file.
     Search(search::SearchArgs),
+    /// Serve top-k search over HTTP (POST /v1/search), batching concurrent requests.
+    Serve(Box<serve::ServeArgs>),
     /// Evaluate a TREC run against qrels: nDCG@10, MRR@10, Recall@10/100/1000, MAP (trec_eval's rules).
     Eval(eval_cmd::EvalArgs),
     /// Build or describe corpus files.
@@ -50,6 +54,7 @@ fn main() {
         Command::BenchSearch(a) => bench_search::run(a),
         Command::Score(a) => score::run(a),
         Command::Search(a) => search::run(a),
+        Command::Serve(a) => serve::run(*a),
         Command::Eval(a) => eval_cmd::run(a),
         Command::Corpus(c) => corpus_cmd::run(c),
         Command::Info => info::run(),

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use tilemaxsim::{Device, Residency, SearchOptions};
 
+use crate::corpus_args::CorpusArgs;
 use crate::load;
 
 #[derive(clap::Args, Debug)]
@@ -15,9 +15,6 @@ pub struct SearchArgs {
     /// Query file (same format as a corpus: one "document" per query).
     #[arg(long)]
     queries: PathBuf,
-    /// Corpus file.
-    #[arg(long)]
-    corpus: PathBuf,
     /// Documents per query in the run.
     #[arg(long, short = 'k', default_value_t = 10)]
     top_k: usize,
@@ -32,40 +29,8 @@ pub struct SearchArgs {
     batch: usize,
     #[arg(long)]
     query_ids: Option<PathBuf>,
-    #[arg(long)]
-    doc_ids: Option<PathBuf>,
     #[command(flatten)]
-    check: load::CheckArgs,
-    #[arg(long, default_value = "auto")]
-    device: Device,
-    /// GPUs to shard the corpus over: `all` or a list like `0,1` (implies a GPU device).
-    #[arg(long)]
-    devices: Option<String>,
-    /// How each GPU holds its shard: auto (resident when it fits, else streamed), resident,
-    /// or stream (from host memory, in chunks).
-    #[arg(long, default_value = "auto")]
-    residency: Residency,
-    /// MiB of tokens per streamed chunk.
-    #[arg(long, default_value_t = 256)]
-    chunk_mb: usize,
-}
-
-/// `all` (every visible GPU) or a comma-separated list of ordinals.
-fn parse_devices(s: &str) -> Result<Vec<usize>> {
-    if s == "all" {
-        let n = tilemaxsim::gpu_count();
-        if n == 0 {
-            bail!("--devices all: no usable GPU");
-        }
-        return Ok((0..n).collect());
-    }
-    s.split(',')
-        .map(|d| {
-            d.trim()
-                .parse()
-                .with_context(|| format!("--devices: {d:?} is not a GPU number"))
-        })
-        .collect()
+    corpus: CorpusArgs,
 }
 
 pub fn run(a: SearchArgs) -> Result<()> {
@@ -75,22 +40,8 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if a.tag.is_empty() || a.tag.chars().any(char::is_whitespace) {
         bail!("--tag must be one word");
     }
-    if a.chunk_mb == 0 {
-        bail!("--chunk-mb must be at least 1");
-    }
-    let corpus = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
-    let mut device = a.device;
-    let mut options = SearchOptions {
-        residency: a.residency,
-        chunk_bytes: a.chunk_mb << 20,
-        ..Default::default()
-    };
-    if let Some(list) = &a.devices {
-        options.devices = parse_devices(list)?;
-        if !matches!(device, Device::Cuda(_)) {
-            device = Device::Cuda(options.devices[0]);
-        }
-    }
+    let (device, options) = a.corpus.search_setup()?;
+    let corpus = a.corpus.open()?;
     let prepared = Instant::now();
     let (searcher, notice) = tilemaxsim::searcher_for(device, &corpus, &options)?;
     if let Some(n) = notice {

@@ -9,11 +9,13 @@ at the hardware's limit on NVIDIA GPUs and CPUs.
 
 torch tensors (CUDA or CPU) and numpy arrays are accepted; CUDA tensors are scored in place on
 torch's current stream. Drop-ins for PyLate, ColBERT/PLAID, flash-maxsim and colpali-engine are
-in `tilemaxsim.integrations`.
+in `tilemaxsim.integrations`; `tilemaxsim.client.Client(url).search(Q, k)` queries a
+`tilemaxsim serve` server.
 """
 
 from ._native import __version__, cuda_available, cuda_devices
 from ._api import maxsim, maxsim_pairs, topk
 from ._corpus import Corpus
+from . import client
 
-__all__ = ["Corpus", "__version__", "cuda_available", "cuda_devices", "maxsim", "maxsim_pairs", "topk"]
+__all__ = ["Corpus", "__version__", "client", "cuda_available", "cuda_devices", "maxsim", "maxsim_pairs", "topk"]

@@ -3,6 +3,8 @@
 from os import PathLike
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from . import client as client
+
 Array = Any  # torch.Tensor | numpy.ndarray
 
 __version__: str

@@ -1,0 +1,78 @@
+//! The corpus and device options every command that searches a corpus file takes (`search`,
+//! `serve`): the file, its ids, the value check, the device or GPUs, and how GPUs hold it.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use tilemaxsim::{Corpus, Device, Residency, SearchOptions};
+
+use crate::load;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CorpusArgs {
+    /// Corpus file.
+    #[arg(long)]
+    pub corpus: PathBuf,
+    /// One document id per line, replacing the ids stored in the corpus file.
+    #[arg(long)]
+    pub doc_ids: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: load::CheckArgs,
+    #[arg(long, default_value = "auto")]
+    pub device: Device,
+    /// GPUs to shard the corpus over: `all` or a list like `0,1` (implies a GPU device).
+    #[arg(long)]
+    pub devices: Option<String>,
+    /// How each GPU holds its shard: auto (resident when it fits, else streamed), resident,
+    /// or stream (from host memory, in chunks).
+    #[arg(long, default_value = "auto")]
+    pub residency: Residency,
+    /// MiB of tokens per streamed chunk.
+    #[arg(long, default_value_t = 256)]
+    pub chunk_mb: usize,
+}
+
+impl CorpusArgs {
+    /// Open the corpus file with its ids, values checked unless `--no-check-finite`.
+    pub fn open(&self) -> Result<Corpus> {
+        load::corpus(&self.corpus, self.doc_ids.as_ref(), self.check)
+    }
+
+    /// The device and search options these flags name (checked, GPUs listed).
+    pub fn search_setup(&self) -> Result<(Device, SearchOptions)> {
+        if self.chunk_mb == 0 {
+            bail!("--chunk-mb must be at least 1");
+        }
+        let mut device = self.device;
+        let mut options = SearchOptions {
+            residency: self.residency,
+            chunk_bytes: self.chunk_mb << 20,
+            ..Default::default()
+        };
+        if let Some(list) = &self.devices {
+            options.devices = parse_devices(list)?;
+            if !matches!(device, Device::Cuda(_)) {
+                device = Device::Cuda(options.devices[0]);
+            }
+        }
+        Ok((device, options))
+    }
+}
+
+/// `all` (every visible GPU) or a comma-separated list of ordinals.
+fn parse_devices(s: &str) -> Result<Vec<usize>> {
+    if s == "all" {
+        let n = tilemaxsim::gpu_count();
+        if n == 0 {
+            bail!("--devices all: no usable GPU");
+        }
+        return Ok((0..n).collect());
+    }
+    s.split(',')
+        .map(|d| {
+            d.trim()
+                .parse()
+                .with_context(|| format!("--devices: {d:?} is not a GPU number"))
+        })
+        .collect()
+}

@@ -1,0 +1,165 @@
+//! `tilemaxsim serve`: a corpus loaded once and searched over HTTP, with continuous batching.
+//! Three parts, as text-embeddings-inference has them: the router (`router.rs`: HTTP, checks,
+//! deadlines), the queue that forms batches whenever the engine is free (`queue.rs`), and the
+//! engine worker on its own thread (`engine.rs`). `api.rs` is the wire format, `metrics.rs`
+//! the Prometheus metrics, `error.rs` the statuses. SIGTERM or Ctrl-C: stop accepting, finish
+//! the requests in flight, exit 0.
+
+mod api;
+mod engine;
+mod error;
+mod metrics;
+mod queue;
+mod router;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::corpus_args::CorpusArgs;
+use metrics::Metrics;
+use queue::{BatchLimits, Queue};
+use router::{AppState, RequestLimits};
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    /// Address to listen on (port 0: any free port; the address is printed on stderr).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Most queries scored in one batch (a request may not hold more).
+    #[arg(long, default_value_t = 32)]
+    max_batch_queries: usize,
+    /// Most query tokens scored in one batch (a request may not hold more).
+    #[arg(long, default_value_t = 16384)]
+    max_batch_tokens: usize,
+    /// Requests that may wait for the engine; beyond it requests are refused with 429.
+    #[arg(long, default_value_t = 1024)]
+    max_queue: usize,
+    /// Wait up to this long after the first waiting request for a batch to fill (default: no
+    /// timer; the engine takes what waits whenever it is free).
+    #[arg(long)]
+    max_queue_delay_us: Option<u64>,
+    /// Answer 504 when a request has had no answer for this long (queued plus scoring).
+    #[arg(long, default_value_t = 30_000)]
+    request_timeout_ms: u64,
+    /// Largest request body in MiB (413 beyond it).
+    #[arg(long, default_value_t = 64)]
+    max_body_mb: usize,
+    /// Largest k a request may ask for.
+    #[arg(long, default_value_t = 1000)]
+    max_k: usize,
+}
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    if a.max_batch_queries == 0 || a.max_batch_tokens == 0 || a.max_queue == 0 {
+        bail!("--max-batch-queries, --max-batch-tokens and --max-queue must be at least 1");
+    }
+    if a.request_timeout_ms == 0 || a.max_body_mb == 0 || a.max_k == 0 {
+        bail!("--request-timeout-ms, --max-body-mb and --max-k must be at least 1");
+    }
+    // Fail on bad device flags before binding the port.
+    a.corpus.search_setup()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(a))
+}
+
+async fn serve(a: ServeArgs) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(a.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", a.addr))?;
+    let addr = listener.local_addr()?;
+    eprintln!("tilemaxsim serve: listening on http://{addr}");
+
+    let metrics = Arc::new(Metrics::new());
+    let queue = Arc::new(Queue::new(
+        BatchLimits {
+            max_queue: a.max_queue,
+            max_queries: a.max_batch_queries,
+            max_tokens: a.max_batch_tokens,
+            max_delay: a.max_queue_delay_us.map(Duration::from_micros),
+        },
+        Arc::clone(&metrics),
+    ));
+    let ready = Arc::new(OnceLock::new());
+
+    // The engine loads the corpus while the server already answers /healthz and /readyz.
+    let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
+    let engine = {
+        let (queue, metrics, ready) =
+            (Arc::clone(&queue), Arc::clone(&metrics), Arc::clone(&ready));
+        let corpus = a.corpus.clone();
+        std::thread::Builder::new()
+            .name("tilemaxsim-engine".into())
+            .spawn(move || {
+                let r = engine::run(&corpus, &queue, &metrics, &ready);
+                if r.is_err() {
+                    let _ = failed_tx.send(());
+                }
+                r
+            })
+            .context("cannot start the engine thread")?
+    };
+
+    let state = AppState {
+        queue: Arc::clone(&queue),
+        metrics,
+        ready,
+        limits: RequestLimits {
+            max_k: a.max_k,
+            max_queries: a.max_batch_queries,
+            max_tokens: a.max_batch_tokens,
+            max_body_bytes: a.max_body_mb << 20,
+            timeout: Duration::from_millis(a.request_timeout_ms),
+        },
+    };
+    let shutdown = async move {
+        tokio::select! {
+            () = terminate() => eprintln!("tilemaxsim serve: shutting down; finishing the requests in flight"),
+            // The engine failed (its error is reported below) or stopped.
+            _ = failed_rx => {}
+        }
+    };
+    axum::serve(listener, router::router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("the server failed")?;
+    // Every connection has closed, so nothing waits; let the engine finish and stop.
+    queue.close();
+    match engine.join() {
+        Ok(r) => r.context("the engine failed")?,
+        Err(_) => bail!("the engine thread panicked"),
+    }
+    eprintln!("tilemaxsim serve: stopped");
+    Ok(())
+}
+
+/// SIGTERM or Ctrl-C (SIGINT).
+async fn terminate() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

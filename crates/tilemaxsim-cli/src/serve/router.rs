@@ -1,0 +1,203 @@
+//! The HTTP surface: `POST /v1/search`, `GET /v1/info`, `/healthz`, `/readyz`, `/metrics`.
+//! Handlers parse and check, hand the work to the queue, and wait for their answer with a
+//! deadline; a request whose client disconnects is cancelled here, which closes its answer
+//! channel so the queue drops it.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tokio::sync::oneshot;
+
+use super::api::{self, HitOut, QueryResult, SearchResponse, Timing};
+use super::engine::Loaded;
+use super::error::ApiError;
+use super::metrics::Metrics;
+use super::queue::{Job, Queue};
+
+/// The per-request limits the router enforces (the queue enforces its own).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLimits {
+    pub max_k: usize,
+    pub max_queries: usize,
+    pub max_tokens: usize,
+    pub max_body_bytes: usize,
+    pub timeout: Duration,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub queue: Arc<Queue>,
+    pub metrics: Arc<Metrics>,
+    pub ready: Arc<OnceLock<Loaded>>,
+    pub limits: RequestLimits,
+}
+
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.limits.max_body_bytes;
+    Router::new()
+        .route("/v1/search", post(search))
+        .route("/v1/info", get(info))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), count))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}
+
+/// Count every answered request by endpoint and status; time the searches.
+async fn count(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let endpoint = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "other".to_string(), |p| p.as_str().to_string());
+    let started = Instant::now();
+    let response = next.run(req).await;
+    s.metrics
+        .requests
+        .with_label_values(&[endpoint.as_str(), response.status().as_str()])
+        .inc();
+    if endpoint == "/v1/search" {
+        s.metrics
+            .request_seconds
+            .observe(started.elapsed().as_secs_f64());
+    }
+    response
+}
+
+async fn search(
+    State(s): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let body = body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(format!(
+                "the request body is larger than the limit of {} bytes (--max-body-mb)",
+                s.limits.max_body_bytes
+            ))
+        } else {
+            ApiError::BadRequest(format!("cannot read the request body: {}", r.body_text()))
+        }
+    })?;
+    let loaded = s.ready.get().ok_or_else(|| {
+        ApiError::Unavailable(
+            "the corpus is still loading; GET /readyz says when it is ready".into(),
+        )
+    })?;
+    let checked = api::parse(
+        &body,
+        &api::Limits {
+            dim: loaded.dim,
+            documents: loaded.documents,
+            max_k: s.limits.max_k,
+            max_queries: s.limits.max_queries,
+            max_tokens: s.limits.max_tokens,
+        },
+    )?;
+    drop(body);
+    let ids: Vec<String> = checked.queries.iter().map(|q| q.id.clone()).collect();
+    let (reply, answer) = oneshot::channel();
+    s.queue.push(Job {
+        queries: checked.queries,
+        k: checked.k,
+        tokens: checked.tokens,
+        enqueued: Instant::now(),
+        reply,
+    })?;
+    // Dropping `answer` (timeout here, or this future cancelled by a disconnect) closes the
+    // channel; the queue then drops the request from its batch.
+    let answer = match tokio::time::timeout(s.limits.timeout, answer).await {
+        Err(_) => return Err(ApiError::Timeout(s.limits.timeout.as_millis() as u64)),
+        Ok(Err(_)) => return Err(ApiError::Unavailable("the engine has stopped".into())),
+        Ok(Ok(a)) => a?,
+    };
+    let results = ids
+        .into_iter()
+        .zip(answer.hits)
+        .map(|(id, hits)| QueryResult {
+            id,
+            hits: hits
+                .into_iter()
+                .map(|h| HitOut {
+                    doc: loaded.doc(h.doc),
+                    index: h.doc,
+                    score: h.score,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Json(SearchResponse {
+        results,
+        timing: Timing {
+            queue_us: answer.queue.as_micros() as u64,
+            compute_us: answer.compute.as_micros() as u64,
+            batch_queries: answer.batch_queries,
+        },
+    }))
+}
+
+async fn info(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    let l = s.ready.get().ok_or_else(|| {
+        ApiError::Unavailable(
+            "the corpus is still loading; GET /readyz says when it is ready".into(),
+        )
+    })?;
+    Ok(Json(serde_json::json!({
+        "dim": l.dim,
+        "documents": l.documents,
+        "tokens": l.tokens,
+        "dtype": l.dtype,
+        "engine": l.engine,
+        "devices": l.devices,
+        "doc_ids": l.doc_ids.is_some(),
+        "max_k": s.limits.max_k.min(l.documents),
+        "max_batch_queries": s.limits.max_queries,
+        "max_batch_tokens": s.limits.max_tokens,
+        "max_body_bytes": s.limits.max_body_bytes,
+        "version": env!("CARGO_PKG_VERSION"),
+    })))
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(State(s): State<AppState>) -> Response {
+    if s.ready.get().is_some() {
+        Json(serde_json::json!({ "ready": true })).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "ready": false, "error": "the corpus is still loading" })),
+        )
+            .into_response()
+    }
+}
+
+async fn metrics(State(s): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        s.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::NotFound(format!(
+        "no endpoint {} {}: POST /v1/search, GET /v1/info, /healthz, /readyz, /metrics",
+        req.method(),
+        req.uri().path()
+    ))
+}

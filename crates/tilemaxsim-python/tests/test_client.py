@@ -1,0 +1,154 @@
+"""`tilemaxsim.client.Client` against the real `tilemaxsim serve` binary on 127.0.0.1, serving
+Cranfield: results equal the package's own search, numpy and torch inputs of every dtype, the
+server's errors raised with its message. The binary is $TILEMAXSIM_BIN (test.sh sets it to the
+one `cargo test --workspace` built), else target/{debug,release}/tilemaxsim of this checkout;
+without one these tests skip, or fail where TILEMAXSIM_REQUIRE_SERVER=1 (CI)."""
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tilemaxsim
+from tilemaxsim.client import Client, QueryResult, ServerError
+
+ROOT = Path(__file__).resolve().parents[3]
+SHARED = Path(os.environ.get("TILEMAXSIM_DATA", ROOT / ".." / "shared" / "data"))
+CRANFIELD = SHARED / "cranfield"
+
+
+def server_binary():
+    candidates = [os.environ.get("TILEMAXSIM_BIN")] + [str(ROOT / "target" / p / "tilemaxsim") for p in ("debug", "release")]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    reason = "no tilemaxsim binary: set TILEMAXSIM_BIN or run `cargo build -p tilemaxsim-cli`"
+    if os.environ.get("TILEMAXSIM_REQUIRE_SERVER"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not CRANFIELD.exists():
+        pytest.skip(f"Cranfield data not found at {CRANFIELD}")
+    proc = subprocess.Popen(
+        [server_binary(), "serve", "--corpus", str(CRANFIELD / "corpus.safetensors"),
+         "--doc-ids", str(CRANFIELD / "doc_ids.txt"), "--device", "cpu", "--addr", "127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = []
+    url = None
+    for line in proc.stderr:
+        log.append(line)
+        if line.startswith("tilemaxsim serve: listening on "):
+            url = line.split()[-1]
+            break
+    assert url, "".join(log)
+    # Keep reading stderr so the server never blocks on it.
+    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    client = Client(url)
+    for _ in range(600):
+        if client.ready():
+            break
+        assert proc.poll() is None, "".join(log)
+        threading.Event().wait(0.1)
+    assert client.ready(), "".join(log)
+    yield client
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0, "".join(log)
+
+
+@pytest.fixture(scope="module")
+def cranfield():
+    from safetensors.numpy import load_file
+
+    q = load_file(str(CRANFIELD / "queries.safetensors"))
+    emb, off = q["embeddings"], q["offsets"]
+    queries = [emb[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+    corpus = tilemaxsim.Corpus.load(CRANFIELD / "corpus.safetensors", device="cpu")
+    doc_ids = [l.strip() for l in open(CRANFIELD / "doc_ids.txt")]
+    return queries, corpus, doc_ids
+
+
+def assert_same(result: QueryResult, scores, idx, doc_ids):
+    idx = [int(i) for i in idx]
+    assert result.indices == idx
+    assert result.docs == [doc_ids[i] for i in idx]
+    # JSON carries each float32 exactly (shortest round-trip form).
+    np.testing.assert_array_equal(np.asarray(result.scores, dtype=np.float32), np.asarray(scores, dtype=np.float32))
+
+
+def test_search_equals_the_library_on_cranfield(server, cranfield):
+    queries, corpus, doc_ids = cranfield
+    picked = queries[::23]
+    results = server.search(picked, k=10, ids=[f"q{i}" for i in range(len(picked))])
+    assert [r.id for r in results] == [f"q{i}" for i in range(len(picked))]
+    for q, r in zip(picked, results):
+        s, i = corpus.search(q, 10)
+        assert_same(r, s, i, doc_ids)
+        assert r.scores == sorted(r.scores, reverse=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_torch_tensors_one_query_and_a_batch(server, cranfield, dtype):
+    queries, corpus, doc_ids = cranfield
+    one = torch.from_numpy(queries[5]).to(dtype)
+    [r] = server.search(one, k=7)
+    s, i = corpus.search(one.float() if dtype == torch.float64 else one, 7)
+    assert r.id == "0"
+    assert_same(r, s, i, doc_ids)
+    batch = torch.stack([torch.from_numpy(q[:8]) for q in queries[:4]]).to(dtype)  # [A, Lq, d]
+    results = server.search(batch, k=3)
+    s, i = corpus.search(batch.float() if dtype == torch.float64 else batch, 3)
+    assert len(results) == 4
+    for a, r in enumerate(results):
+        assert_same(r, s[a], i[a], doc_ids)
+
+
+def test_numpy_float32_and_lists(server, cranfield):
+    queries, corpus, doc_ids = cranfield
+    q32 = queries[7].astype(np.float32)
+    [r] = server.search(q32, k=5)
+    s, i = corpus.search(q32, 5)
+    assert_same(r, s, i, doc_ids)
+    [r2] = server.search([q32.tolist()], k=5)  # nested lists become float32 arrays
+    assert r2.hits == r.hits
+
+
+def test_info(server):
+    info = server.info()
+    assert (info["dim"], info["documents"], info["dtype"], info["doc_ids"]) == (128, 1400, "f16", True)
+
+
+def test_server_errors_raise_with_its_message(server, cranfield):
+    queries, _, _ = cranfield
+    with pytest.raises(ServerError, match="d = 128") as e:
+        server.search(np.ones((3, 64), dtype=np.float32), k=5)
+    assert e.value.status == 400
+    with pytest.raises(ServerError, match="out of range") as e:
+        server.search(queries[0], k=0)
+    assert e.value.status == 400
+    with pytest.raises(ServerError, match="non-finite") as e:
+        server.search(np.full((2, 128), np.nan, dtype=np.float32), k=5)
+    assert e.value.status == 400
+    with pytest.raises(TypeError, match="not supported"):
+        server.search(np.ones((2, 128), dtype=np.int32), k=5)
+    with pytest.raises(ValueError, match=r"\[Lq, d\]"):
+        server.search(np.ones(128, dtype=np.float32), k=5)
+
+
+def test_unreachable_server_raises_connection_error():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = Client(f"http://127.0.0.1:{port}", timeout=5)
+    assert not client.ready()
+    with pytest.raises(ConnectionError, match="cannot reach"):
+        client.search(np.ones((2, 4), dtype=np.float32), k=1)
