@@ -1,8 +1,10 @@
-"""tilemaxsim.ray on a real local Ray cluster (2 CPUs, shard actors of half a CPU each): the
-merged top-k of the shards equals the single-process search of the whole Cranfield corpus, ids
-map back to the corpus's, bad input and bad shards raise typed errors, and a shard actor killed
-mid-run makes the searches in flight raise ShardError until Ray has restarted it, after which
-the answers are whole and correct again."""
+"""tilemaxsim.ray on a real local Ray cluster (2 CPUs; shard actors of a quarter CPU each, so
+every test's actors fit beside the module's searcher): the merged top-k of the shards equals
+the single-process search of the whole Cranfield corpus, ids map back to the corpus's, bad input
+and bad shards raise typed errors, a shard actor killed mid-run makes the searches in flight
+raise ShardError until Ray has restarted it, after which the answers are whole and correct
+again; and the Ray Serve application answers the same over real HTTP on the loopback address,
+503 while a killed shard replica is replaced."""
 
 import time
 
@@ -15,6 +17,8 @@ import tilemaxsim
 from tilemaxsim.ray import ShardedSearcher, ShardError, plan_shards
 from test_corpus import CRANFIELD
 
+# Ray Serve's own pydantic models warn on import; not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 needs_cranfield = pytest.mark.skipif(not CRANFIELD.exists(), reason="Cranfield data not found beside the repository")
 CORPUS = CRANFIELD / "corpus.safetensors"
 
@@ -47,6 +51,13 @@ def whole():
     return tilemaxsim.Corpus.load(CORPUS, device="cpu")
 
 
+@pytest.fixture(scope="module")
+def searcher(cluster):
+    """Three shard actors of a quarter CPU each over the Cranfield file (no ids in it)."""
+    with ShardedSearcher(CORPUS, shards=3, num_cpus=0.25, timeout=120) as s:
+        yield s
+
+
 def test_plan_shards_covers_the_corpus_in_balanced_ranges(rng):
     for n, shards in [(1, 1), (5, 5), (7, 3), (1400, 3), (1000, 64)]:
         lengths = rng.integers(1, 300, size=n)
@@ -63,29 +74,28 @@ def test_plan_shards_covers_the_corpus_in_balanced_ranges(rng):
 
 
 @needs_cranfield
-def test_merged_top_k_equals_the_single_process_search(cluster, queries, whole):
+def test_merged_top_k_equals_the_single_process_search(searcher, queries, whole):
     Q, mask = queries
-    with ShardedSearcher(CORPUS, shards=3, num_cpus=0.5) as searcher:
-        info = searcher.info()
-        assert [i["documents"] for i in info] == searcher.shards and searcher.shards[-1][1] == len(whole) == 1400
-        assert len({i["pid"] for i in info}) == 3  # three actor processes
-        # Every document ranked for every query; a top-k is its first k columns (the order is
-        # total), checked on a few queries for small k (each shard then returns only k).
-        ws, wi = whole.search(Q, 1400, q_mask=mask)
-        for k, n in ((5000, 225), (10, 40), (1, 40)):
-            s, i = searcher.search(Q[:n], k, q_mask=mask[:n])
-            assert s.shape == i.shape == (n, min(k, 1400))
-            # The same documents scored by the same engine: identical bits and ranking.
-            np.testing.assert_array_equal(i, wi[:n, :k])
-            np.testing.assert_array_equal(s, ws[:n, :k])
-        # One query [Lq, d] gives [k]; a torch query gives torch tensors; ids default to indices.
-        s, i = searcher.search(Q[7], 10)
-        one = whole.search(Q[7], 10)[1]
-        assert s.shape == (10,) and i.tolist() == one.tolist()
-        s, i = searcher.search(torch.from_numpy(Q[:4]), 10)
-        assert isinstance(s, torch.Tensor) and i.tolist() == whole.search(Q[:4], 10)[1].tolist()
-        _, ids = searcher.search_ids(Q[7], 10)
-        assert ids == [str(j) for j in one.tolist()]
+    info = searcher.info()
+    assert [i["documents"] for i in info] == searcher.shards and searcher.shards[-1][1] == len(whole) == 1400
+    assert len({i["pid"] for i in info}) == 3  # three actor processes
+    # Every document ranked for every query; a top-k is its first k columns (the order is
+    # total), checked on a few queries for small k (each shard then returns only k).
+    ws, wi = whole.search(Q, 1400, q_mask=mask)
+    for k, n in ((5000, 225), (10, 40), (1, 40)):
+        s, i = searcher.search(Q[:n], k, q_mask=mask[:n], timeout=60)
+        assert s.shape == i.shape == (n, min(k, 1400))
+        # The same documents scored by the same engine: identical bits and ranking.
+        np.testing.assert_array_equal(i, wi[:n, :k])
+        np.testing.assert_array_equal(s, ws[:n, :k])
+    # One query [Lq, d] gives [k]; a torch query gives torch tensors; ids default to indices.
+    s, i = searcher.search(Q[7], 10)
+    one = whole.search(Q[7], 10)[1]
+    assert s.shape == (10,) and i.tolist() == one.tolist()
+    s, i = searcher.search(torch.from_numpy(Q[:4]), 10)
+    assert isinstance(s, torch.Tensor) and i.tolist() == whole.search(Q[:4], 10)[1].tolist()
+    _, ids = searcher.search_ids(Q[7], 10)
+    assert ids == [str(j) for j in one.tolist()]
 
 
 @needs_cranfield
@@ -103,7 +113,7 @@ def test_ids_map_back_to_the_corpus_and_reproduce_the_reference_run(cluster, que
     qids = [l.strip() for l in open(CRANFIELD / "query_ids.txt")]
     Q, mask = queries
     some = np.arange(0, 225, 5)
-    with ShardedSearcher(path, shards=2, num_cpus=0.5) as searcher:
+    with ShardedSearcher(path, shards=2, num_cpus=0.25, timeout=120) as searcher:
         hits = searcher.search_hits(Q[some], 10, q_mask=mask[some])
     for q, qi in enumerate(some):
         assert hits.ids[q] == [doc_ids[j] for j in hits.indices[q].tolist()]
@@ -115,31 +125,32 @@ def test_ids_map_back_to_the_corpus_and_reproduce_the_reference_run(cluster, que
 
 
 @needs_cranfield
-def test_bad_input_and_bad_shards_raise_typed_errors(cluster, tmp_path, rng):
+def test_bad_input_and_bad_shards_raise_typed_errors(searcher, tmp_path, rng):
     from safetensors.numpy import save_file
 
     with pytest.raises(OSError, match="missing.safetensors"):
-        ShardedSearcher(tmp_path / "missing.safetensors", shards=2, num_cpus=0.5)
+        ShardedSearcher(tmp_path / "missing.safetensors", shards=2, num_cpus=0.25, timeout=120)
+    with pytest.raises(ValueError, match="shards"):
+        ShardedSearcher(CORPUS, shards=1401, num_cpus=0.25, timeout=120)
     # A NaN in the last shard's documents: that shard refuses to open, naming the document by
-    # its index in the file; the searcher is not made and its other actors end.
+    # its index in the file; the searcher is not made and its other actor ends.
     emb = rng.standard_normal((60, 16)).astype(np.float32)
     emb[55, 3] = np.nan  # document 11 (tokens 55..60)
     save_file({"embeddings": emb, "offsets": np.arange(0, 61, 5, dtype=np.int64)}, str(tmp_path / "nan.safetensors"))
     with pytest.raises(ValueError, match="document 11"):
-        ShardedSearcher(tmp_path / "nan.safetensors", shards=3, num_cpus=0.5)
-    with pytest.raises(ValueError, match="shards"):
-        ShardedSearcher(CORPUS, shards=1401, num_cpus=0.5)
-    with ShardedSearcher(tmp_path / "nan.safetensors", shards=2, num_cpus=0.5, check_finite=False) as s:
-        Q = rng.standard_normal((3, 16)).astype(np.float32)
-        with pytest.raises(ValueError, match="d = 8"):
-            s.search(Q[:, :8], 5)
-        with pytest.raises(ValueError, match="k = 0"):
-            s.search(Q, 0)
-        bad = Q.copy()
-        bad[1, 2] = np.inf
-        with pytest.raises(ValueError, match="NaN or an infinity"):
-            s.search(bad, 5)
-        assert s.search(Q, 5)[1].shape == (5,)
+        ShardedSearcher(tmp_path / "nan.safetensors", shards=2, num_cpus=0.25, timeout=120)
+    Q = rng.standard_normal((3, 128)).astype(np.float32)
+    with pytest.raises(ValueError, match="d = 8"):
+        searcher.search(Q[:, :8], 5)
+    with pytest.raises(ValueError, match="k = 0"):
+        searcher.search(Q, 0)
+    bad = Q.copy()
+    bad[1, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or an infinity"):
+        searcher.search(bad, 5)
+    with pytest.raises(ValueError, match="empty"):
+        searcher.search(Q[:0], 5)
+    assert searcher.search(Q, 5)[1].shape == (5,)
 
 
 @needs_cranfield
@@ -147,7 +158,7 @@ def test_a_killed_shard_raises_until_restarted_then_answers_are_whole(cluster, q
     Q, mask = queries
     ws, wi = whole.search(Q[:120], 20, q_mask=mask[:120])
     batches = [slice(i, i + 10) for i in range(0, 120, 10)]
-    with ShardedSearcher(CORPUS, shards=3, num_cpus=0.5, max_restarts=2) as searcher:
+    with ShardedSearcher(CORPUS, shards=3, num_cpus=0.25, max_restarts=2, timeout=120) as searcher:
         victim = searcher.actors[1]
         old_pid = searcher.info()[1]["pid"]
         pending = [searcher.submit(Q[b], 20, q_mask=mask[b]) for b in batches]
@@ -179,3 +190,118 @@ def test_a_killed_shard_raises_until_restarted_then_answers_are_whole(cluster, q
         np.testing.assert_array_equal(answered[1], wi[:40])
         np.testing.assert_array_equal(answered[0], ws[:40])
         assert ray.get(victim.info.remote())["pid"] != old_pid  # a new process holds the shard
+
+
+def _http(port, method, path, body=None):
+    """(status, parsed JSON or text) of one real HTTP request to the loopback address."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_cranfield
+def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queries, whole):
+    import base64
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ray import serve
+    from tilemaxsim.ray.serve import build_app
+
+    Q, mask = queries
+    lens = mask.sum(axis=1)
+    # The queries as a client sends them: float32 lists (f16 values, exactly), and what the
+    # single process answers for them.
+    q32 = [Q[i, : lens[i]].astype(np.float32) for i in range(12)]
+    want = [whole.search(q, 10) for q in q32]
+
+    def body(idx, k=10):
+        return {"queries": [{"id": f"q{i}", "embeddings": q32[i].tolist()} for i in idx], "k": k}
+
+    def check(results, idx, k=10):
+        assert [r["id"] for r in results] == [f"q{i}" for i in idx]
+        for r, i in zip(results, idx):
+            ws, wi = want[i]
+            assert [h["doc"] for h in r["hits"]] == [str(j) for j in wi[:k].tolist()]
+            assert [h["score"] for h in r["hits"]] == [float(s) for s in ws[:k]]
+
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_app(CORPUS, shards=3, num_cpus=0.25), name="tilemaxsim", route_prefix="/")
+        assert _http(port, "GET", "/healthz") == (200, "ok")
+        status, info = _http(port, "GET", "/v1/info")
+        assert status == 200 and info["dim"] == 128 and info["documents"] == 1400 and len(info["shards"]) == 3
+        status, got = _http(port, "POST", "/v1/search", body(range(5)))
+        assert status == 200, got
+        check(got["results"], range(5))
+        # The same query as base64 f16 (the file's own values) and bf16-free f32.
+        b64 = {"id": "q0", "embeddings_b64": base64.b64encode(Q[0, : lens[0]].tobytes()).decode(),
+               "dtype": "f16", "shape": [int(lens[0]), 128]}
+        status, got = _http(port, "POST", "/v1/search", {"queries": [b64], "k": 10})
+        assert status == 200, got
+        check(got["results"], [0])
+        # Concurrent requests of different k, batched together by the ingress.
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda i: (i, _http(port, "POST", "/v1/search", body([i], k=1 + i % 10))), range(12)))
+        for i, (status, got) in answers:
+            assert status == 200, got
+            check(got["results"], [i], k=1 + i % 10)
+        # Bad input: 400 with a message, the service unharmed.
+        nan = body([0])
+        nan["queries"][0]["embeddings"][0][0] = float("nan")
+        for bad, what in [(b"{not json", "not JSON"), ({"queries": []}, "expected"), (body([0], k=0), "k = 0"),
+                          (body([0], k=1001), "k = 1001"), (nan, "NaN"),
+                          ({"queries": [{"embeddings": [[0.5] * 64]}]}, "d = 64"),
+                          ({"queries": [{"embeddings_b64": "!!", "dtype": "f16", "shape": [1, 128]}]}, "queries[0]")]:
+            status, got = _http(port, "POST", "/v1/search", bad)
+            assert status == 400 and what in got["error"], (what, status, got)
+        assert _http(port, "GET", "/v1/nothing")[0] == 404
+        # A shard replica killed while it scores a large request: that request is 503 (never
+        # partial hits), and Serve replaces the replica; requests answer 503 or correctly
+        # until then, and correctly after.
+        name = serve.get_deployment_handle("shard-1", app_name="tilemaxsim").info.remote().result()["actor"]
+        every = {"queries": [{"id": f"q{i}", "embeddings_b64": base64.b64encode(Q[i, : lens[i]].tobytes()).decode(),
+                              "dtype": "f16", "shape": [int(lens[i]), 128]} for i in range(225)], "k": 10}
+        with ThreadPoolExecutor(1) as pool:
+            big = pool.submit(_http, port, "POST", "/v1/search", every)
+            time.sleep(1.0)  # the shards need seconds for 225 queries on one thread each
+            ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)
+            status, got = big.result()
+        assert status == 503 and "shard 1" in got["error"] and "no partial results" in got["error"], (status, got)
+        deadline, unavailable = time.monotonic() + 90, 0
+        while True:
+            status, got = _http(port, "POST", "/v1/search", body(range(5)))
+            if status == 200:
+                check(got["results"], range(5))
+                break
+            assert status == 503 and "no partial results" in got["error"], (status, got)
+            unavailable += 1
+            assert time.monotonic() < deadline, "the shard replica was not replaced within 90 s"
+            time.sleep(0.2)
+        print(f"{unavailable} requests answered 503 while the shard replica was replaced")
+        status, got = _http(port, "POST", "/v1/search", body(range(5, 12)))
+        assert status == 200, got
+        check(got["results"], range(5, 12))
+    finally:
+        serve.shutdown()

@@ -1,20 +1,6 @@
-"""`tilemaxsim.ray`: one corpus file searched by shards on a Ray cluster.
-
-Each shard is a Ray actor holding documents `start..end` of a corpus file that every node can
-read (shared storage), opened memory-mapped with `Corpus.load(path, documents=(start, end))`,
-so actors on one node share the page cache. `ShardedSearcher` scatters each query batch to every
-shard and merges their top-k on the driver. The merge is exact: a document in the global top-k
-is in its own shard's top-k, and both orders put higher scores first and break ties to the
-lower (global) index, as `Corpus.search` does. A shard that dies mid-search makes that search
-raise `ShardError`, never return partial results; Ray restarts the actor (`max_restarts`) and
-later searches are whole again.
-
-    import ray, tilemaxsim.ray
-    ray.init(address="auto")                    # or ray.init() for a cluster on this machine
-    searcher = tilemaxsim.ray.ShardedSearcher("/shared/corpus.safetensors", shards=4, device="cuda")
-    scores, index = searcher.search(Q, k=10)    # as Corpus.search: [A, k], global indices
-    scores, ids = searcher.search_ids(Q, k=10)  # the corpus's document ids
-"""
+"""The shards and their merge: `_Shard` (documents `start..end` of a corpus file, a Ray actor
+or a Serve replica), `merge` (their top-k into the global top-k), and `ShardedSearcher`, the
+driver-side API over one actor per shard."""
 
 from __future__ import annotations
 
@@ -24,14 +10,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-try:
-    import ray
-except ImportError as e:  # pragma: no cover - exercised only where ray is absent
-    raise ImportError("tilemaxsim.ray needs Ray: pip install 'ray>=2.40'") from e
+import ray
 
-from ._api import _queries
-from ._arrays import is_torch, torch
-from ._corpus import Corpus
+from .._api import _queries
+from .._arrays import is_torch, torch
+from .._corpus import Corpus
 
 
 class ShardError(RuntimeError):
@@ -93,8 +76,14 @@ class _Shard:
         if self.error is not None:
             raise self.error
         c = self.corpus
+        ctx = ray.get_runtime_context()
         return {"documents": (self.start, self.end), "tokens": c.num_tokens, "device": c.device,
-                "node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+                "node": ctx.get_node_id(), "actor": ctx.get_actor_name(), "pid": os.getpid()}
+
+    def check_health(self):
+        """Serve's health check: a shard that could not open its range is unhealthy."""
+        if self.error is not None:
+            raise self.error
 
     def search(self, queries, k):
         """This shard's top-k: scores, global indices and ids, `[A, min(k, len)]` each."""
@@ -105,6 +94,25 @@ class _Shard:
         ids = self.corpus.doc_ids
         names = [[ids[j - self.start] for j in row] for row in i.tolist()] if ids is not None else None
         return s, i, names
+
+
+def merge(parts, k):
+    """The global top-k of the shards' `(scores, global indices, ids)` (`[A, k_s]` each): scores
+    `[A, k']` and indices `[A, k']` as numpy arrays and ids as lists, `k'` = min(k, the shards'
+    hits). Exact: a document of the global top-k is in its shard's top-k, and the order (higher
+    score first, then the lower global index) is the one every shard used."""
+    scores = np.concatenate([p[0] for p in parts], axis=1)
+    index = np.concatenate([p[1] for p in parts], axis=1)
+    # Primary key: score, descending; then the global index, ascending (the last key leads).
+    order = np.lexsort((index, -scores), axis=-1)[:, :k]
+    s = np.take_along_axis(scores, order, axis=1)
+    i = np.take_along_axis(index, order, axis=1)
+    if all(p[2] is not None for p in parts):
+        names = [sum((p[2][q] for p in parts), []) for q in range(len(i))]
+        ids = [[row[j] for j in o] for row, o in zip(names, order.tolist())]
+    else:
+        ids = [[str(j) for j in row] for row in i.tolist()]
+    return s, i, ids
 
 
 class PendingSearch:
@@ -212,18 +220,7 @@ class ShardedSearcher:
         return h.scores, h.ids
 
     def _merge(self, parts, k, single, as_torch):
-        kk = min(k, len(self))
-        scores = np.concatenate([p[0] for p in parts], axis=1)
-        index = np.concatenate([p[1] for p in parts], axis=1)
-        # Primary key: score, descending; then the global index, ascending (the last key leads).
-        order = np.lexsort((index, -scores), axis=-1)[:, :kk]
-        s = np.take_along_axis(scores, order, axis=1)
-        i = np.take_along_axis(index, order, axis=1)
-        if all(p[2] is not None for p in parts):
-            names = [sum((p[2][q] for p in parts), []) for q in range(len(i))]
-            ids = [[row[j] for j in o] for row, o in zip(names, order.tolist())]
-        else:
-            ids = [[str(j) for j in row] for row in i.tolist()]
+        s, i, ids = merge(parts, k)
         if as_torch:
             s, i = torch.from_numpy(s), torch.from_numpy(i)
         return Hits(s[0], i[0], ids[0]) if single else Hits(s, i, ids)

@@ -22,6 +22,9 @@ class Hits(NamedTuple):
 def plan_shards(offsets: Sequence[int], shards: int) -> list[Tuple[int, int]]:
     """Contiguous, non-empty document ranges with about equal tokens each."""
 
+def merge(parts: Sequence[Tuple[Array, Array, Optional[list]]], k: int) -> Tuple[Array, Array, list]:
+    """The exact global top-k of the shards' (scores, global indices, ids)."""
+
 class PendingSearch:
     def result(self, timeout: Optional[float] = None) -> Hits: ...
 
