@@ -6,6 +6,7 @@ raise ShardError until Ray has restarted it, after which the answers are whole a
 again; and the Ray Serve application answers the same over real HTTP on the loopback address,
 503 while a killed shard replica is replaced."""
 
+import re
 import time
 
 import numpy as np
@@ -14,7 +15,7 @@ import torch
 
 import ray
 import tilemaxsim
-from tilemaxsim.ray import ShardedSearcher, ShardError, plan_shards
+from tilemaxsim.ray import ShardedSearcher, ShardError, merge, plan_shards
 from test_corpus import CRANFIELD
 
 # Ray Serve's own pydantic models warn on import; not ours to fix.
@@ -71,6 +72,25 @@ def test_plan_shards_covers_the_corpus_in_balanced_ranges(rng):
     for bad in (0, 8):
         with pytest.raises(ValueError, match="shards"):
             plan_shards(np.arange(8), bad)
+
+
+def test_merge_of_shard_top_k_is_the_global_top_k_with_ties(rng):
+    # Scores from a handful of values: ties everywhere, broken by the lower global index.
+    A, n = 6, 300
+    scores = rng.integers(0, 7, size=(A, n)).astype(np.float32) / 4
+    offsets = np.arange(n + 1)
+    for shards in (1, 2, 5, 300):
+        for k in (1, 3, 40, 300, 1000):
+            parts = []
+            for start, end in plan_shards(offsets, shards):
+                s = scores[:, start:end]
+                order = np.lexsort((np.broadcast_to(np.arange(start, end), s.shape), -s), axis=-1)[:, :k]
+                parts.append((np.take_along_axis(s, order, 1), order + start, None))
+            got_s, got_i, ids = merge(parts, k)
+            want_i = np.lexsort((np.broadcast_to(np.arange(n), scores.shape), -scores), axis=-1)[:, :k]
+            np.testing.assert_array_equal(got_i, want_i)
+            np.testing.assert_array_equal(got_s, np.take_along_axis(scores, want_i, 1))
+            assert ids == [[str(j) for j in row] for row in want_i.tolist()]
 
 
 @needs_cranfield
@@ -190,6 +210,34 @@ def test_a_killed_shard_raises_until_restarted_then_answers_are_whole(cluster, q
         np.testing.assert_array_equal(answered[1], wi[:40])
         np.testing.assert_array_equal(answered[0], ws[:40])
         assert ray.get(victim.info.remote())["pid"] != old_pid  # a new process holds the shard
+
+
+def test_parse_request_reads_every_encoding_and_refuses_bad_input(rng):
+    import base64
+    import json
+
+    from tilemaxsim.ray.serve import BadRequest, parse_request
+
+    x = torch.from_numpy(rng.standard_normal((5, 16)).astype(np.float32))
+    encoded = {"f32": x.numpy(), "f16": x.half().numpy(), "bf16": x.bfloat16().view(torch.int16).numpy()}
+    want = {"f32": x, "f16": x.half().float(), "bf16": x.bfloat16().float()}
+    for dtype, raw in encoded.items():
+        q = {"id": dtype, "embeddings_b64": base64.b64encode(raw.tobytes()).decode(), "dtype": dtype, "shape": [5, 16]}
+        ids, queries, k = parse_request(json.dumps({"queries": [q, {"embeddings": x.tolist()}], "k": 7}).encode(), 16, 100)
+        assert ids == [dtype, "1"] and k == 7
+        np.testing.assert_array_equal(queries[0], want[dtype].numpy())
+        np.testing.assert_array_equal(queries[1], x.numpy())
+    ok = {"embeddings": x.tolist()}
+    for bad, what in [(b"\xff", "not JSON"), (b"[]", "expected"), (b'{"queries": [1]}', "queries[0]"),
+                      ({"queries": [ok], "k": True}, "k = True"), ({"queries": [ok], "k": 101}, "k = 101"),
+                      ({"queries": [{"embeddings": []}]}, "Lq >= 1"), ({"queries": [{"embeddings": [[1, "a"]]}]}, "numbers"),
+                      ({"queries": [{"embeddings": [[1.0] * 16, [1.0] * 15]}]}, "numbers"),
+                      ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f64", "shape": [1, 16]}]}, "dtype"),
+                      ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f32", "shape": [1, 16]}]}, "do not fill"),
+                      ({"queries": [{"embeddings_b64": "AAAA", "shape": [16]}]}, "shape")]:
+        body = bad if isinstance(bad, bytes) else json.dumps(bad).encode()
+        with pytest.raises(BadRequest, match=re.escape(what)):
+            parse_request(body, 16, 100)
 
 
 def _http(port, method, path, body=None):

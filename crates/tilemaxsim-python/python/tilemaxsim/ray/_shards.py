@@ -69,6 +69,7 @@ class _Shard:
         try:
             self.corpus = Corpus.load(path, device, residency=residency, check_finite=check_finite,
                                       documents=(start, end))
+            self.ids = self.corpus.doc_ids  # once: the property copies them
         except Exception as e:  # noqa: BLE001 - re-raised by every call, with its type
             self.error = e
 
@@ -91,7 +92,7 @@ class _Shard:
             raise self.error
         s, i = self.corpus.search(queries, k)
         s, i = np.asarray(s, dtype=np.float32), np.asarray(i, dtype=np.int64) + self.start
-        ids = self.corpus.doc_ids
+        ids = self.ids
         names = [[ids[j - self.start] for j in row] for row in i.tolist()] if ids is not None else None
         return s, i, names
 

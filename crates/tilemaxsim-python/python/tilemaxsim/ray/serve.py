@@ -59,13 +59,14 @@ def _query(q, i, dim):
             if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(x, int) and x >= 0 for x in shape)):
                 raise BadRequest(f"queries[{i}]: `shape` must be [Lq, d] with `embeddings_b64`")
             raw = base64.b64decode(q["embeddings_b64"], validate=True)
-            if dtype == "bf16":
-                bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-                values = bits.view(np.float32)
+            size = 4 if dtype == "<f4" else 2
+            if len(raw) != shape[0] * shape[1] * size:
+                raise BadRequest(f"queries[{i}]: {len(raw)} bytes do not fill shape {shape} of "
+                                 f"{q.get('dtype', 'f32')} ({shape[0] * shape[1] * size} bytes)")
+            if dtype == "bf16":  # the upper half of a float32
+                values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
             else:
                 values = np.frombuffer(raw, dtype=dtype).astype(np.float32)
-            if values.size != shape[0] * shape[1]:
-                raise BadRequest(f"queries[{i}]: {values.size} values do not fill shape {shape}")
             emb = values.reshape(shape)
         else:
             emb = np.asarray(q.get("embeddings"), dtype=np.float32)
