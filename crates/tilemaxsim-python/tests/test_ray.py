@@ -119,6 +119,21 @@ def test_merged_top_k_equals_the_single_process_search(searcher, queries, whole)
 
 
 @needs_cranfield
+@pytest.mark.skipif(not tilemaxsim.cuda_available(), reason="no CUDA device: the GPU shards are not tested here")
+def test_gpu_shards_match_the_single_gpu_search(cluster, queries):
+    # Two shards share the one GPU a small test machine may have (half a GPU each).
+    Q, mask = queries
+    whole = tilemaxsim.Corpus.load(CORPUS, device="cuda")
+    with ShardedSearcher(CORPUS, shards=2, device="cuda", num_gpus=0.5, num_cpus=0.25, timeout=120) as searcher:
+        assert all(i["device"].startswith("cuda") for i in searcher.info())
+        s, i = searcher.search(Q, 100, q_mask=mask, timeout=60)
+    ws, wi = whole.search(Q, 100, q_mask=mask)
+    np.testing.assert_allclose(s, ws, atol=1e-5)
+    # A shard may run another kernel shape than the whole corpus: ties within 1e-5 may swap.
+    assert ((i == wi) | (np.abs(s - ws) < 1e-5)).all()
+
+
+@needs_cranfield
 def test_ids_map_back_to_the_corpus_and_reproduce_the_reference_run(cluster, queries, tmp_path):
     from safetensors.numpy import load_file
 
