@@ -32,7 +32,8 @@ class ShardedSearcher:
     path: str
     shards: list[Tuple[int, int]]
     actors: list[Any]
-    offsets: list[int]
+    offsets: Array
+    """[N + 1] int64 document offsets of the file."""
     dim: int
     dtype: str
     def __init__(

@@ -56,7 +56,8 @@ def plan_shards(offsets, shards):
 def _describe(path):
     """The corpus file's structure, read where the task runs (no values are read)."""
     c = Corpus.load(path, device="cpu", check_finite=False)
-    return {"offsets": c.offsets, "dim": c.dim, "dtype": c.dtype}
+    # int64, not a list of Python ints: 8 bytes a document on the driver.
+    return {"offsets": np.asarray(c.offsets, dtype=np.int64), "dim": c.dim, "dtype": c.dtype}
 
 
 class _Shard:
