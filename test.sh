@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: the Rust workspace (`cargo test --workspace`), then the Python package installed
 # with pip from crates/tilemaxsim-python (maturin builds it) into a virtualenv with torch,
-# pylate and colbert-ai from PyPI, and its pytest suite (whose client tests start the
-# `tilemaxsim serve` binary cargo built: TILEMAXSIM_BIN, required, never skipped).
+# pylate, colbert-ai and Ray from PyPI, and its pytest suite (its client tests start the
+# `tilemaxsim serve` binary cargo built: TILEMAXSIM_BIN, required, never skipped;
+# tests/test_ray.py starts a local Ray cluster).
 # usage: bash test.sh      (TILEMAXSIM_VENV=DIR picks the virtualenv; default target/py-venv)
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -52,9 +52,10 @@ impl Corpus {
 
 #[pymethods]
 impl Corpus {
-    /// Open a corpus file (memory-mapped) for search on `device`.
+    /// Open a corpus file (memory-mapped) for search on `device`; `documents=(start, end)`
+    /// opens only those documents (a shard), indexed from 0.
     #[staticmethod]
-    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true))]
+    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true, documents=None))]
     fn load(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -62,10 +63,13 @@ impl Corpus {
         devices: Option<Vec<usize>>,
         residency: &str,
         check_finite: bool,
+        documents: Option<(usize, usize)>,
     ) -> PyResult<Self> {
-        let corpus = py
-            .detach(|| OpenOptions::new().check_finite(check_finite).open(&path))
-            .map_err(to_py)?;
+        let mut options = OpenOptions::new().check_finite(check_finite);
+        if let Some((start, end)) = documents {
+            options = options.documents(start..end);
+        }
+        let corpus = py.detach(|| options.open(&path)).map_err(to_py)?;
         Self::with_searcher(corpus, device, devices, residency)
     }
 
@@ -174,6 +178,12 @@ impl Corpus {
     #[getter]
     fn num_tokens(&self) -> usize {
         self.corpus.num_tokens()
+    }
+
+    /// The `N + 1` document offsets into the token rows.
+    #[getter]
+    fn offsets(&self) -> Vec<usize> {
+        self.corpus.offsets().to_vec()
     }
 
     #[getter]

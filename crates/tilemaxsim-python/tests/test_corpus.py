@@ -55,3 +55,23 @@ def test_cranfield_search_reproduces_the_reference_run():
         # Ties within ~1e-6 may swap; everything else is the same ranking.
         for (gd, gs), (wd, ws) in zip(zip(got, scores), want):
             assert gd == wd or abs(gs - ws) < 1e-5
+
+
+def test_load_documents_opens_a_shard_indexed_from_zero(tmp_path, rng):
+    docs = [normalized(rng, int(n), 24).cpu() for n in rng.integers(1, 40, size=20)]
+    whole = tilemaxsim.Corpus.from_tensors(docs, doc_ids=[f"d{i}" for i in range(20)], device="cpu")
+    whole.save(tmp_path / "c.safetensors")
+    lens = [d.shape[0] for d in docs]
+    assert whole.offsets == [0, *np.cumsum(lens).tolist()]
+    Q = normalized(rng, 3, 5, 24).cpu()
+    all_scores = tilemaxsim.maxsim(Q, torch.cat(docs), cu_seqlens=torch.tensor(whole.offsets))
+    for start, end in [(0, 20), (0, 1), (19, 20), (4, 13)]:
+        shard = tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", documents=(start, end))
+        assert len(shard) == end - start and shard.doc_ids == whole.doc_ids[start:end]
+        assert shard.offsets == [o - whole.offsets[start] for o in whole.offsets[start : end + 1]]
+        s, i = shard.search(Q, end - start)
+        # Every document of the shard, ranked: its scores are the whole corpus's, bit for bit.
+        assert torch.equal(s, all_scores[torch.arange(3)[:, None], i + start])
+    for bad in [(3, 3), (5, 2), (0, 21), (-1, 4)]:
+        with pytest.raises(ValueError, match="documents"):
+            tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", documents=bad)

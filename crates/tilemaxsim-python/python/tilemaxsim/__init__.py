@@ -10,7 +10,7 @@ at the hardware's limit on NVIDIA GPUs and CPUs.
 torch tensors (CUDA or CPU) and numpy arrays are accepted; CUDA tensors are scored in place on
 torch's current stream. Drop-ins for PyLate, ColBERT/PLAID, flash-maxsim and colpali-engine are
 in `tilemaxsim.integrations`; `tilemaxsim.client.Client(url).search(Q, k)` queries a
-`tilemaxsim serve` server.
+`tilemaxsim serve` server; sharded search on a Ray cluster (and Ray Serve) in `tilemaxsim.ray`.
 """
 
 from ._native import __version__, cuda_available, cuda_devices

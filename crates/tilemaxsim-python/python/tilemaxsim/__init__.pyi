@@ -59,6 +59,7 @@ class Corpus:
         devices: Optional[Sequence[int]] = None,
         residency: str = "auto",
         check_finite: bool = True,
+        documents: Optional[Tuple[int, int]] = None,
     ) -> "Corpus": ...
     @classmethod
     def from_tensors(
@@ -81,6 +82,8 @@ class Corpus:
     def dtype(self) -> str: ...
     @property
     def num_tokens(self) -> int: ...
+    @property
+    def offsets(self) -> list[int]: ...
     @property
     def doc_ids(self) -> Optional[list[str]]: ...
     @property

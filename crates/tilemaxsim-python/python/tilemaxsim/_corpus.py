@@ -20,15 +20,24 @@ class Corpus:
     checked; `Corpus.from_tensors(...)` builds one from arrays; `save(path)` writes one.
     `device`: `"auto"` (a GPU when usable, else the CPU), `"cpu"`, `"cuda"` or `"cuda:N"`;
     `devices=[0, 1]` shards over GPUs; `residency`: `"auto"`, `"resident"` or `"stream"`.
+    `Corpus.load(path, documents=(start, end))` opens a shard of a file (see `tilemaxsim.ray`).
     """
 
     def __init__(self, native):
         self._native = native
 
     @classmethod
-    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True):
+    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True, documents=None):
+        """`documents=(start, end)` opens only those documents of the file (a shard, indexed from
+        0 with their ids): the file is memory-mapped and only the range's values are read, so
+        processes opening shards of one file share the page cache."""
+        if documents is not None:
+            start, end = (int(x) for x in documents)
+            if start < 0 or end < 0:
+                raise ValueError(f"documents=({start}, {end}): negative")
+            documents = (start, end)
         return cls(_native.Corpus.load(os.fspath(path), device, devices=devices, residency=residency,
-                                       check_finite=check_finite))
+                                       check_finite=check_finite, documents=documents))
 
     @classmethod
     def from_tensors(cls, embeddings, cu_seqlens=None, *, doc_lengths=None, doc_ids=None, device="auto",
@@ -86,6 +95,12 @@ class Corpus:
     @property
     def num_tokens(self) -> int:
         return self._native.num_tokens
+
+    @property
+    def offsets(self) -> list:
+        """The `B + 1` document offsets into the token rows (document j is rows
+        `offsets[j]:offsets[j + 1]`)."""
+        return self._native.offsets
 
     @property
     def doc_ids(self):

@@ -1,6 +1,6 @@
 """Type stubs of the compiled extension (src/lib.rs). Use the Python API in `tilemaxsim`."""
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 __version__: str
 
@@ -32,6 +32,7 @@ class Corpus:
         devices: Optional[Sequence[int]] = None,
         residency: str = "auto",
         check_finite: bool = True,
+        documents: Optional[Tuple[int, int]] = None,
     ) -> "Corpus": ...
     @staticmethod
     def from_arrays(
@@ -52,6 +53,8 @@ class Corpus:
     def dtype(self) -> str: ...
     @property
     def num_tokens(self) -> int: ...
+    @property
+    def offsets(self) -> list[int]: ...
     @property
     def doc_ids(self) -> Optional[list[str]]: ...
     @property

@@ -44,11 +44,16 @@ const VALUES_FINITE: (&str, &str) = ("values", "finite");
 #[derive(Clone, Copy, Debug)]
 pub struct OpenOptions {
     check_finite: bool,
+    /// Only these documents (start, end), as [`Corpus::slice`] takes them.
+    documents: Option<(usize, usize)>,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { check_finite: true }
+        OpenOptions {
+            check_finite: true,
+            documents: None,
+        }
     }
 }
 
@@ -65,12 +70,28 @@ impl OpenOptions {
         self
     }
 
+    /// Open only documents `range` of the file (a shard), indexed from 0, as
+    /// [`Corpus::slice`] makes them: the whole file is mapped and checked for structure, and
+    /// only the range's values are read (scanned, when the check is on).
+    pub fn documents(mut self, range: std::ops::Range<usize>) -> Self {
+        self.documents = Some((range.start, range.end));
+        self
+    }
+
     /// Open a corpus file with these options, memory-mapped.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Corpus> {
         let path = path.as_ref();
-        let corpus = open_structure(path)?;
+        let mut corpus = open_structure(path)?;
+        let mut first_doc = 0;
+        if let Some((start, end)) = self.documents {
+            corpus = corpus.slice(start..end).map_err(|e| match e {
+                Error::Argument(m) => Error::Argument(format!("{}: {m}", path.display())),
+                e => e,
+            })?;
+            first_doc = start;
+        }
         if self.check_finite && corpus.finite_check() == FiniteCheck::NotChecked {
-            corpus.check_finite_in(Some(path))?;
+            corpus.check_finite_in(Some(path), first_doc)?;
         }
         Ok(corpus)
     }

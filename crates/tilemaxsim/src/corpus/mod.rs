@@ -313,6 +313,47 @@ impl Corpus {
         self.doc_ids.as_deref()
     }
 
+    /// Documents `range` as a corpus of their own, indexed from 0 (a shard of this one), with
+    /// their ids and what is known of their values. A memory-mapped corpus shares its map (no
+    /// copy: processes that open shards of one file share the page cache); an owned one is
+    /// copied. An empty range or one past the last document is an error.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Corpus> {
+        if range.start >= range.end || range.end > self.len() {
+            return Err(Error::Argument(format!(
+                "documents {}..{}: not a non-empty range within the corpus's {} documents",
+                range.start,
+                range.end,
+                self.len()
+            )));
+        }
+        let (first, last) = (self.offsets[range.start], self.offsets[range.end]);
+        let storage = match &self.storage {
+            Storage::Owned(o) => Storage::Owned(OwnedElements::from_elements(
+                o.as_elements().slice(first * self.dim..last * self.dim),
+            )),
+            Storage::Mapped {
+                map, start, dtype, ..
+            } => Storage::Mapped {
+                map: Arc::clone(map),
+                // Still aligned: a whole number of elements past an aligned start.
+                start: start + first * self.dim * dtype.size(),
+                len: (last - first) * self.dim,
+                dtype: *dtype,
+            },
+        };
+        Ok(Corpus {
+            storage,
+            dim: self.dim,
+            offsets: self.offsets[range.clone()]
+                .iter()
+                .chain(std::iter::once(&last))
+                .map(|&o| o - first)
+                .collect(),
+            doc_ids: self.doc_ids.as_ref().map(|ids| ids[range].to_vec()),
+            finite: self.finite.clone(),
+        })
+    }
+
     /// Whether the token matrix is memory-mapped from a file (rather than owned in memory).
     pub fn is_mapped(&self) -> bool {
         matches!(self.storage, Storage::Mapped { .. })
@@ -323,7 +364,7 @@ impl Corpus {
     /// already scanned (a corpus's values never change); a flag recorded in the file
     /// ([`FiniteCheck::Recorded`]) is not enough here: this always looks at the values.
     pub fn check_finite(&self) -> Result<()> {
-        self.check_finite_in(None)
+        self.check_finite_in(None, 0)
     }
 
     /// How this corpus's values are known to be finite: scanned, recorded in its file, or not.
@@ -331,8 +372,9 @@ impl Corpus {
         self.finite.get()
     }
 
-    /// [`Corpus::check_finite`], naming `file` in the error when the corpus came from one.
-    pub(crate) fn check_finite_in(&self, file: Option<&Path>) -> Result<()> {
+    /// [`Corpus::check_finite`], naming `file` in the error when the corpus came from one, and
+    /// the document by its index in the file (`first_doc` + its index here, for a slice).
+    pub(crate) fn check_finite_in(&self, file: Option<&Path>, first_doc: usize) -> Result<()> {
         if self.finite.get() == FiniteCheck::Scanned {
             return Ok(());
         }
@@ -363,7 +405,7 @@ impl Corpus {
         let col = (start + i) % self.dim;
         // The document holding token row `row`: the last offset at or below it.
         let j = self.offsets.partition_point(|&o| o <= row) - 1;
-        let mut what = format!("document {j}");
+        let mut what = format!("document {}", first_doc + j);
         if let Some(ids) = &self.doc_ids {
             what.push_str(&format!(" (id {:?})", ids[j]));
         }

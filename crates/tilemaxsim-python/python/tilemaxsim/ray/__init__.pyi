@@ -1,0 +1,65 @@
+"""Type stubs of tilemaxsim.ray: one corpus file searched by shard actors on a Ray cluster."""
+
+from os import PathLike
+from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+
+Array = Any  # torch.Tensor | numpy.ndarray
+
+class ShardError(RuntimeError):
+    """A shard's actor died, is restarting, or failed; the search returned nothing."""
+
+    shard: int
+    documents: Tuple[int, int]
+
+class Hits(NamedTuple):
+    scores: Array
+    """[A, k] float32 (or [k] for one query), best first."""
+    indices: Array
+    """[A, k] int64 global document indices, ties to the lower index."""
+    ids: list
+    """The corpus's document ids (decimal indices when it has none), one list per query."""
+
+def plan_shards(offsets: Sequence[int], shards: int) -> list[Tuple[int, int]]:
+    """Contiguous, non-empty document ranges with about equal tokens each."""
+
+def merge(parts: Sequence[Tuple[Array, Array, Optional[list]]], k: int) -> Tuple[Array, Array, list]:
+    """The exact global top-k of the shards' (scores, global indices, ids)."""
+
+class PendingSearch:
+    def result(self, timeout: Optional[float] = None) -> Hits: ...
+
+class ShardedSearcher:
+    path: str
+    shards: list[Tuple[int, int]]
+    actors: list[Any]
+    offsets: Array
+    """[N + 1] int64 document offsets of the file."""
+    dim: int
+    dtype: str
+    def __init__(
+        self,
+        path: Union[str, PathLike],
+        shards: int,
+        *,
+        device: str = "cpu",
+        num_cpus: float = 1,
+        num_gpus: Optional[float] = None,
+        max_restarts: int = 3,
+        residency: str = "auto",
+        check_finite: bool = True,
+        scheduling_strategy: Any = "SPREAD",
+        timeout: Optional[float] = None,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+    def info(self) -> list[dict]: ...
+    def submit(self, Q: Array, k: int, *, q_mask: Optional[Array] = None) -> PendingSearch: ...
+    def search_hits(self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None) -> Hits: ...
+    def search(
+        self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None
+    ) -> Tuple[Array, Array]: ...
+    def search_ids(
+        self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None
+    ) -> Tuple[Array, list]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "ShardedSearcher": ...
+    def __exit__(self, *exc: Any) -> None: ...

@@ -1,0 +1,30 @@
+"""Type stubs of tilemaxsim.ray.serve: the sharded search as a Ray Serve application."""
+
+from os import PathLike
+from typing import Any, Optional, Union
+
+class BadRequest(ValueError):
+    """A malformed search request (answered with 400)."""
+
+class ShardsUnavailable(RuntimeError):
+    """A shard did not answer (answered with 503)."""
+
+def parse_request(body: bytes, dim: int, max_k: int) -> tuple[list[str], list[Any], int]:
+    """(query ids, [Lq, d] float32 queries, k) of a request body, or BadRequest."""
+
+def build_app(
+    path: Union[str, PathLike],
+    shards: int,
+    *,
+    device: str = "cpu",
+    num_cpus: float = 1,
+    num_gpus: Optional[float] = None,
+    replicas: int = 1,
+    residency: str = "auto",
+    check_finite: bool = True,
+    max_k: int = 1000,
+    max_batch_queries: int = 64,
+    batch_wait_s: float = 0.0,
+    ingress_options: Optional[dict] = None,
+) -> Any:
+    """A Serve application (ray.serve.Application): one deployment per shard and the ingress."""
