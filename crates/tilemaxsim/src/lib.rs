@@ -31,6 +31,7 @@
 //! resident or streamed GPU search), [`search`] (the [`Searcher`] trait: top-k over a corpus
 //! prepared once), [`topk`] (deterministic top-k).
 
+pub mod codec;
 pub mod corpus;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -43,6 +44,7 @@ pub mod scorer;
 pub mod search;
 pub mod topk;
 
+pub use codec::{Codec, CodecSpec, CompressedCorpus};
 pub use corpus::Corpus;
 pub use cpu::{CpuScorer, Isa};
 pub use error::{Error, Result};
