@@ -1,5 +1,5 @@
-//! `tilemaxsim corpus import|info`: build a corpus file from `.npy` or foreign safetensors,
-//! and describe one.
+//! `tilemaxsim corpus import|info|compress|decode`: build a corpus file from `.npy`, foreign
+//! safetensors or a PLAID index, describe one (exact or compressed), compress or decode one.
 
 use std::path::PathBuf;
 
@@ -12,7 +12,11 @@ use tilemaxsim::{Corpus, DType};
 pub enum CorpusCommand {
     /// Build a corpus (or query) file from .npy files or from safetensors written by other tools.
     Import(Box<ImportArgs>),
-    /// Describe a corpus file; --check-finite also scans every value (even of a file that
+    /// Compress an exact corpus with a codec (residual/PLAID, pq, int8, fp8).
+    Compress(Box<crate::compress_cmd::CompressArgs>),
+    /// Decode a compressed corpus back to an exact one (what its scores are checked against).
+    Decode(crate::compress_cmd::DecodeArgs),
+    /// Describe a corpus file (exact or compressed); --check-finite also scans every value (even of a file that
     /// records it was checked when written).
     Info {
         path: PathBuf,
@@ -23,6 +27,10 @@ pub enum CorpusCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
+    /// A PLAID index directory (fast-plaid or colbert-ai), imported without re-encoding as a
+    /// compressed (residual) corpus.
+    #[arg(long, conflicts_with_all = ["npy", "npy_files", "npy_dir", "safetensors", "dtype"])]
+    plaid: Option<PathBuf>,
     /// Packed token matrix [T, d] (.npy, float32/float16/float64); needs --lengths.
     #[arg(long, requires = "lengths", conflicts_with_all = ["npy_files", "npy_dir", "safetensors"])]
     npy: Option<PathBuf>,
@@ -61,7 +69,17 @@ pub struct ImportArgs {
 
 pub fn run(cmd: CorpusCommand) -> Result<()> {
     match cmd {
-        CorpusCommand::Import(a) => import_cmd(*a),
+        CorpusCommand::Import(a) => match &a.plaid {
+            Some(dir) => crate::compress_cmd::import_plaid(dir, a.ids.as_ref(), &a.out),
+            None => import_cmd(*a),
+        },
+        CorpusCommand::Compress(a) => crate::compress_cmd::compress_cmd(*a),
+        CorpusCommand::Decode(a) => crate::compress_cmd::decode_cmd(a),
+        CorpusCommand::Info { path, .. } if tilemaxsim::codec::is_compressed_file(&path) => {
+            let c = tilemaxsim::CompressedCorpus::open(&path)?;
+            crate::compress_cmd::describe(&path, &c, None);
+            Ok(())
+        }
         CorpusCommand::Info { path, check_finite } => {
             let c = OpenOptions::new().check_finite(false).open(&path)?;
             if check_finite {
@@ -100,7 +118,7 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
         import::from_safetensors(st, &keys, a.dtype)?
     } else {
         bail!(
-            "nothing to import: give --npy with --lengths, --npy-files, --npy-dir or --safetensors"
+            "nothing to import: give --npy with --lengths, --npy-files, --npy-dir, --safetensors or --plaid"
         );
     };
     if let Some(ids) = &a.ids {

@@ -1,7 +1,8 @@
-//! The `tilemaxsim` command: bench, score, search, eval, corpus import/info, info.
+//! The `tilemaxsim` command: bench, score, search, eval, corpus import/info/compress/decode, info.
 
 mod bench;
 mod bench_search;
+mod compress_cmd;
 mod corpus_cmd;
 mod eval_cmd;
 mod info;

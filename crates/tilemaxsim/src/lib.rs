@@ -51,7 +51,10 @@ pub use error::{Error, Result};
 pub use matrix::{DType, Elements, Matrix, OwnedElements};
 pub use reference::ReferenceScorer;
 pub use scorer::{Docs, Scorer};
-pub use search::{Residency, SearchOptions, Searcher, searcher_for};
+pub use search::{
+    CompressedSearch, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
+    searcher_for,
+};
 pub use topk::Hit;
 
 /// Where to score.
