@@ -3,7 +3,7 @@ PyPI, built here on the CPU from tiny seeded data (seconds):
 
 - fast-plaid (`FastPlaid.create`, nbits 2 and 4; the 1.4.6 that pylate 1.6.0 pins): our
   reconstruction equals its `get_embeddings` to within its f16 arithmetic (it adds,
-  normalizes and divides in f16, we in f32): 2 f16 ulps per element at most;
+  normalizes and divides in f16, we in f32): 2 f16 ulps plus 2^-12 per element at most;
 - colbert-ai 0.2.22: its own `ResidualCodec` (bucket statistics by
   `CollectionIndexer._compute_avg_residual`, codes and residuals by `ResidualCodec.compress`,
   files by `IndexSaver`); colbert-ai's CPU `decompress` must equal ours to f32 rounding.
@@ -78,10 +78,11 @@ def test_fast_plaid_index(tmp_path, nbits):
     out, dec, ours, offsets = import_and_decode(index, tmp_path)
     assert offsets.tolist() == np.cumsum([0] + [len(d) for d in docs]).tolist()
     assert ours.shape == theirs.shape
-    # fast-plaid rounds the sum, the norm and the quotient to f16: at most 2 f16 ulps apart.
+    # fast-plaid rounds the quotient to f16 (2 ulps of the value) after rounding the sum
+    # centroid + weight and the norm (an ulp at the inputs' scale, 2^-12 for |x| < 0.5).
     diff = np.abs(ours - theirs)
     ulp = np.spacing(np.abs(theirs).astype(np.float16)).astype(np.float32)
-    assert (diff <= 2 * ulp + 1e-7).all(), (diff - 2 * ulp).max()
+    assert (diff <= 2 * ulp + 2.0**-12).all(), (diff - 2 * ulp).max()
     same = (ours.astype(np.float16) == theirs.astype(np.float16)).mean()
     print(f"fast-plaid nbits={nbits}: max |diff| {diff.max():.2e}, same f16 value {same:.3f}")
     same_runs(out, dec, docs[0].shape[1], tmp_path)
