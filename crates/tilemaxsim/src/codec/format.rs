@@ -50,16 +50,14 @@ impl OpenOptions {
     pub fn open_compressed(&self, path: impl AsRef<Path>) -> Result<CompressedCorpus> {
         let path = path.as_ref();
         let mut c = open_structure(path)?;
-        if !self.checks_finite()
+        // Only the fp8 NaN scan is optional (and skipped when the file records one); ids and
+        // scales are always checked, since a bad one would index out of bounds or poison scores.
+        let scan = self.checks_finite()
             && matches!(c.codec, Codec::Fp8)
-            && c.finite == FiniteCheck::NotChecked
-        {
-            // Only the fp8 NaN scan is optional; ids and scales are always checked.
-            c.finite = FiniteCheck::Recorded;
-        }
-        c.check_codes(Some(path))
+            && c.finite == FiniteCheck::NotChecked;
+        c.check_codes(Some(path), scan)
             .map_err(|e| Error::format(path, e.to_string()))?;
-        if matches!(c.codec, Codec::Fp8) && c.finite == FiniteCheck::NotChecked {
+        if scan {
             c.finite = FiniteCheck::Scanned;
         }
         Ok(c)

@@ -172,14 +172,17 @@ impl CompressedCorpus {
         codes: Vec<u8>,
         aux: Option<Vec<u32>>,
     ) -> Result<Self> {
-        let c = Self::from_parts(
+        let mut c = Self::from_parts(
             codec,
             dim,
             offsets,
             Bytes::Owned(codes),
             aux.map(Words::Owned),
         )?;
-        c.check_codes(None)?;
+        c.check_codes(None, true)?;
+        if matches!(c.codec, Codec::Fp8) {
+            c.finite = FiniteCheck::Scanned;
+        }
         Ok(c)
     }
 
@@ -252,8 +255,8 @@ impl CompressedCorpus {
     }
 
     /// Check the values a decode relies on: ids below K and scales finite and ≥ 0 (always),
-    /// and with `scan_fp8` (or `None`: always) the fp8 codes for NaN. Errors name the document.
-    pub(crate) fn check_codes(&self, file: Option<&std::path::Path>) -> Result<()> {
+    /// and with `scan_fp8` the fp8 codes for NaN. Errors name the document (and `file`).
+    pub(crate) fn check_codes(&self, file: Option<&std::path::Path>, scan_fp8: bool) -> Result<()> {
         let where_ = |row: usize| {
             let j = self.offsets.partition_point(|&o| o <= row) - 1;
             let mut w = format!("document {j}");
@@ -290,7 +293,7 @@ impl CompressedCorpus {
                         value: f32::from_bits(aux[row]),
                     });
                 }
-                if matches!(self.codec, Codec::Fp8) && self.finite != FiniteCheck::Scanned {
+                if matches!(self.codec, Codec::Fp8) && scan_fp8 {
                     let codes = self.codes.get();
                     if let Some(i) = codes.par_iter().position_first(|&c| fp8::is_nan(c)) {
                         let (w, tok) = where_(i / self.dim);
