@@ -32,6 +32,19 @@ class Corpus:
         devices: Optional[Sequence[int]] = None,
         residency: str = "auto",
         check_finite: bool = True,
+        rerank: Optional[str] = None,
+        rerank_k: int = 100,
+    ) -> "Corpus": ...
+    def compress(
+        self,
+        codec: str,
+        *,
+        nbits: int = 2,
+        centroids: Optional[int] = None,
+        m: int = 16,
+        kmeans_iters: Optional[int] = None,
+        seed: int = 0,
+        rerank_k: Optional[int] = None,
     ) -> "Corpus": ...
     @staticmethod
     def from_arrays(
@@ -50,6 +63,10 @@ class Corpus:
     def dim(self) -> int: ...
     @property
     def dtype(self) -> str: ...
+    @property
+    def codec(self) -> Optional[str]: ...
+    @property
+    def bytes_per_token(self) -> int: ...
     @property
     def num_tokens(self) -> int: ...
     @property
