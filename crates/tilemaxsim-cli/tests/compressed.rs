@@ -1,7 +1,7 @@
 //! The `tilemaxsim` binary on compressed corpora, on real data (the first 300 Cranfield
 //! documents, 20 queries): `corpus compress` for every codec, `corpus info`, `search` on the
 //! codes (the same run as searching the decoded corpus), `--rerank` (exact scores of the
-//! compressed top-K'), `corpus decode`, and the errors a user can meet.
+//! compressed top-K'), `score` on the codes, `corpus decode`, and the errors a user can meet.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -126,6 +126,21 @@ fn compress_search_rerank_decode_on_cranfield() {
             std::fs::read_to_string(&on_decoded).unwrap(),
             "{name}"
         );
+
+        // `score` on the codes gives the decoded corpus's scores, bit for bit.
+        let score = |corpus: &Path| {
+            let out = run_ok(
+                bin()
+                    .args(["score", "--device", "cpu", "--queries"])
+                    .arg(&q_path)
+                    .arg("--corpus")
+                    .arg(corpus),
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let on_codes = score(&cpath);
+        assert_eq!(on_codes.lines().count(), 20 * 300);
+        assert_eq!(on_codes, score(&dec), "{name}: score");
 
         // Reranked: every score is the exact score of that document, best first.
         let rr = search(
