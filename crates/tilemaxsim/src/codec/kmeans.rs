@@ -62,8 +62,19 @@ pub(crate) fn assign(points: &[f32], centroids: &[f32], bias: &[f32], d: usize) 
     out
 }
 
+/// Squared distance, in 8 independent lanes so the compiler vectorizes it.
 fn sq_dist(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            let t = x[i] - y[i];
+            acc[i] += t * t;
+        }
+    }
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| (x - y) * (x - y)).sum();
+    acc.iter().sum::<f32>() + tail
 }
 
 /// `-|c|²/2` per centroid: the bias that turns a dot product into a nearest-centroid rule.
@@ -74,41 +85,62 @@ pub(crate) fn half_neg_norms(centroids: &[f32], d: usize) -> Vec<f32> {
         .collect()
 }
 
+/// Points per block of the k-means++ passes: partial sums per fixed block keep the draw
+/// independent of the thread count.
+const SEED_BLOCK: usize = 4096;
+
 /// k-means++ seeding: the first centroid uniformly at random, each next one with probability
-/// proportional to its squared distance to the nearest centroid chosen so far.
+/// proportional to its squared distance to the nearest centroid chosen so far. Each step is
+/// one parallel pass (distances updated, block sums in f64) and a walk over the block sums.
 fn kmeans_pp(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
     let n = points.len() / d;
     let mut centroids = Vec::with_capacity(k * d);
     let first = rng.random_range(0..n);
     centroids.extend_from_slice(&points[first * d..(first + 1) * d]);
-    let mut dist: Vec<f32> = points
-        .par_chunks_exact(d)
-        .map(|p| sq_dist(p, &centroids[..d]))
-        .collect();
-    while centroids.len() < k * d {
-        // Sums in a fixed order (f64), so the draw does not depend on the thread count.
-        let total: f64 = dist.iter().map(|&x| f64::from(x)).sum();
-        let pick = if total > 0.0 {
-            let target = rng.random::<f64>() * total;
-            let mut acc = 0.0;
-            let mut pick = n - 1;
-            for (i, &x) in dist.iter().enumerate() {
-                acc += f64::from(x);
-                if acc > target {
-                    pick = i;
-                    break;
+    let mut dist = vec![f32::INFINITY; n];
+    let mut sums = vec![0f64; n.div_ceil(SEED_BLOCK)];
+    let mut newest = centroids.clone();
+    while {
+        dist.par_chunks_mut(SEED_BLOCK)
+            .zip(points.par_chunks(SEED_BLOCK * d))
+            .zip(sums.par_iter_mut())
+            .for_each(|((m, p), s)| {
+                let mut t = 0f64;
+                for (m, p) in m.iter_mut().zip(p.chunks_exact(d)) {
+                    *m = m.min(sq_dist(p, &newest));
+                    t += f64::from(*m);
                 }
+                *s = t;
+            });
+        centroids.len() < k * d
+    } {
+        let total: f64 = sums.iter().sum();
+        let pick = if total > 0.0 {
+            let mut target = rng.random::<f64>() * total;
+            let mut pick = n - 1;
+            'find: for (b, &s) in sums.iter().enumerate() {
+                if target < s {
+                    let end = ((b + 1) * SEED_BLOCK).min(n);
+                    // The last point of the block unless rounding left the walk short of it.
+                    pick = end - 1;
+                    for (i, &x) in dist[b * SEED_BLOCK..end].iter().enumerate() {
+                        target -= f64::from(x);
+                        if target < 0.0 {
+                            pick = b * SEED_BLOCK + i;
+                            break;
+                        }
+                    }
+                    break 'find;
+                }
+                target -= s;
             }
             pick
         } else {
             // Every point coincides with a centroid: any point will do.
             rng.random_range(0..n)
         };
-        let c = points[pick * d..(pick + 1) * d].to_vec();
-        dist.par_iter_mut()
-            .zip(points.par_chunks_exact(d))
-            .for_each(|(m, p)| *m = m.min(sq_dist(p, &c)));
-        centroids.extend_from_slice(&c);
+        newest = points[pick * d..(pick + 1) * d].to_vec();
+        centroids.extend_from_slice(&newest);
     }
     centroids
 }
