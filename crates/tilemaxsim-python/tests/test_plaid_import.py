@@ -88,8 +88,12 @@ def test_fast_plaid_index(tmp_path, nbits):
     same_runs(out, dec, docs[0].shape[1], tmp_path)
 
 
-def test_colbert_ai_index(tmp_path):
+def test_colbert_ai_index(tmp_path, monkeypatch):
     pytest.importorskip("colbert")
+    from colbert.infra.config.settings import RunSettings
+
+    # colbert-ai's CPU codec, also on a GPU machine (its GPU codec compiles a CUDA extension).
+    monkeypatch.setattr(RunSettings, "total_visible_gpus", 0)
     from colbert.indexing.codecs.residual import ResidualCodec
     from colbert.indexing.codecs.residual_embeddings import ResidualEmbeddings
     from colbert.indexing.collection_indexer import CollectionIndexer
