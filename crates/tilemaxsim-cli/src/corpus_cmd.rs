@@ -1,5 +1,6 @@
-//! `tilemaxsim corpus import|synth|info`: build a corpus file from `.npy` or foreign
-//! safetensors, write the seeded synthetic corpus `bench` scores, and describe one.
+//! `tilemaxsim corpus import|synth|info|compress|decode`: build a corpus file from `.npy`,
+//! foreign safetensors or a PLAID index, write the seeded synthetic corpus `bench` scores,
+//! describe one (exact or compressed), compress or decode one.
 
 use std::path::PathBuf;
 
@@ -17,7 +18,11 @@ pub enum CorpusCommand {
     /// Write the seeded synthetic corpus `bench` generates for the same flags (unit-norm
     /// Gaussian tokens), e.g. to serve or search the very corpus `bench` timed.
     Synth(SynthArgs),
-    /// Describe a corpus file; --check-finite also scans every value (even of a file that
+    /// Compress an exact corpus with a codec (residual/PLAID, pq, int8, fp8).
+    Compress(Box<crate::compress_cmd::CompressArgs>),
+    /// Decode a compressed corpus back to an exact one (what its scores are checked against).
+    Decode(crate::compress_cmd::DecodeArgs),
+    /// Describe a corpus file (exact or compressed); --check-finite also scans every value (even of a file that
     /// records it was checked when written).
     Info {
         path: PathBuf,
@@ -28,6 +33,10 @@ pub enum CorpusCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct ImportArgs {
+    /// A PLAID index directory (fast-plaid or colbert-ai), imported without re-encoding as a
+    /// compressed (residual) corpus.
+    #[arg(long, conflicts_with_all = ["npy", "npy_files", "npy_dir", "safetensors", "dtype"])]
+    plaid: Option<PathBuf>,
     /// Packed token matrix [T, d] (.npy, float32/float16/float64); needs --lengths.
     #[arg(long, requires = "lengths", conflicts_with_all = ["npy_files", "npy_dir", "safetensors"])]
     npy: Option<PathBuf>,
@@ -86,7 +95,12 @@ pub struct SynthArgs {
 
 pub fn run(cmd: CorpusCommand) -> Result<()> {
     match cmd {
-        CorpusCommand::Import(a) => import_cmd(*a),
+        CorpusCommand::Import(a) => match &a.plaid {
+            Some(dir) => crate::compress_cmd::import_plaid(dir, a.ids.as_ref(), &a.out),
+            None => import_cmd(*a),
+        },
+        CorpusCommand::Compress(a) => crate::compress_cmd::compress_cmd(*a),
+        CorpusCommand::Decode(a) => crate::compress_cmd::decode_cmd(a),
         CorpusCommand::Synth(a) => {
             if a.docs == 0 || a.dim == 0 {
                 bail!("--docs and --dim must be at least 1");
@@ -99,6 +113,11 @@ pub fn run(cmd: CorpusCommand) -> Result<()> {
             corpus.save(&a.out)?;
             spinner.finish_and_clear();
             describe(&a.out, &corpus);
+            Ok(())
+        }
+        CorpusCommand::Info { path, .. } if tilemaxsim::codec::is_compressed_file(&path) => {
+            let c = tilemaxsim::CompressedCorpus::open(&path)?;
+            crate::compress_cmd::describe(&path, &c, None);
             Ok(())
         }
         CorpusCommand::Info { path, check_finite } => {
@@ -139,7 +158,7 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
         import::from_safetensors(st, &keys, a.dtype)?
     } else {
         bail!(
-            "nothing to import: give --npy with --lengths, --npy-files, --npy-dir or --safetensors"
+            "nothing to import: give --npy with --lengths, --npy-files, --npy-dir, --safetensors or --plaid"
         );
     };
     if let Some(ids) = &a.ids {

@@ -1,7 +1,9 @@
-//! The `tilemaxsim` command: bench, score, search, serve, eval, corpus import/synth/info, info.
+//! The `tilemaxsim` command: bench, score, search, serve, eval, corpus
+//! import/synth/info/compress/decode, info.
 
 mod bench;
 mod bench_search;
+mod compress_cmd;
 mod corpus_args;
 mod corpus_cmd;
 mod eval_cmd;

@@ -1,11 +1,12 @@
 //! `tilemaxsim score`: every query against every document (or a candidate list); writes the
-//! `Q × N` scores as `.npy` or as `qid docid score` lines.
+//! `Q × N` scores as `.npy` or as `qid docid score` lines. A compressed corpus is scored on its
+//! codes.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use tilemaxsim::{Device, Docs};
+use tilemaxsim::{CompressedCorpus, Corpus, Device, Docs, Matrix, Scorer};
 
 use crate::load;
 
@@ -34,12 +35,60 @@ pub struct ScoreArgs {
     device: Device,
 }
 
+/// The documents scored: exact, or codes.
+enum Target {
+    Exact(Corpus),
+    Compressed(CompressedCorpus),
+}
+
+impl Target {
+    fn len(&self) -> usize {
+        match self {
+            Target::Exact(c) => c.len(),
+            Target::Compressed(c) => c.len(),
+        }
+    }
+    fn doc_ids(&self) -> Option<&[String]> {
+        match self {
+            Target::Exact(c) => c.doc_ids(),
+            Target::Compressed(c) => c.doc_ids(),
+        }
+    }
+    fn score_into(
+        &self,
+        s: &dyn Scorer,
+        q: &[Matrix<'_>],
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        match self {
+            Target::Exact(c) => s.score_into(q, c, docs, out)?,
+            Target::Compressed(c) => s.score_compressed_into(q, c, docs, out)?,
+        }
+        Ok(())
+    }
+}
+
 pub fn run(a: ScoreArgs) -> Result<()> {
-    let (scorer, notice) = tilemaxsim::scorer_for(a.device)?;
+    let (corpus, (scorer, notice)) = if tilemaxsim::codec::is_compressed_file(&a.corpus) {
+        let mut c =
+            CompressedCorpus::open(&a.corpus).context("cannot open the compressed corpus")?;
+        if let Some(p) = &a.doc_ids {
+            c = c
+                .with_doc_ids(tilemaxsim::corpus::import::read_ids(p)?)
+                .with_context(|| format!("ids from {}", p.display()))?;
+        }
+        (
+            Target::Compressed(c),
+            tilemaxsim::compressed_scorer_for(a.device)?,
+        )
+    } else {
+        let c = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
+        (Target::Exact(c), tilemaxsim::scorer_for(a.device)?)
+    };
     if let Some(n) = notice {
         eprintln!("notice: {n}");
     }
-    let corpus = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
     let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
     let candidates: Option<Vec<usize>> = match &a.candidates {
@@ -65,7 +114,7 @@ pub fn run(a: ScoreArgs) -> Result<()> {
             None => Docs::Range(start..end),
         };
         let out = &mut part[..queries.len() * (end - start)];
-        scorer.score_into(&queries, &corpus, docs, out)?;
+        corpus.score_into(scorer.as_ref(), &queries, docs, out)?;
         for (q, row) in out.chunks_exact(end - start).enumerate() {
             scores[q * n + start..q * n + end].copy_from_slice(row);
         }
@@ -74,7 +123,12 @@ pub fn run(a: ScoreArgs) -> Result<()> {
     }
     bar.finish_and_clear();
 
-    let doc_id = |i: usize| load::id(&corpus, candidates.as_ref().map_or(i, |c| c[i]));
+    let doc_id = |i: usize| {
+        let j = candidates.as_ref().map_or(i, |c| c[i]);
+        corpus
+            .doc_ids()
+            .map_or_else(|| j.to_string(), |ids| ids[j].clone())
+    };
     match &a.out {
         Some(p) if p.extension().is_some_and(|e| e == "npy") => {
             let file = std::fs::File::create(p)
@@ -116,7 +170,7 @@ fn write_lines(
 }
 
 /// Candidate ids (or indices, for a corpus without ids) to corpus indices.
-pub fn resolve_candidates(corpus: &tilemaxsim::Corpus, ids: &[String]) -> Result<Vec<usize>> {
+fn resolve_candidates(corpus: &Target, ids: &[String]) -> Result<Vec<usize>> {
     let lookup: Option<std::collections::HashMap<&str, usize>> = corpus
         .doc_ids()
         .map(|v| v.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect());

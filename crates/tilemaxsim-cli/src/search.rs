@@ -1,11 +1,13 @@
 //! `tilemaxsim search`: the top-k documents of every query, written as a TREC run file
-//! (`qid Q0 docid rank score tag`), with throughput and per-query latency at the end.
+//! (`qid Q0 docid rank score tag`), with throughput and per-query latency at the end. A
+//! compressed corpus is searched on its codes, optionally reranked exactly (`--rerank`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use tilemaxsim::{CompressedCorpus, Rerank, Searcher};
 
 use crate::corpus_args::CorpusArgs;
 use crate::load;
@@ -31,6 +33,13 @@ pub struct SearchArgs {
     query_ids: Option<PathBuf>,
     #[command(flatten)]
     corpus: CorpusArgs,
+    /// With a compressed --corpus: rescore its top --rerank-k documents exactly against this
+    /// exact corpus (the same documents, in the same order), keeping the best -k.
+    #[arg(long)]
+    rerank: Option<PathBuf>,
+    /// Candidates per query taken from the compressed stage for --rerank (k').
+    #[arg(long, default_value_t = 100)]
+    rerank_k: usize,
 }
 
 pub fn run(a: SearchArgs) -> Result<()> {
@@ -41,6 +50,12 @@ pub fn run(a: SearchArgs) -> Result<()> {
         bail!("--tag must be one word");
     }
     let (device, options) = a.corpus.search_setup()?;
+    if tilemaxsim::codec::is_compressed_file(&a.corpus.corpus) {
+        return run_compressed(&a, device);
+    }
+    if a.rerank.is_some() {
+        bail!("--rerank needs a compressed --corpus (made by `tilemaxsim corpus compress`)");
+    }
     let corpus = a.corpus.open()?;
     let prepared = Instant::now();
     let (searcher, notice) = tilemaxsim::searcher_for(device, &corpus, &options)?;
@@ -48,6 +63,65 @@ pub fn run(a: SearchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let prepare_s = prepared.elapsed().as_secs_f64();
+    search_and_write(
+        &a,
+        searcher.as_ref(),
+        &|j| load::id(&corpus, j),
+        corpus.len(),
+        prepare_s,
+    )
+}
+
+/// Search a compressed corpus (on the CPU until the GPU kernels exist), reranked when asked.
+fn run_compressed(a: &SearchArgs, device: tilemaxsim::Device) -> Result<()> {
+    let prepared = Instant::now();
+    let mut corpus =
+        CompressedCorpus::open(&a.corpus.corpus).context("cannot open the compressed corpus")?;
+    if let Some(p) = &a.corpus.doc_ids {
+        corpus = corpus
+            .with_doc_ids(tilemaxsim::corpus::import::read_ids(p)?)
+            .with_context(|| format!("ids from {}", p.display()))?;
+    }
+    let (scorer, notice) = tilemaxsim::compressed_scorer_for(device)?;
+    if let Some(n) = notice {
+        eprintln!("notice: {n}");
+    }
+    let exact = match &a.rerank {
+        Some(p) => Some(load::corpus(p, None, a.corpus.check).context("the --rerank corpus")?),
+        None => None,
+    };
+    let rerank = match &exact {
+        Some(e) => {
+            let (s, n) = tilemaxsim::scorer_for(device)?;
+            if let Some(n) = n {
+                eprintln!("notice: {n}");
+            }
+            Some(Rerank {
+                exact: e,
+                candidates: a.rerank_k,
+                scorer: s,
+            })
+        }
+        None => None,
+    };
+    let searcher = tilemaxsim::CompressedSearch::new(scorer, &corpus, rerank)?;
+    let prepare_s = prepared.elapsed().as_secs_f64();
+    let id = |j: usize| {
+        corpus
+            .doc_ids()
+            .map_or_else(|| j.to_string(), |ids| ids[j].clone())
+    };
+    search_and_write(a, &searcher, &id, corpus.len(), prepare_s)
+}
+
+/// Run every query through `searcher` in batches and write the run file and the summary.
+fn search_and_write(
+    a: &SearchArgs,
+    searcher: &dyn Searcher,
+    doc_id: &dyn Fn(usize) -> String,
+    num_docs: usize,
+    prepare_s: f64,
+) -> Result<()> {
     let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
 
@@ -78,7 +152,7 @@ pub fn run(a: SearchArgs) -> Result<()> {
             writeln!(
                 w,
                 "{qid} Q0 {} {} {:.6} {}",
-                load::id(&corpus, h.doc),
+                doc_id(h.doc),
                 rank + 1,
                 h.score,
                 a.tag
@@ -92,12 +166,12 @@ pub fn run(a: SearchArgs) -> Result<()> {
     eprintln!(
         "{} queries × {} documents in {:.3} s on {} (corpus ready in {:.2} s): {:.1} queries/s, {} docs/s; latency per query (batches of ≤{}): p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
         queries.len(),
-        corpus.len(),
+        num_docs,
         total,
         searcher.name(),
         prepare_s,
         queries.len() as f64 / total,
-        crate::progress::si((queries.len() * corpus.len()) as f64 / total),
+        crate::progress::si((queries.len() * num_docs) as f64 / total),
         a.batch,
         pct(0.5),
         pct(0.9),

@@ -1,23 +1,41 @@
 //! `_native.Corpus`: a corpus file or in-memory corpus with the searcher of its device (CPU, one
-//! GPU resident or streamed, or sharded over several), kept for many searches.
+//! GPU resident or streamed, or sharded over several), kept for many searches. A compressed
+//! corpus (residual/PLAID, PQ, int8, fp8) is held the same way, searched on its codes and
+//! optionally reranked exactly against an exact corpus.
 
 use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use tilemaxsim::codec::{CodecSpec, CompressedCorpus, PqOptions, ResidualOptions};
 use tilemaxsim::corpus::OpenOptions;
-use tilemaxsim::{Device, Residency, SearchOptions, Searcher, searcher_for};
+use tilemaxsim::{
+    CompressedSearch, Device, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
+    scorer_for, searcher_for,
+};
 
 use crate::errors::to_py;
 use crate::tensor::{Place, Tensor, matrices};
 
+/// What a `Corpus` holds: exact documents, or codes (with the exact corpus of its rerank).
+enum Held {
+    Exact(Box<tilemaxsim::Corpus>),
+    Compressed {
+        codes: Box<CompressedCorpus>,
+        /// Only kept alive: the searcher's rerank stage borrows it.
+        _rerank: Option<Box<tilemaxsim::Corpus>>,
+    },
+}
+
 #[pyclass(frozen, module = "tilemaxsim._native")]
 pub struct Corpus {
-    // Declared before `corpus`, so dropped first: it borrows the boxed corpus.
+    // Declared before `held`, so dropped first: it borrows the boxed corpora.
     searcher: Mutex<Box<dyn Searcher + 'static>>,
-    corpus: Box<tilemaxsim::Corpus>,
+    held: Held,
     device: String,
     notice: Option<String>,
+    /// The device asked for (a corpus compressed from this one is searched there too).
+    asked: String,
 }
 
 impl Corpus {
@@ -44,9 +62,61 @@ impl Corpus {
         Ok(Corpus {
             device: searcher.name(),
             searcher: Mutex::new(searcher),
-            corpus,
+            held: Held::Exact(corpus),
             notice,
+            asked: device.to_string(),
         })
+    }
+
+    /// A compressed corpus searched on `device` (the CPU until the GPU kernels exist), its
+    /// top `rerank_k` reranked exactly against `rerank` when given.
+    fn compressed(
+        codes: CompressedCorpus,
+        device: &str,
+        rerank: Option<tilemaxsim::Corpus>,
+        rerank_k: usize,
+    ) -> PyResult<Self> {
+        let dev: Device = device.parse().map_err(to_py)?;
+        let codes = Box::new(codes);
+        let rerank = rerank.map(Box::new);
+        // SAFETY: as in `with_searcher`: both boxes keep their heap addresses, are never
+        // changed, and outlive the searcher (field order).
+        let c: &'static CompressedCorpus = unsafe { &*(codes.as_ref() as *const CompressedCorpus) };
+        let exact: Option<&'static tilemaxsim::Corpus> = rerank
+            .as_ref()
+            .map(|e| unsafe { &*(e.as_ref() as *const tilemaxsim::Corpus) });
+        let (scorer, mut notice) = compressed_scorer_for(dev).map_err(to_py)?;
+        let second = match exact {
+            Some(e) => {
+                let (s, n) = scorer_for(dev).map_err(to_py)?;
+                notice = notice.or(n);
+                Some(Rerank {
+                    exact: e,
+                    candidates: rerank_k,
+                    scorer: s,
+                })
+            }
+            None => None,
+        };
+        let searcher: Box<dyn Searcher + 'static> =
+            Box::new(CompressedSearch::new(scorer, c, second).map_err(to_py)?);
+        Ok(Corpus {
+            device: searcher.name(),
+            searcher: Mutex::new(searcher),
+            held: Held::Compressed {
+                codes,
+                _rerank: rerank,
+            },
+            notice,
+            asked: device.to_string(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        match &self.held {
+            Held::Exact(c) => c.len(),
+            Held::Compressed { codes, .. } => codes.len(),
+        }
     }
 }
 
@@ -55,7 +125,8 @@ impl Corpus {
     /// Open a corpus file (memory-mapped) for search on `device`; `documents=(start, end)`
     /// opens only those documents (a shard), indexed from 0.
     #[staticmethod]
-    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true, documents=None))]
+    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true, documents=None, rerank=None, rerank_k=100))]
+    #[allow(clippy::too_many_arguments)]
     fn load(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -64,11 +135,34 @@ impl Corpus {
         residency: &str,
         check_finite: bool,
         documents: Option<(usize, usize)>,
+        rerank: Option<std::path::PathBuf>,
+        rerank_k: usize,
     ) -> PyResult<Self> {
-        let mut options = OpenOptions::new().check_finite(check_finite);
-        if let Some((start, end)) = documents {
-            options = options.documents(start..end);
+        let options = OpenOptions::new().check_finite(check_finite);
+        if tilemaxsim::codec::is_compressed_file(&path) {
+            if documents.is_some() {
+                return Err(PyValueError::new_err(
+                    "documents: shards are opened from exact corpus files (this one is compressed)",
+                ));
+            }
+            let codes = py
+                .detach(|| options.open_compressed(&path))
+                .map_err(to_py)?;
+            let exact = match rerank {
+                Some(p) => Some(py.detach(|| options.open(&p)).map_err(to_py)?),
+                None => None,
+            };
+            return Self::compressed(codes, device, exact, rerank_k);
         }
+        if rerank.is_some() {
+            return Err(PyValueError::new_err(
+                "rerank: only a compressed corpus is reranked (this file is exact)",
+            ));
+        }
+        let options = match documents {
+            Some((start, end)) => options.documents(start..end),
+            None => options,
+        };
         let corpus = py.detach(|| options.open(&path)).map_err(to_py)?;
         Self::with_searcher(corpus, device, devices, residency)
     }
@@ -133,7 +227,7 @@ impl Corpus {
         if k == 0 {
             return Err(PyValueError::new_err("k must be at least 1"));
         }
-        let kk = k.min(self.corpus.len());
+        let kk = k.min(self.len());
         let hits = py
             .detach(|| {
                 // A poisoned lock only means a panic in another search; the searcher is intact.
@@ -156,39 +250,124 @@ impl Corpus {
         Ok((scores, index))
     }
 
-    /// Write the corpus to a safetensors file.
+    /// This (exact) corpus compressed with `codec` (`residual`, `pq`, `int8`, `fp8`): a new
+    /// corpus searched on its codes, reranked exactly against this one when `rerank_k` is given.
+    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn compress(
+        &self,
+        py: Python<'_>,
+        codec: &str,
+        nbits: u32,
+        centroids: Option<usize>,
+        m: usize,
+        kmeans_iters: Option<usize>,
+        seed: u64,
+        rerank_k: Option<usize>,
+    ) -> PyResult<Self> {
+        let Held::Exact(exact) = &self.held else {
+            return Err(PyValueError::new_err(
+                "compress: this corpus is already compressed",
+            ));
+        };
+        let spec = match codec {
+            "residual" => CodecSpec::Residual(ResidualOptions {
+                nbits,
+                centroids,
+                kmeans_iters: kmeans_iters.unwrap_or(4),
+                ..Default::default()
+            }),
+            "pq" => CodecSpec::Pq(PqOptions {
+                m,
+                kmeans_iters: kmeans_iters.unwrap_or(10),
+                ..Default::default()
+            }),
+            "int8" => CodecSpec::Int8,
+            "fp8" => CodecSpec::Fp8,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "codec {other:?}: expected residual, pq, int8 or fp8"
+                )));
+            }
+        };
+        let codes = py
+            .detach(|| tilemaxsim::codec::compress(exact, &spec, seed, &|_, _, _| {}))
+            .map_err(to_py)?;
+        let rerank = rerank_k.map(|_| exact.as_ref().clone());
+        Self::compressed(codes, &self.asked, rerank, rerank_k.unwrap_or(100))
+    }
+
+    /// Write the corpus (exact or compressed) to a safetensors file.
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        py.detach(|| self.corpus.save(&path)).map_err(to_py)
+        py.detach(|| match &self.held {
+            Held::Exact(c) => c.save(&path),
+            Held::Compressed { codes, .. } => codes.save(&path),
+        })
+        .map_err(to_py)
     }
 
     fn __len__(&self) -> usize {
-        self.corpus.len()
+        self.len()
     }
 
     #[getter]
     fn dim(&self) -> usize {
-        self.corpus.dim()
+        match &self.held {
+            Held::Exact(c) => c.dim(),
+            Held::Compressed { codes, .. } => codes.dim(),
+        }
     }
 
+    /// The element type (`f32`, `f16`, `bf16`), or the codec of a compressed corpus.
     #[getter]
     fn dtype(&self) -> String {
-        self.corpus.dtype().to_string()
+        match &self.held {
+            Held::Exact(c) => c.dtype().to_string(),
+            Held::Compressed { codes, .. } => codes.codec().name().to_string(),
+        }
+    }
+
+    /// A description of the codec (`None` for an exact corpus).
+    #[getter]
+    fn codec(&self) -> Option<String> {
+        match &self.held {
+            Held::Exact(_) => None,
+            Held::Compressed { codes, .. } => Some(codes.codec().describe()),
+        }
+    }
+
+    /// Bytes stored per token.
+    #[getter]
+    fn bytes_per_token(&self) -> usize {
+        match &self.held {
+            Held::Exact(c) => c.dim() * c.dtype().size(),
+            Held::Compressed { codes, .. } => codes.codec().bytes_per_token(codes.dim()),
+        }
     }
 
     #[getter]
     fn num_tokens(&self) -> usize {
-        self.corpus.num_tokens()
+        match &self.held {
+            Held::Exact(c) => c.num_tokens(),
+            Held::Compressed { codes, .. } => codes.num_tokens(),
+        }
     }
 
     /// The `N + 1` document offsets into the token rows.
     #[getter]
     fn offsets(&self) -> Vec<usize> {
-        self.corpus.offsets().to_vec()
+        match &self.held {
+            Held::Exact(c) => c.offsets().to_vec(),
+            Held::Compressed { codes, .. } => codes.offsets().to_vec(),
+        }
     }
 
     #[getter]
     fn doc_ids(&self) -> Option<Vec<String>> {
-        self.corpus.doc_ids().map(|d| d.to_vec())
+        match &self.held {
+            Held::Exact(c) => c.doc_ids().map(|d| d.to_vec()),
+            Held::Compressed { codes, .. } => codes.doc_ids().map(|d| d.to_vec()),
+        }
     }
 
     /// The searcher in use, e.g. `cpu-avx512` or `cuda:0 resident`.

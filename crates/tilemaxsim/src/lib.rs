@@ -31,6 +31,7 @@
 //! resident or streamed GPU search), [`search`] (the [`Searcher`] trait: top-k over a corpus
 //! prepared once), [`topk`] (deterministic top-k).
 
+pub mod codec;
 pub mod corpus;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -43,13 +44,17 @@ pub mod scorer;
 pub mod search;
 pub mod topk;
 
+pub use codec::{Codec, CodecSpec, CompressedCorpus};
 pub use corpus::Corpus;
 pub use cpu::{CpuScorer, Isa};
 pub use error::{Error, Result};
 pub use matrix::{DType, Elements, Matrix, OwnedElements};
 pub use reference::ReferenceScorer;
 pub use scorer::{Docs, Scorer};
-pub use search::{Residency, SearchOptions, Searcher, searcher_for};
+pub use search::{
+    CompressedSearch, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
+    searcher_for,
+};
 pub use topk::Hit;
 
 /// Where to score.

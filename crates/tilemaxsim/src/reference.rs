@@ -3,9 +3,10 @@
 
 use rayon::prelude::*;
 
+use crate::codec::CompressedCorpus;
 use crate::corpus::Corpus;
 use crate::error::Result;
-use crate::matrix::Matrix;
+use crate::matrix::{Elements, Matrix};
 use crate::scorer::{Docs, Scorer};
 
 /// `Σ_i max_j ⟨q_i, d_j⟩` in f64.
@@ -59,6 +60,35 @@ impl Scorer for ReferenceScorer {
                 row.par_iter_mut()
                     .enumerate()
                     .for_each(|(i, s)| *s = maxsim_f64(*q, corpus.doc(docs.index(i))) as f32);
+            });
+        Ok(())
+    }
+
+    /// Decode each document, then score it in f64: the twin of every compressed path.
+    fn score_compressed_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &CompressedCorpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.check_compressed(queries, corpus, &docs, out.len())?;
+        let n = docs.count_of(corpus.len());
+        if n == 0 {
+            return Ok(());
+        }
+        let d = corpus.dim();
+        out.par_chunks_mut(n)
+            .zip(queries.par_iter())
+            .for_each(|(row, q)| {
+                row.par_iter_mut()
+                    .enumerate()
+                    .for_each_init(Vec::new, |buf, (i, s)| {
+                        corpus.decode_doc_into(docs.index(i), buf);
+                        let doc =
+                            Matrix::new(Elements::F32(buf), d).expect("decoded rows are whole");
+                        *s = maxsim_f64(*q, doc) as f32;
+                    });
             });
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! a batch of queries against a selection of documents); scoring one query, a candidate subset
 //! and top-k are built on it here, once, so every backend behaves the same at the edges.
 
+use crate::codec::CompressedCorpus;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -21,8 +22,13 @@ pub enum Docs<'a> {
 impl Docs<'_> {
     /// How many documents are selected, once checked against `corpus`.
     pub fn count(&self, corpus: &Corpus) -> usize {
+        self.count_of(corpus.len())
+    }
+
+    /// How many documents are selected from a corpus of `len` documents.
+    pub fn count_of(&self, len: usize) -> usize {
         match self {
-            Docs::All => corpus.len(),
+            Docs::All => len,
             Docs::Range(r) => r.len(),
             Docs::List(l) => l.len(),
         }
@@ -39,7 +45,10 @@ impl Docs<'_> {
     }
 
     pub(crate) fn check(&self, corpus: &Corpus) -> Result<()> {
-        let len = corpus.len();
+        self.check_len(corpus.len())
+    }
+
+    pub(crate) fn check_len(&self, len: usize) -> Result<()> {
         match self {
             Docs::All => Ok(()),
             Docs::Range(r) if r.start > r.end => Err(Error::Argument(format!(
@@ -62,6 +71,15 @@ impl Docs<'_> {
 /// Check queries against a corpus: at least one query, each with at least one token, the
 /// corpus's d, and finite values (queries are small, so this is always on).
 pub fn check_queries(queries: &[Matrix<'_>], corpus: &Corpus) -> Result<()> {
+    check_queries_dim(queries, corpus.dim())
+}
+
+/// [`check_queries`] against a compressed corpus.
+pub fn check_queries_compressed(queries: &[Matrix<'_>], corpus: &CompressedCorpus) -> Result<()> {
+    check_queries_dim(queries, corpus.dim())
+}
+
+fn check_queries_dim(queries: &[Matrix<'_>], dim: usize) -> Result<()> {
     if queries.is_empty() {
         return Err(Error::Argument("no queries given".into()));
     }
@@ -69,16 +87,48 @@ pub fn check_queries(queries: &[Matrix<'_>], corpus: &Corpus) -> Result<()> {
         if q.rows() == 0 {
             return Err(Error::EmptyQuery { index: i });
         }
-        if q.dim() != corpus.dim() {
+        if q.dim() != dim {
             return Err(Error::DimMismatch {
                 what: format!("query {i}"),
-                expected: corpus.dim(),
+                expected: dim,
                 got: q.dim(),
             });
         }
         q.check_finite(&format!("query {i}"), 0)?;
     }
     Ok(())
+}
+
+/// The `k` best of `n` documents for each of `nq` queries, scoring blocks of documents with
+/// `score(range, out)` (`out[q * range.len() + i]`); memory stays bounded.
+fn top_k_blocks(
+    nq: usize,
+    n: usize,
+    k: usize,
+    mut score: impl FnMut(std::ops::Range<usize>, &mut [f32]) -> Result<()>,
+) -> Result<Vec<Vec<Hit>>> {
+    if k == 0 {
+        return Err(Error::Argument("k must be at least 1".into()));
+    }
+    let block = (TOP_K_BLOCK_SCORES / nq).max(k).clamp(1, n);
+    let mut best: Vec<Vec<Hit>> = vec![Vec::new(); nq];
+    let mut scores = alloc_scores(nq * block)?;
+    let mut start = 0;
+    while start < n {
+        let end = (start + block).min(n);
+        let out = &mut scores[..nq * (end - start)];
+        score(start..end, out)?;
+        for (q, hits) in best.iter_mut().enumerate() {
+            let row = &out[q * (end - start)..(q + 1) * (end - start)];
+            let block_hits = row.iter().enumerate().map(|(i, &s)| Hit {
+                doc: start + i,
+                score: s,
+            });
+            merge_top_k(hits, block_hits, k);
+        }
+        start = end;
+    }
+    Ok(best)
 }
 
 /// Allocate a result buffer, reporting failure as an error rather than aborting.
@@ -187,29 +237,69 @@ pub trait Scorer: Send + Sync {
         corpus: &Corpus,
         k: usize,
     ) -> Result<Vec<Vec<Hit>>> {
-        if k == 0 {
-            return Err(Error::Argument("k must be at least 1".into()));
-        }
         check_queries(queries, corpus)?;
-        let n = corpus.len();
-        let block = (TOP_K_BLOCK_SCORES / queries.len()).max(k).clamp(1, n);
-        let mut best: Vec<Vec<Hit>> = vec![Vec::new(); queries.len()];
-        let mut scores = alloc_scores(queries.len() * block)?;
-        let mut start = 0;
-        while start < n {
-            let end = (start + block).min(n);
-            let out = &mut scores[..queries.len() * (end - start)];
-            self.score_into(queries, corpus, Docs::Range(start..end), out)?;
-            for (q, hits) in best.iter_mut().enumerate() {
-                let row = &out[q * (end - start)..(q + 1) * (end - start)];
-                let block_hits = row.iter().enumerate().map(|(i, &s)| Hit {
-                    doc: start + i,
-                    score: s,
-                });
-                merge_top_k(hits, block_hits, k);
-            }
-            start = end;
+        top_k_blocks(queries.len(), corpus.len(), k, |range, out| {
+            self.score_into(queries, corpus, Docs::Range(range), out)
+        })
+    }
+
+    /// Scores of a batch of queries against a selection of a compressed corpus's documents,
+    /// laid out as in [`Scorer::score_into`]. Backends without a compressed path say so.
+    fn score_compressed_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &CompressedCorpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        let _ = (queries, docs, out);
+        Err(Error::DeviceUnavailable(format!(
+            "{} cannot score {}-coded corpora yet; use the CPU (--device cpu)",
+            self.name(),
+            corpus.codec().name()
+        )))
+    }
+
+    /// Validate the arguments of `score_compressed_into`.
+    fn check_compressed(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &CompressedCorpus,
+        docs: &Docs<'_>,
+        out_len: usize,
+    ) -> Result<()> {
+        check_queries_compressed(queries, corpus)?;
+        docs.check_len(corpus.len())?;
+        let want = queries.len() * docs.count_of(corpus.len());
+        if out_len != want {
+            return Err(Error::Argument(format!(
+                "output has {out_len} elements, expected {want}"
+            )));
         }
-        Ok(best)
+        Ok(())
+    }
+
+    /// Scores of a batch of queries against every document of a compressed corpus: `Q × N`.
+    fn score_batch_compressed(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &CompressedCorpus,
+    ) -> Result<Vec<f32>> {
+        let mut out = alloc_scores(queries.len().saturating_mul(corpus.len()))?;
+        self.score_compressed_into(queries, corpus, Docs::All, &mut out)?;
+        Ok(out)
+    }
+
+    /// The `k` best documents of a compressed corpus for each query (as [`Scorer::top_k_batch`]).
+    fn top_k_batch_compressed(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &CompressedCorpus,
+        k: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        check_queries_compressed(queries, corpus)?;
+        top_k_blocks(queries.len(), corpus.len(), k, |range, out| {
+            self.score_compressed_into(queries, corpus, Docs::Range(range), out)
+        })
     }
 }

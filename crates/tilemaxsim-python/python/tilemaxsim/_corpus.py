@@ -21,23 +21,40 @@ class Corpus:
     `device`: `"auto"` (a GPU when usable, else the CPU), `"cpu"`, `"cuda"` or `"cuda:N"`;
     `devices=[0, 1]` shards over GPUs; `residency`: `"auto"`, `"resident"` or `"stream"`.
     `Corpus.load(path, documents=(start, end))` opens a shard of a file (see `tilemaxsim.ray`).
+
+    Compressed corpora: `corpus.compress("residual", nbits=2)` (or `"pq"` with `m=16`, `"int8"`,
+    `"fp8"`) returns a new `Corpus` searched on its codes (on the CPU until the GPU kernels
+    exist), reranked exactly against this one when `rerank_k` is given; `save` writes it and
+    `Corpus.load` opens it (a file written by `tilemaxsim corpus compress` or
+    `corpus import --plaid` too), with `rerank=EXACT_PATH, rerank_k=K'` for two stages.
     """
 
     def __init__(self, native):
         self._native = native
 
     @classmethod
-    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True, documents=None):
+    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True, documents=None,
+             rerank=None, rerank_k=100):
         """`documents=(start, end)` opens only those documents of the file (a shard, indexed from
         0 with their ids): the file is memory-mapped and only the range's values are read, so
-        processes opening shards of one file share the page cache."""
+        processes opening shards of one file share the page cache. A compressed file is
+        reranked exactly against `rerank` (an exact corpus file) over its top `rerank_k`."""
         if documents is not None:
             start, end = (int(x) for x in documents)
             if start < 0 or end < 0:
                 raise ValueError(f"documents=({start}, {end}): negative")
             documents = (start, end)
         return cls(_native.Corpus.load(os.fspath(path), device, devices=devices, residency=residency,
-                                       check_finite=check_finite, documents=documents))
+                                       check_finite=check_finite, documents=documents,
+                                       rerank=None if rerank is None else os.fspath(rerank), rerank_k=rerank_k))
+
+    def compress(self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None):
+        """This corpus compressed with `codec`: `"residual"` (ColBERTv2/PLAID; `nbits` 1, 2 or 4,
+        `centroids` K, default PLAID's), `"pq"` (`m` sub-spaces of 256 centroids), `"int8"` or
+        `"fp8"` (e4m3, per-token scales). k-means is seeded (`seed`). With `rerank_k`, searches
+        rescore the compressed top-`rerank_k` exactly against this corpus."""
+        return type(self)(self._native.compress(codec, nbits=nbits, centroids=centroids, m=m,
+                                                kmeans_iters=kmeans_iters, seed=seed, rerank_k=rerank_k))
 
     @classmethod
     def from_tensors(cls, embeddings, cu_seqlens=None, *, doc_lengths=None, doc_ids=None, device="auto",
@@ -90,7 +107,17 @@ class Corpus:
 
     @property
     def dtype(self) -> str:
+        """`f32`, `f16` or `bf16`; for a compressed corpus, its codec's name."""
         return self._native.dtype
+
+    @property
+    def codec(self):
+        """A description of the codec of a compressed corpus (`None` when exact)."""
+        return self._native.codec
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self._native.bytes_per_token
 
     @property
     def num_tokens(self) -> int:

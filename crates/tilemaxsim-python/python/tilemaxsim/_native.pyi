@@ -33,6 +33,19 @@ class Corpus:
         residency: str = "auto",
         check_finite: bool = True,
         documents: Optional[Tuple[int, int]] = None,
+        rerank: Optional[str] = None,
+        rerank_k: int = 100,
+    ) -> "Corpus": ...
+    def compress(
+        self,
+        codec: str,
+        *,
+        nbits: int = 2,
+        centroids: Optional[int] = None,
+        m: int = 16,
+        kmeans_iters: Optional[int] = None,
+        seed: int = 0,
+        rerank_k: Optional[int] = None,
     ) -> "Corpus": ...
     @staticmethod
     def from_arrays(
@@ -51,6 +64,10 @@ class Corpus:
     def dim(self) -> int: ...
     @property
     def dtype(self) -> str: ...
+    @property
+    def codec(self) -> Optional[str]: ...
+    @property
+    def bytes_per_token(self) -> int: ...
     @property
     def num_tokens(self) -> int: ...
     @property

@@ -78,6 +78,11 @@ impl OpenOptions {
         self
     }
 
+    /// Whether values are scanned on open.
+    pub(crate) fn checks_finite(&self) -> bool {
+        self.check_finite
+    }
+
     /// Open a corpus file with these options, memory-mapped.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Corpus> {
         let path = path.as_ref();

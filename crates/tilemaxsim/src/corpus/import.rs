@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix, OwnedElements};
 
 /// An npy array's elements as one of our float types (f64 narrowed to f32).
-fn npy_floats(path: &Path, npy: NpyFile<&[u8]>) -> Result<OwnedElements> {
+pub(crate) fn npy_floats(path: &Path, npy: NpyFile<&[u8]>) -> Result<OwnedElements> {
     let bad = |e: std::io::Error| {
         Error::format(path, format!("cannot read array data: {e} (truncated?)"))
     };
@@ -111,7 +111,7 @@ fn check_npy_shape(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn open_npy<'a>(path: &Path, bytes: &'a [u8]) -> Result<NpyFile<&'a [u8]>> {
+pub(crate) fn open_npy<'a>(path: &Path, bytes: &'a [u8]) -> Result<NpyFile<&'a [u8]>> {
     check_npy_shape(path, bytes)?;
     let npy = NpyFile::new(bytes)
         .map_err(|e| Error::format(path, format!("not a valid .npy file: {e}")))?;
@@ -134,7 +134,7 @@ fn npy_matrix_shape(path: &Path, npy: &NpyFile<&[u8]>) -> Result<(usize, usize)>
     }
 }
 
-fn npy_ints(path: &Path, bytes: &[u8]) -> Result<Vec<i128>> {
+pub(crate) fn npy_ints(path: &Path, bytes: &[u8]) -> Result<Vec<i128>> {
     let npy = open_npy(path, bytes)?;
     if npy.shape().len() != 1 {
         return Err(Error::format(

@@ -8,7 +8,7 @@
 //! Values are checked for NaN and infinities when a corpus file is opened (see [`OpenOptions`]):
 //! a NaN token would otherwise drop out of its document's max without a trace.
 
-mod format;
+pub(crate) mod format;
 pub mod import;
 
 pub use format::OpenOptions;

@@ -3,6 +3,7 @@
 //! and spread over documents with rayon. Each document is read from memory once for all the
 //! queries of a cache-sized query block.
 
+mod compressed;
 mod kernel;
 mod portable;
 #[cfg(target_arch = "x86_64")]
@@ -331,6 +332,17 @@ impl Scorer for CpuScorer {
     ) -> Result<()> {
         self.check(queries, corpus, &docs, out.len())?;
         self.run(queries, corpus, docs, out)
+    }
+
+    fn score_compressed_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &crate::codec::CompressedCorpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.check_compressed(queries, corpus, &docs, out.len())?;
+        self.run_compressed(queries, corpus, docs, out)
     }
 }
 

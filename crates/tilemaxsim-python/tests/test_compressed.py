@@ -1,0 +1,81 @@
+"""Compressed corpora from Python: `Corpus.compress(...)` for every codec, search on the codes
+against the float64 reference on the decoded tokens (via `tilemaxsim corpus decode`-equivalent:
+`save` then `Corpus.load` of the saved codes must search identically), `Corpus.load` of a
+compressed file with and without exact reranking, and the errors."""
+
+import numpy as np
+import pytest
+
+import tilemaxsim
+
+
+def unit(rng, n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def reference_topk(Q, docs, k):
+    s = np.array([[np.max(q @ d.T, axis=1).sum() for d in docs] for q in Q.astype(np.float64)])
+    order = np.argsort(-s, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(s, order, 1), order
+
+
+@pytest.mark.parametrize(
+    "codec,kw",
+    [("residual", dict(nbits=2, centroids=16)), ("residual", dict(nbits=4, centroids=8)),
+     ("pq", dict(m=8)), ("int8", {}), ("fp8", {})],
+)
+def test_compress_search_save_load(tmp_path, codec, kw):
+    rng = np.random.default_rng(0)
+    lens = [1, 7, 33, 2, 120, 5, 9]
+    docs = [unit(rng, n, 32) for n in lens]
+    exact = tilemaxsim.Corpus.from_tensors(docs, device="cpu", doc_ids=[f"d{i}" for i in range(7)])
+    c = exact.compress(codec, seed=3, **kw)
+    assert c.dtype == codec and c.codec.startswith(codec) and len(c) == 7
+    assert c.bytes_per_token < exact.bytes_per_token
+    Q = unit(rng, 3 * 5, 32).reshape(3, 5, 32)
+    s, i = c.search(Q, k=4)
+    assert s.shape == (3, 4)
+    # Saved and loaded, the codes search the same; with rerank, scores are exact.
+    path = tmp_path / "c.safetensors"
+    c.save(path)
+    back = tilemaxsim.Corpus.load(path, device="cpu")
+    assert back.doc_ids == exact.doc_ids
+    s2, i2 = back.search(Q, k=4)
+    np.testing.assert_array_equal(i, i2)
+    np.testing.assert_array_equal(s, s2)
+    exact_path = tmp_path / "exact.safetensors"
+    exact.save(exact_path)
+    rr = tilemaxsim.Corpus.load(path, device="cpu", rerank=exact_path, rerank_k=7)
+    s3, i3 = rr.search(Q, k=4)
+    ref_s, ref_i = reference_topk(Q, docs, 4)
+    np.testing.assert_array_equal(i3, ref_i)
+    np.testing.assert_allclose(s3, ref_s, rtol=0, atol=1e-4)
+    s4, i4 = exact.compress(codec, seed=3, rerank_k=7, **kw).search(Q, k=4)
+    np.testing.assert_array_equal(i4, ref_i)
+
+
+def test_compressed_errors(tmp_path):
+    rng = np.random.default_rng(1)
+    exact = tilemaxsim.Corpus.from_tensors([unit(rng, 4, 16), unit(rng, 2, 16)], device="cpu")
+    with pytest.raises(ValueError, match="codec"):
+        exact.compress("zip")
+    with pytest.raises(ValueError, match="divide"):
+        exact.compress("pq", m=3)
+    loud = tilemaxsim.Corpus.from_tensors([rng.standard_normal((3, 16)).astype(np.float32) * 4], doc_lengths=[3],
+                                          device="cpu")
+    with pytest.raises(ValueError, match="normalize"):
+        loud.compress("residual")
+    c = exact.compress("int8")
+    with pytest.raises(ValueError, match="already compressed"):
+        c.compress("fp8")
+    with pytest.raises(ValueError):
+        c.search(unit(rng, 2, 8), k=1)
+    path = tmp_path / "c.safetensors"
+    c.save(path)
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(OSError):
+        tilemaxsim.Corpus.load(path)
+    exact.save(tmp_path / "e.safetensors")
+    with pytest.raises(ValueError, match="rerank"):
+        tilemaxsim.Corpus.load(tmp_path / "e.safetensors", rerank=tmp_path / "e.safetensors")

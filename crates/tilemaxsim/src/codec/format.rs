@@ -1,0 +1,428 @@
+//! The compressed corpus file: a safetensors file like the exact corpus's (`offsets` `[N + 1]`
+//! I64, optional `doc_ids` U8), with metadata `format` = `tilemaxsim.compressed`, `version` =
+//! `1`, `codec` and `dim`, and per codec:
+//! - `residual` (metadata `nbits`): `centroids` `[K, d]` F16, `bucket_cutoffs` `[2^nbits − 1]`
+//!   F32, `bucket_weights` `[2^nbits]` F32, `codes` `[T]` I32 (centroid ids), `residuals`
+//!   `[T, ⌈d·nbits/8⌉]` U8 (PLAID's names and bit packing);
+//! - `pq` (metadata `m`): `pq_codebooks` `[M, 256, d/M]` F32, `codes` `[T, M]` U8;
+//! - `int8`: `codes` `[T, d]` I8, `scales` `[T]` F32;
+//! - `fp8`: `codes` `[T, d]` F8_E4M3, `scales` `[T]` F32 (`values` = `finite` when the codes
+//!   were scanned for NaN before writing).
+//!
+//! Opening memory-maps the file; the per-token arrays stay in the map (ids and scales are
+//! copied only when misaligned). Every shape is checked against the others and the metadata,
+//! centroid ids against K and scales for finiteness, always (a bad id would index out of
+//! bounds); fp8 NaN codes are scanned unless [`OpenOptions`] turns value checks off. Saving
+//! writes a temporary file and renames it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use half::f16;
+use safetensors::SafeTensors;
+use safetensors::tensor::{Dtype as StDtype, TensorView};
+
+use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
+use crate::corpus::format::{DOC_IDS, OFFSETS, map_file, parse, parse_ids, read_ints, to_offsets};
+use crate::corpus::{FiniteCheck, OpenOptions, check_ids};
+use crate::error::{Error, Result};
+
+const FORMAT: (&str, &str) = ("format", "tilemaxsim.compressed");
+const VERSION: (&str, &str) = ("version", "1");
+const VALUES_FINITE: (&str, &str) = ("values", "finite");
+
+/// Whether `path` is a compressed corpus file (its safetensors metadata says so). False for
+/// anything unreadable: the exact reader then gives the error.
+pub fn is_compressed_file(path: impl AsRef<Path>) -> bool {
+    let Ok(map) = map_file(path.as_ref()) else {
+        return false;
+    };
+    SafeTensors::read_metadata(&map).is_ok_and(|(_, h)| {
+        h.metadata()
+            .as_ref()
+            .is_some_and(|m| m.get(FORMAT.0).map(String::as_str) == Some(FORMAT.1))
+    })
+}
+
+impl OpenOptions {
+    /// Open a compressed corpus file with these options, memory-mapped.
+    pub fn open_compressed(&self, path: impl AsRef<Path>) -> Result<CompressedCorpus> {
+        let path = path.as_ref();
+        let mut c = open_structure(path)?;
+        // Only the fp8 NaN scan is optional (and skipped when the file records one); ids and
+        // scales are always checked, since a bad one would index out of bounds or poison scores.
+        let scan = self.checks_finite()
+            && matches!(c.codec, Codec::Fp8)
+            && c.finite == FiniteCheck::NotChecked;
+        c.check_codes(Some(path), scan)
+            .map_err(|e| Error::format(path, e.to_string()))?;
+        if scan {
+            c.finite = FiniteCheck::Scanned;
+        }
+        Ok(c)
+    }
+}
+
+impl CompressedCorpus {
+    /// Open a compressed corpus file, memory-mapped, checking its structure and values.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        OpenOptions::new().open_compressed(path)
+    }
+
+    /// Write to `path` (atomically: a temporary file renamed into place).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        save(self, path.as_ref())
+    }
+
+    /// How the fp8 codes are known to hold no NaN (other codecs: `NotChecked`).
+    pub fn finite_check(&self) -> FiniteCheck {
+        self.finite
+    }
+}
+
+fn tensor<'a>(
+    path: &Path,
+    st: &'a SafeTensors<'a>,
+    name: &str,
+    codec: &str,
+) -> Result<TensorView<'a>> {
+    st.tensor(name).map_err(|_| {
+        Error::format(
+            path,
+            format!("the {codec} codec needs tensor `{name}`; it is missing (truncated or written by another tool?)"),
+        )
+    })
+}
+
+fn expect(
+    path: &Path,
+    t: &TensorView<'_>,
+    name: &str,
+    dtype: StDtype,
+    shape: &[usize],
+) -> Result<()> {
+    if t.dtype() != dtype || t.shape() != shape {
+        return Err(Error::format(
+            path,
+            format!(
+                "`{name}` is {:?} {:?}, expected {dtype:?} {shape:?}",
+                t.dtype(),
+                t.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn meta_usize(path: &Path, meta: &HashMap<String, String>, key: &str) -> Result<usize> {
+    let v = meta
+        .get(key)
+        .ok_or_else(|| Error::format(path, format!("metadata `{key}` is missing")))?;
+    v.parse()
+        .map_err(|_| Error::format(path, format!("metadata `{key}` = {v:?} is not a count")))
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().expect("chunk of 4")))
+        .collect()
+}
+
+/// The tensor's bytes as 32-bit words: borrowed from the map when 4-byte aligned.
+fn words(map: &Arc<memmap2::Mmap>, data: &[u8]) -> Words {
+    let start = data.as_ptr() as usize - map.as_ptr() as usize;
+    if (data.as_ptr() as usize).is_multiple_of(4) {
+        Words::Mapped {
+            map: map.clone(),
+            start,
+            len: data.len() / 4,
+        }
+    } else {
+        Words::Owned(
+            data.chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("chunk of 4")))
+                .collect(),
+        )
+    }
+}
+
+fn open_structure(path: &Path) -> Result<CompressedCorpus> {
+    let map = Arc::new(map_file(path)?);
+    let st = parse(path, &map)?;
+    let (_, header) = SafeTensors::read_metadata(&map)
+        .map_err(|e| Error::format(path, format!("not a valid safetensors file ({e})")))?;
+    let meta = header.metadata().clone().unwrap_or_default();
+    if meta.get(FORMAT.0).map(String::as_str) != Some(FORMAT.1) {
+        return Err(Error::format(
+            path,
+            "not a compressed corpus (metadata `format` is not `tilemaxsim.compressed`); \
+             `tilemaxsim corpus compress` writes one",
+        ));
+    }
+    if meta.get(VERSION.0).map(String::as_str) != Some(VERSION.1) {
+        return Err(Error::format(
+            path,
+            format!(
+                "compressed corpus version {:?}; this build reads version 1",
+                meta.get(VERSION.0)
+            ),
+        ));
+    }
+    let codec_name = meta
+        .get("codec")
+        .ok_or_else(|| Error::format(path, "metadata `codec` is missing"))?
+        .clone();
+    let dim = meta_usize(path, &meta, "dim")?;
+    if dim == 0 {
+        return Err(Error::format(path, "metadata `dim` is 0"));
+    }
+    let off = st
+        .tensor(OFFSETS)
+        .map_err(|_| Error::format(path, "tensor `offsets` [N+1] is missing"))?;
+    if off.shape().len() != 1 {
+        return Err(Error::format(
+            path,
+            format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
+        ));
+    }
+    let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
+    let t = *offsets.last().unwrap_or(&0);
+    let codes_t = tensor(path, &st, "codes", &codec_name)?;
+    let codes_bytes = |data: &[u8]| Bytes::Mapped {
+        map: map.clone(),
+        start: data.as_ptr() as usize - map.as_ptr() as usize,
+        len: data.len(),
+    };
+    let (codec, codes, aux) = match codec_name.as_str() {
+        "residual" => {
+            let nbits = meta_usize(path, &meta, "nbits")?;
+            if !matches!(nbits, 1 | 2 | 4) {
+                return Err(Error::format(
+                    path,
+                    format!("metadata `nbits` = {nbits}; expected 1, 2 or 4"),
+                ));
+            }
+            let buckets = 1usize << nbits;
+            let cen = tensor(path, &st, "centroids", &codec_name)?;
+            let k = match cen.shape() {
+                [k, dd] if *dd == dim && *k > 0 => *k,
+                s => {
+                    return Err(Error::format(
+                        path,
+                        format!("`centroids` has shape {s:?}, expected [K, {dim}]"),
+                    ));
+                }
+            };
+            expect(path, &cen, "centroids", StDtype::F16, &[k, dim])?;
+            let cut = tensor(path, &st, "bucket_cutoffs", &codec_name)?;
+            expect(path, &cut, "bucket_cutoffs", StDtype::F32, &[buckets - 1])?;
+            let wts = tensor(path, &st, "bucket_weights", &codec_name)?;
+            expect(path, &wts, "bucket_weights", StDtype::F32, &[buckets])?;
+            let res = tensor(path, &st, "residuals", &codec_name)?;
+            let rb = (dim * nbits).div_ceil(8);
+            expect(path, &res, "residuals", StDtype::U8, &[t, rb])?;
+            expect(path, &codes_t, "codes", StDtype::I32, &[t])?;
+            let centroids = cen
+                .data()
+                .chunks_exact(2)
+                .map(|c| f16::from_le_bytes(c.try_into().expect("chunk of 2")))
+                .collect();
+            let r = ResidualCodec::new(
+                nbits as u32,
+                dim,
+                centroids,
+                f32s(cut.data()),
+                f32s(wts.data()),
+            )
+            .map_err(|e| Error::format(path, e.to_string()))?;
+            (
+                Codec::Residual(r),
+                codes_bytes(res.data()),
+                Some(words(&map, codes_t.data())),
+            )
+        }
+        "pq" => {
+            let m = meta_usize(path, &meta, "m")?;
+            if m == 0 || !dim.is_multiple_of(m) {
+                return Err(Error::format(
+                    path,
+                    format!("metadata `m` = {m} does not divide d = {dim}"),
+                ));
+            }
+            let books = tensor(path, &st, "pq_codebooks", &codec_name)?;
+            expect(
+                path,
+                &books,
+                "pq_codebooks",
+                StDtype::F32,
+                &[m, super::PQ_CENTROIDS, dim / m],
+            )?;
+            expect(path, &codes_t, "codes", StDtype::U8, &[t, m])?;
+            let p = PqCodec::new(m, dim, f32s(books.data()))
+                .map_err(|e| Error::format(path, e.to_string()))?;
+            (Codec::Pq(p), codes_bytes(codes_t.data()), None)
+        }
+        "int8" | "fp8" => {
+            let (codec, dt) = if codec_name == "int8" {
+                (Codec::Int8, StDtype::I8)
+            } else {
+                (Codec::Fp8, StDtype::F8_E4M3)
+            };
+            expect(path, &codes_t, "codes", dt, &[t, dim])?;
+            let sc = tensor(path, &st, "scales", &codec_name)?;
+            expect(path, &sc, "scales", StDtype::F32, &[t])?;
+            (
+                codec,
+                codes_bytes(codes_t.data()),
+                Some(words(&map, sc.data())),
+            )
+        }
+        other => {
+            return Err(Error::format(
+                path,
+                format!("unknown codec {other:?} (this build reads residual, pq, int8, fp8)"),
+            ));
+        }
+    };
+    let mut c = CompressedCorpus::from_parts(codec, dim, offsets, codes, aux)
+        .map_err(|e| Error::format(path, e.to_string()))?;
+    if let Ok(ids) = st.tensor(DOC_IDS) {
+        let ids = parse_ids(path, ids.data())?;
+        check_ids(&ids, c.len()).map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
+        c.doc_ids = Some(ids);
+    }
+    let recorded = [VALUES_FINITE]
+        .iter()
+        .all(|(k, v)| meta.get(*k).map(String::as_str) == Some(*v));
+    if recorded && matches!(c.codec, Codec::Fp8) {
+        c.finite = FiniteCheck::Recorded;
+    }
+    Ok(c)
+}
+
+fn le_bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
+    let d = c.dim;
+    let t = c.num_tokens();
+    fn view<'a>(
+        path: &Path,
+        dt: StDtype,
+        shape: Vec<usize>,
+        bytes: &'a [u8],
+    ) -> Result<TensorView<'a>> {
+        TensorView::new(dt, shape, bytes)
+            .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
+    }
+    let off = le_bytes(&c.offsets, |o| (o as i64).to_le_bytes().to_vec());
+    let ids = c.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
+    let aux_bytes: Vec<u8> = c
+        .aux()
+        .map(|a| le_bytes(a, |w| w.to_le_bytes().to_vec()))
+        .unwrap_or_default();
+    let mut meta: HashMap<String, String> = [FORMAT, VERSION]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    meta.insert("codec".into(), c.codec.name().into());
+    meta.insert("dim".into(), d.to_string());
+    let params: Vec<(String, StDtype, Vec<usize>, Vec<u8>)> = match &c.codec {
+        Codec::Residual(r) => {
+            meta.insert("nbits".into(), r.nbits().to_string());
+            vec![
+                (
+                    "centroids".into(),
+                    StDtype::F16,
+                    vec![r.num_centroids(), d],
+                    le_bytes(r.centroids(), |x| x.to_le_bytes().to_vec()),
+                ),
+                (
+                    "bucket_cutoffs".into(),
+                    StDtype::F32,
+                    vec![r.bucket_cutoffs().len()],
+                    le_bytes(r.bucket_cutoffs(), |x| x.to_le_bytes().to_vec()),
+                ),
+                (
+                    "bucket_weights".into(),
+                    StDtype::F32,
+                    vec![r.bucket_weights().len()],
+                    le_bytes(r.bucket_weights(), |x| x.to_le_bytes().to_vec()),
+                ),
+            ]
+        }
+        Codec::Pq(p) => {
+            meta.insert("m".into(), p.m().to_string());
+            vec![(
+                "pq_codebooks".into(),
+                StDtype::F32,
+                vec![p.m(), super::PQ_CENTROIDS, d / p.m()],
+                le_bytes(p.codebooks(), |x| x.to_le_bytes().to_vec()),
+            )]
+        }
+        Codec::Int8 | Codec::Fp8 => Vec::new(),
+    };
+    if matches!(c.codec, Codec::Fp8) && c.finite == FiniteCheck::Scanned {
+        meta.insert(VALUES_FINITE.0.into(), VALUES_FINITE.1.into());
+    }
+    let rb = c.codec.row_bytes(d);
+    let mut tensors = vec![(
+        OFFSETS.to_string(),
+        view(path, StDtype::I64, vec![c.offsets.len()], &off)?,
+    )];
+    for (name, dt, shape, bytes) in &params {
+        tensors.push((name.clone(), view(path, *dt, shape.clone(), bytes)?));
+    }
+    match &c.codec {
+        Codec::Residual(_) => {
+            tensors.push((
+                "codes".into(),
+                view(path, StDtype::I32, vec![t], &aux_bytes)?,
+            ));
+            tensors.push((
+                "residuals".into(),
+                view(path, StDtype::U8, vec![t, rb], c.codes())?,
+            ));
+        }
+        Codec::Pq(_) => tensors.push((
+            "codes".into(),
+            view(path, StDtype::U8, vec![t, rb], c.codes())?,
+        )),
+        Codec::Int8 | Codec::Fp8 => {
+            let dt = if matches!(c.codec, Codec::Int8) {
+                StDtype::I8
+            } else {
+                StDtype::F8_E4M3
+            };
+            tensors.push(("codes".into(), view(path, dt, vec![t, d], c.codes())?));
+            tensors.push((
+                "scales".into(),
+                view(path, StDtype::F32, vec![t], &aux_bytes)?,
+            ));
+        }
+    }
+    if let Some(ids) = &ids {
+        tensors.push((
+            DOC_IDS.to_string(),
+            view(path, StDtype::U8, vec![ids.len()], ids)?,
+        ));
+    }
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+    let written = safetensors::serialize_to_file(tensors, Some(meta), &tmp)
+        .map_err(|e| Error::format(path, format!("cannot write: {e}")));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}

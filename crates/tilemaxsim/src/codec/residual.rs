@@ -1,0 +1,343 @@
+//! The residual codec of ColBERTv2 / PLAID: each token is the id of its nearest coarse
+//! centroid plus its residual (token − centroid) quantized to `nbits` bits per dimension
+//! (bucket `b` = how many bucket cutoffs lie strictly below the value; decoded as bucket
+//! weight `b`). The reconstruction `centroid + weights[bucket]` is L2-normalized, as PLAID
+//! scores it.
+//!
+//! Bits are packed exactly as colbert-ai (`np.packbits`) and fast-plaid (`packbits`) pack
+//! them, so an index of theirs is imported by copying bytes: dimension `k`'s bucket has its
+//! bits at positions `k·nbits + b` (b = 0 the least significant bit of the bucket) of the
+//! token's bit stream, and stream bit `s` is bit `7 − s mod 8` of byte `s / 8` (most
+//! significant bit first). A token's row is `⌈d·nbits / 8⌉` bytes (PLAID needs d·nbits to be
+//! a multiple of 8; ours pads the last byte with zero bits otherwise).
+
+use half::f16;
+use rayon::prelude::*;
+
+use super::kmeans::{self, sample_indices};
+use crate::error::{Error, Result};
+
+/// The parameters of a residual codec: `K` coarse centroids (f16, L2-normalized when trained
+/// here), `2^nbits − 1` bucket cutoffs and `2^nbits` bucket weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResidualCodec {
+    nbits: u32,
+    dim: usize,
+    centroids: Vec<f16>,
+    cutoffs: Vec<f32>,
+    weights: Vec<f32>,
+    /// Per packed byte value, the bucket weight of each of its `8 / nbits` dimensions.
+    table: Vec<f32>,
+}
+
+/// Settings for training a residual codec.
+#[derive(Clone, Copy, Debug)]
+pub struct ResidualOptions {
+    /// Bits per dimension: 1, 2 or 4.
+    pub nbits: u32,
+    /// Coarse centroids; `None`: PLAID's choice, `2^⌊log2(16·√T)⌋`.
+    pub centroids: Option<usize>,
+    /// Lloyd iterations (colbert-ai and fast-plaid default to 4).
+    pub kmeans_iters: usize,
+    /// k-means trains on at most this many points per centroid (sampled, seeded).
+    pub max_points_per_centroid: usize,
+}
+
+impl Default for ResidualOptions {
+    fn default() -> Self {
+        ResidualOptions {
+            nbits: 2,
+            centroids: None,
+            kmeans_iters: 4,
+            max_points_per_centroid: 256,
+        }
+    }
+}
+
+/// PLAID's number of centroids for `tokens` tokens: `2^⌊log2(16·√T)⌋`.
+pub fn plaid_num_centroids(tokens: usize) -> usize {
+    let e = (16.0 * (tokens as f64).sqrt()).log2().floor().max(0.0);
+    1usize << (e as u32)
+}
+
+impl ResidualCodec {
+    /// A codec from its parts: `centroids` `[K, dim]`, `cutoffs` `[2^nbits − 1]`, `weights`
+    /// `[2^nbits]`, all finite.
+    pub fn new(
+        nbits: u32,
+        dim: usize,
+        centroids: Vec<f16>,
+        cutoffs: Vec<f32>,
+        weights: Vec<f32>,
+    ) -> Result<Self> {
+        if !matches!(nbits, 1 | 2 | 4) {
+            return Err(Error::Argument(format!(
+                "residual codec: nbits must be 1, 2 or 4, got {nbits}"
+            )));
+        }
+        if dim == 0 || centroids.is_empty() || !centroids.len().is_multiple_of(dim) {
+            return Err(Error::Shape(format!(
+                "residual codec: {} centroid values are not a whole number of d = {dim} rows",
+                centroids.len()
+            )));
+        }
+        if centroids.len() / dim > u32::MAX as usize {
+            return Err(Error::Shape("residual codec: too many centroids".into()));
+        }
+        let buckets = 1usize << nbits;
+        if cutoffs.len() != buckets - 1 || weights.len() != buckets {
+            return Err(Error::Shape(format!(
+                "residual codec with nbits = {nbits} needs {} cutoffs and {buckets} weights, got {} and {}",
+                buckets - 1,
+                cutoffs.len(),
+                weights.len()
+            )));
+        }
+        if let Some(i) = centroids.iter().position(|c| !c.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "residual codec centroids".into(),
+                row: i / dim,
+                col: i % dim,
+                value: centroids[i].to_f32(),
+            });
+        }
+        for (what, v) in [("bucket cutoffs", &cutoffs), ("bucket weights", &weights)] {
+            if let Some(i) = v.iter().position(|c| !c.is_finite()) {
+                return Err(Error::NonFinite {
+                    what: format!("residual codec {what}"),
+                    row: 0,
+                    col: i,
+                    value: v[i],
+                });
+            }
+        }
+        let per = 8 / nbits as usize;
+        let mut table = Vec::with_capacity(256 * per);
+        for byte in 0..256u32 {
+            for slot in 0..per {
+                table.push(weights[bucket_of(byte, slot, nbits)]);
+            }
+        }
+        Ok(ResidualCodec {
+            nbits,
+            dim,
+            centroids,
+            cutoffs,
+            weights,
+            table,
+        })
+    }
+
+    pub fn nbits(&self) -> u32 {
+        self.nbits
+    }
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+    pub fn num_centroids(&self) -> usize {
+        self.centroids.len() / self.dim
+    }
+    /// `[K, d]` row-major.
+    pub fn centroids(&self) -> &[f16] {
+        &self.centroids
+    }
+    pub fn bucket_cutoffs(&self) -> &[f32] {
+        &self.cutoffs
+    }
+    pub fn bucket_weights(&self) -> &[f32] {
+        &self.weights
+    }
+
+    /// Bytes of packed residual per token: `⌈d·nbits / 8⌉`.
+    pub fn row_bytes(&self) -> usize {
+        (self.dim * self.nbits as usize).div_ceil(8)
+    }
+
+    /// Decode one token: `normalize(centroid[id] + weights[buckets])` into `out` (`d` values).
+    /// `id` must be below [`Self::num_centroids`] (checked when a corpus is built or opened).
+    #[inline]
+    pub(crate) fn decode_token(&self, id: u32, packed: &[u8], out: &mut [f32]) {
+        let d = self.dim;
+        let c = &self.centroids[id as usize * d..(id as usize + 1) * d];
+        let per = 8 / self.nbits as usize;
+        for (j, &byte) in packed.iter().enumerate() {
+            let w = &self.table[byte as usize * per..(byte as usize + 1) * per];
+            let lo = j * per;
+            let hi = (lo + per).min(d);
+            for k in lo..hi {
+                out[k] = c[k].to_f32() + w[k - lo];
+            }
+        }
+        // f32 sums, as colbert-ai's CPU decompression normalizes in f32; F.normalize's eps.
+        let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        for x in out.iter_mut() {
+            *x /= norm;
+        }
+    }
+
+    /// The nearest centroid of each token by largest dot product, as PLAID assigns them.
+    pub(crate) fn assign(&self, tokens: &[f32]) -> Vec<u32> {
+        let c: Vec<f32> = self.centroids.iter().map(|x| x.to_f32()).collect();
+        let zeros = vec![0.0f32; self.num_centroids()];
+        kmeans::assign(tokens, &c, &zeros, self.dim)
+    }
+
+    /// Pack the residual `token − centroid[id]` of one token into `out` (`row_bytes` bytes).
+    pub(crate) fn encode_residual(&self, token: &[f32], id: u32, out: &mut [u8]) {
+        let d = self.dim;
+        let c = &self.centroids[id as usize * d..(id as usize + 1) * d];
+        out.fill(0);
+        let nb = self.nbits as usize;
+        for k in 0..d {
+            let r = token[k] - c[k].to_f32();
+            // torch.bucketize(right=False): the number of cutoffs strictly below r.
+            let b = self.cutoffs.iter().filter(|&&x| x < r).count();
+            for bit in 0..nb {
+                if (b >> bit) & 1 == 1 {
+                    let s = k * nb + bit;
+                    out[s / 8] |= 0x80 >> (s % 8);
+                }
+            }
+        }
+    }
+
+    /// Train a codec on `tokens` (`[T, d]` f32, L2-normalized rows) as colbert-ai does: k-means
+    /// on a sample, centroids L2-normalized and stored in f16, then the bucket cutoffs and
+    /// weights from quantiles of the residuals of a held-out sample (cutoffs at `i / 2^nbits`,
+    /// weights at `(i + ½) / 2^nbits`, linearly interpolated as `torch.quantile`).
+    pub(crate) fn train(
+        tokens: &[f32],
+        dim: usize,
+        opts: &ResidualOptions,
+        seed: u64,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<Self> {
+        if !matches!(opts.nbits, 1 | 2 | 4) {
+            return Err(Error::Argument(format!(
+                "residual codec: nbits must be 1, 2 or 4, got {}",
+                opts.nbits
+            )));
+        }
+        let t = tokens.len() / dim;
+        let k = opts.centroids.unwrap_or_else(|| plaid_num_centroids(t));
+        if k == 0 || k > u32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "residual codec: {k} centroids is not a valid count"
+            )));
+        }
+        // Held out for the bucket statistics: 5% of the tokens, at most 50K (colbert-ai's rule);
+        // k-means trains on the rest (all tokens when the corpus is tiny).
+        let heldout_n = ((t as f64 * 0.05) as usize).clamp(1, 50_000).min(t);
+        let heldout_idx = sample_indices(t, heldout_n, seed ^ 0x5eed_0001);
+        let mut is_held = vec![false; t];
+        for &i in &heldout_idx {
+            is_held[i] = true;
+        }
+        let train_pool: Vec<usize> = if heldout_n < t {
+            (0..t).filter(|&i| !is_held[i]).collect()
+        } else {
+            (0..t).collect()
+        };
+        let cap = k.saturating_mul(opts.max_points_per_centroid.max(1));
+        let picked = sample_indices(train_pool.len(), cap, seed ^ 0x5eed_0002);
+        let mut sample = Vec::with_capacity(picked.len() * dim);
+        for &p in &picked {
+            let i = train_pool[p];
+            sample.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
+        }
+        let raw = kmeans::kmeans(&sample, dim, k, opts.kmeans_iters, seed, progress);
+        let mut centroids = Vec::with_capacity(raw.len());
+        for c in raw.chunks_exact(dim) {
+            let n = c.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            centroids.extend(c.iter().map(|x| f16::from_f32(x / n)));
+        }
+        let buckets = 1usize << opts.nbits;
+        let placeholder = ResidualCodec::new(
+            opts.nbits,
+            dim,
+            centroids,
+            vec![0.0; buckets - 1],
+            vec![0.0; buckets],
+        )?;
+        let mut held = Vec::with_capacity(heldout_n * dim);
+        for &i in &heldout_idx {
+            held.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
+        }
+        let ids = placeholder.assign(&held);
+        let mut residuals: Vec<f32> = held
+            .par_chunks_exact(dim)
+            .zip(ids.par_iter())
+            .flat_map_iter(|(x, &id)| {
+                let c = &placeholder.centroids[id as usize * dim..(id as usize + 1) * dim];
+                x.iter()
+                    .zip(c)
+                    .map(|(a, b)| a - b.to_f32())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        residuals.par_sort_unstable_by(f32::total_cmp);
+        let cutoffs = (1..buckets)
+            .map(|i| quantile(&residuals, i as f64 / buckets as f64))
+            .collect();
+        let weights = (0..buckets)
+            .map(|i| quantile(&residuals, (i as f64 + 0.5) / buckets as f64))
+            .collect();
+        ResidualCodec::new(opts.nbits, dim, placeholder.centroids, cutoffs, weights)
+    }
+}
+
+/// The bucket of dimension slot `slot` (0 = first) of a packed byte.
+fn bucket_of(byte: u32, slot: usize, nbits: u32) -> usize {
+    let mut b = 0usize;
+    for bit in 0..nbits as usize {
+        let s = slot * nbits as usize + bit;
+        b |= (((byte >> (7 - s)) & 1) as usize) << bit;
+    }
+    b
+}
+
+/// `torch.quantile` of sorted values (linear interpolation between the two nearest ranks).
+fn quantile(sorted: &[f32], q: f64) -> f32 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let w = pos - lo as f64;
+    (f64::from(sorted[lo]) + (f64::from(sorted[hi]) - f64::from(sorted[lo])) * w) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_bits_follow_packbits_order() {
+        // nbits = 2: dimension 0's bucket 0b01 puts bit 0 (=1) at stream bit 0, the MSB.
+        assert_eq!(bucket_of(0b1000_0000, 0, 2), 1);
+        assert_eq!(bucket_of(0b0100_0000, 0, 2), 2);
+        assert_eq!(bucket_of(0b0000_0010, 3, 2), 1);
+        assert_eq!(bucket_of(0b0001_0000, 0, 4), 8);
+        assert_eq!(bucket_of(0b0000_0001, 7, 1), 1);
+    }
+
+    #[test]
+    fn encode_then_decode_picks_the_bucket_weights() {
+        let c = vec![f16::from_f32(0.0); 3];
+        let codec = ResidualCodec::new(2, 3, c, vec![-0.1, 0.0, 0.1], vec![-0.2, -0.05, 0.05, 0.2])
+            .unwrap();
+        let mut packed = [0u8; 1];
+        codec.encode_residual(&[0.5, -0.5, 0.01], 0, &mut packed);
+        let mut out = [0f32; 3];
+        codec.decode_token(0, &packed, &mut out);
+        let raw = [0.2f32, -0.2, 0.05];
+        let n = raw.iter().map(|x| x * x).sum::<f32>().sqrt();
+        for (o, r) in out.iter().zip(raw) {
+            assert!((o - r / n).abs() < 1e-7, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn plaid_centroid_count() {
+        // 16·√217823 ≈ 7467 → 4096.
+        assert_eq!(plaid_num_centroids(217_823), 4096);
+        assert_eq!(plaid_num_centroids(1), 16);
+    }
+}
