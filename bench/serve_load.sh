@@ -7,6 +7,9 @@
 # Every loop is bounded in time and count; nothing leaves the loopback interface.
 # usage: bash bench/serve_load.sh [--device cpu|cuda|cuda:N] [--devices all|0,1] [--docs N]
 #          [--duration S] [--concurrency 1,2,...] [--pairs N] [--soak SECONDS] [--port P]
+#          [--encoding f16|f32|json]
+#   --encoding: how requests carry their query (default f16, the corpus's dtype; on a GPU an f32
+#   query against an f16 corpus runs the CUDA-core kernel, not the tensor cores: BENCHMARKS §8).
 #   --pairs N: after the sweep, N pairs of (engine bench, server at concurrency 2 x 32) back to
 #   back, the ratio taken per pair: on a machine shared with other work the rate moves between
 #   minutes, and only neighbouring measurements compare.
@@ -18,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEVICE=cpu DEVICES="" DOCS="" DURATION=10 CONC=1,2,4,8,16,32,64,128,256 SOAK=0 PORT=18080 PAIRS=3
-DTYPE=f16 DOC_LEN=128 DIM=128 NQ=32 BATCH=32
+ENCODING=f16 DTYPE=f16 DOC_LEN=128 DIM=128 NQ=32 BATCH=32
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE=$2; shift 2 ;;
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
     --soak) SOAK=$2; shift 2 ;;
     --pairs) PAIRS=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
+    --encoding) ENCODING=$2; shift 2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -60,16 +64,16 @@ ready() { python3 -c "import urllib.request, sys; urllib.request.urlopen('http:/
 for _ in $(seq 600); do ready && break; kill -0 "$PID" 2>/dev/null || { cat "$OUT/server.log"; exit 1; }; sleep 0.5; done
 ready || { echo "the server did not get ready in 300 s" >&2; exit 1; }
 
-echo "== load: $LOAD --concurrency $CONC --duration-s $DURATION --tokens $NQ (one query of $NQ tokens per request, base64 f32, k = 10)"
+echo "== load: $LOAD --concurrency $CONC --duration-s $DURATION --tokens $NQ (one query of $NQ tokens per request, $ENCODING, k = 10)"
 "$LOAD" --url "http://127.0.0.1:$PORT" --concurrency "$CONC" --duration-s "$DURATION" --tokens "$NQ" \
-  --json "$OUT/load.json"
+  --encoding "$ENCODING" --json "$OUT/load.json"
 SAT=$((2 * BATCH))
 for i in $(seq "$PAIRS"); do
   echo "== pair $i of $PAIRS: bench --queries $BATCH, then the server at concurrency $SAT"
   "$BIN" bench --device "$DEVICE" --dtype "$DTYPE" --doc-len "$DOC_LEN" --docs "$DOCS" --nq "$NQ" \
     --dim "$DIM" --queries "$BATCH" --reps 5 --json >"$OUT/pair$i-bench.json"
   "$LOAD" --url "http://127.0.0.1:$PORT" --concurrency "$SAT" --duration-s "$DURATION" --tokens "$NQ" \
-    --json "$OUT/pair$i-load.json" | tail -1
+    --encoding "$ENCODING" --json "$OUT/pair$i-load.json" | tail -1
 done
 # Half load: half the saturated QPS (the pairs' median; else the sweep's best).
 RATE=$(python3 -c "
@@ -79,7 +83,7 @@ l = json.load(open('$OUT/load.json'))['levels']
 print((statistics.median(p) if p else max(x['qps'] for x in l)) / 2)")
 if [ "$SOAK" != 0 ]; then
   echo "== soak: $SOAK s at $RATE requests/s (half the saturated QPS), memory sampled every 10 s"
-  "$LOAD" --url "http://127.0.0.1:$PORT" --rate "$RATE" --soak-s "$SOAK" --tokens "$NQ" \
+  "$LOAD" --url "http://127.0.0.1:$PORT" --rate "$RATE" --soak-s "$SOAK" --tokens "$NQ" --encoding "$ENCODING" \
     --server-pid "$PID" --json "$OUT/soak.json" >/dev/null
 fi
 kill -TERM "$PID"
