@@ -346,12 +346,32 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
         name = serve.get_deployment_handle("shard-1", app_name="tilemaxsim").info.remote().result()["actor"]
         every = {"queries": [{"id": f"q{i}", "embeddings_b64": base64.b64encode(Q[i, : lens[i]].tobytes()).decode(),
                               "dtype": "f16", "shape": [int(lens[i]), 128]} for i in range(225)], "k": 10}
+        # The request must outlast the kill on any machine: time Cranfield's 225 queries once,
+        # repeat them until the request takes about 8 s (16 times at most), and kill the
+        # replica a quarter of the way in.
+        started = time.monotonic()
+        status, got = _http(port, "POST", "/v1/search", every)
+        took = time.monotonic() - started
+        assert status == 200, got
+        reps = min(16, max(1, int(8.0 / max(took, 1e-3)) + 1))
+        print(f"225 queries took {took:.2f} s; the killed request repeats them {reps} times")
+        big_body = {"queries": every["queries"] * reps, "k": 10}
         with ThreadPoolExecutor(1) as pool:
-            big = pool.submit(_http, port, "POST", "/v1/search", every)
-            time.sleep(1.0)  # the shards need seconds for 225 queries on one thread each
+            big = pool.submit(_http, port, "POST", "/v1/search", big_body)
+            time.sleep(max(0.2, took * reps / 4))
             ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)
             status, got = big.result()
-        assert status == 503 and "shard 1" in got["error"] and "no partial results" in got["error"], (status, got)
+        # Killed while shard 1 scores (a 503 naming it), or, when Serve had already routed the
+        # rest of the request to the replacement replica, complete and correct: never partial.
+        if status == 200:
+            every_want = [whole.search(Q[i, : lens[i]].astype(np.float32), 10) for i in range(225)]
+            assert len(got["results"]) == 225 * reps
+            for r, (ws, wi) in zip(got["results"], every_want * reps):
+                assert [h["doc"] for h in r["hits"]] == [str(j) for j in wi.tolist()]
+                assert [h["score"] for h in r["hits"]] == [float(x) for x in ws]
+        else:
+            assert status == 503 and "shard 1" in got["error"] and "no partial results" in got["error"], (status, got)
+        print(f"the request in flight at the kill: {status}")
         deadline, unavailable = time.monotonic() + 90, 0
         while True:
             status, got = _http(port, "POST", "/v1/search", body(range(5)))
@@ -363,6 +383,7 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
             assert time.monotonic() < deadline, "the shard replica was not replaced within 90 s"
             time.sleep(0.2)
         print(f"{unavailable} requests answered 503 while the shard replica was replaced")
+        assert serve.get_deployment_handle("shard-1", app_name="tilemaxsim").info.remote().result()["actor"] != name
         status, got = _http(port, "POST", "/v1/search", body(range(5, 12)))
         assert status == 200, got
         check(got["results"], range(5, 12))
