@@ -7,7 +7,10 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use tilemaxsim::codec::{CodecSpec, CompressedCorpus, PqOptions, ResidualOptions};
+use pyo3::types::PyBytes;
+use tilemaxsim::codec::{
+    Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualCodec, ResidualOptions,
+};
 use tilemaxsim::corpus::OpenOptions;
 use tilemaxsim::{
     CompressedSearch, Device, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
@@ -195,6 +198,60 @@ impl Corpus {
             corpus = corpus.with_doc_ids(ids).map_err(to_py)?;
         }
         Self::with_searcher(corpus, device, devices, residency)
+    }
+
+    /// A residual (ColBERTv2/PLAID) corpus from an index's tensors as they lie on disk, without
+    /// re-encoding: `codes` the centroid id of each of the T tokens (u32 little-endian bytes),
+    /// `residuals` `[T, ceil(d * nbits / 8)]` packed bucket codes (colbert-ai's and fast-plaid's
+    /// bit order), `offsets` the `N + 1` document offsets, `centroids` `[K, d]` as f16
+    /// little-endian bytes, `bucket_weights` the `2^nbits` bucket values. Searched on `device`.
+    #[staticmethod]
+    #[pyo3(signature = (codes, residuals, offsets, centroids, bucket_weights, nbits, dim, device="auto"))]
+    #[allow(clippy::too_many_arguments)]
+    fn from_plaid(
+        codes: &Bound<'_, PyBytes>,
+        residuals: &Bound<'_, PyBytes>,
+        offsets: Vec<usize>,
+        centroids: &Bound<'_, PyBytes>,
+        bucket_weights: Vec<f32>,
+        nbits: u32,
+        dim: usize,
+        device: &str,
+    ) -> PyResult<Self> {
+        let whole = |b: &[u8], what: &str, size: usize| {
+            if b.len().is_multiple_of(size) {
+                Ok(())
+            } else {
+                Err(PyValueError::new_err(format!(
+                    "{what}: {} bytes are not whole {size}-byte values",
+                    b.len()
+                )))
+            }
+        };
+        let (codes, centroids) = (codes.as_bytes(), centroids.as_bytes());
+        whole(codes, "codes", 4)?;
+        whole(centroids, "centroids", 2)?;
+        let ids: Vec<u32> = codes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let cents: Vec<half::f16> = centroids
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        // Bucket cutoffs only encode; a corpus built here is scored, never re-encoded.
+        let cutoffs = vec![0.0; bucket_weights.len().saturating_sub(1)];
+        let codec =
+            ResidualCodec::new(nbits, dim, cents, cutoffs, bucket_weights).map_err(to_py)?;
+        let corpus = CompressedCorpus::new(
+            Codec::Residual(codec),
+            dim,
+            offsets,
+            residuals.as_bytes().to_vec(),
+            Some(ids),
+        )
+        .map_err(to_py)?;
+        Self::compressed(corpus, device, None, 100)
     }
 
     /// The `k` best documents of each query of `queries` (`[A, Lq, d]` host memory, query i its

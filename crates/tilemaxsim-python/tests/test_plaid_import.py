@@ -135,3 +135,91 @@ def test_colbert_ai_index(tmp_path, monkeypatch):
     assert diff.max() <= 1e-6, diff.max()
     print(f"colbert-ai nbits={nbits}: max |diff| {diff.max():.2e}")
     same_runs(out, dec, dim, tmp_path)
+
+
+# Each byte with its bits in the reverse order: late-interaction-kernels' reading of a residual
+# byte (the first dimension in the low bits) against colbert-ai's and fast-plaid's.
+BIT_REVERSED = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+
+
+@pytest.mark.parametrize("nbits", [2, 4])
+def test_maxsim_residual_on_a_fast_plaid_index(tmp_path, nbits):
+    """`tilemaxsim.maxsim_residual` on the tensors of a real fast-plaid index, loaded as a user
+    loads them: equal to the float64 MaxSim of fast-plaid's own reconstruction (`get_embeddings`,
+    to its f16 rounding), and to late-interaction-kernels' PyTorch reference of its
+    `maxsim_residual_varlen` given the bytes in its bit order."""
+    import tilemaxsim
+
+    search = pytest.importorskip("fast_plaid.search")
+    docs = documents(20 + nbits)
+    index = tmp_path / "fast-plaid"
+    fp = search.FastPlaid(index=str(index), device="cpu")
+    fp.create(documents_embeddings=docs, nbits=nbits, kmeans_niters=2, seed=1)
+    chunks = 0
+    while (index / f"doclens.{chunks}.json").is_file():
+        chunks += 1
+    codes = np.concatenate([np.load(index / f"{i}.codes.npy") for i in range(chunks)])
+    residuals = np.concatenate([np.load(index / f"{i}.residuals.npy") for i in range(chunks)])
+    lens = sum((json.loads((index / f"doclens.{i}.json").read_text()) for i in range(chunks)), [])
+    cu = torch.tensor(np.cumsum([0] + lens), dtype=torch.int32)
+    centroids = torch.from_numpy(np.load(index / "centroids.npy"))
+    weights = torch.from_numpy(np.load(index / "bucket_weights.npy"))
+    g = torch.Generator().manual_seed(7)
+    Q = torch.nn.functional.normalize(torch.randn(3, 9, 128, generator=g), dim=-1)
+    args = (torch.from_numpy(codes), torch.from_numpy(residuals), cu, centroids, weights, nbits)
+
+    got = tilemaxsim.maxsim_residual(Q, *args)
+    assert got.shape == (3, len(docs)) and got.dtype == torch.float32
+    theirs = [e.double().numpy() for e in fp.get_embeddings(list(range(len(docs))))]
+    want = np.array([[np.max(q.double().numpy() @ e.T, axis=1).sum() for e in theirs] for q in Q])
+    # fast-plaid's reconstruction is f16 (2 ulps + 2^-12 per element, as above): 9 tokens.
+    np.testing.assert_allclose(got.numpy(), want, atol=9 * 2e-3)
+    single = tilemaxsim.maxsim_residual(Q[1], *args)
+    assert torch.equal(single, got[1])
+
+    lik = pytest.importorskip("late_interaction_kernels.reference")
+    padded = max(lens)
+    c = torch.zeros(len(docs), padded, dtype=torch.long)
+    r = torch.zeros(len(docs), padded, residuals.shape[1], dtype=torch.uint8)
+    flipped = torch.from_numpy(BIT_REVERSED[residuals])
+    for j in range(len(docs)):
+        c[j, : lens[j]] = args[0][cu[j] : cu[j + 1]]
+        r[j, : lens[j]] = flipped[cu[j] : cu[j + 1]]
+    ref = lik.maxsim_residual_reference(Q, c, r, torch.tensor(lens), centroids, weights, nbits)
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), atol=1e-4)
+    # Without the reversal late-interaction-kernels decodes other buckets: a different score.
+    unflipped = torch.zeros_like(r)
+    for j in range(len(docs)):
+        unflipped[j, : lens[j]] = args[1][cu[j] : cu[j + 1]]
+    other = lik.maxsim_residual_reference(Q, c, unflipped, torch.tensor(lens), centroids, weights, nbits)
+    assert not np.allclose(got.numpy(), other.numpy(), atol=1e-4)
+
+
+def test_maxsim_residual_refuses_bad_input():
+    import tilemaxsim
+
+    Q = torch.nn.functional.normalize(torch.randn(2, 4, 8), dim=-1)
+    codes = torch.tensor([0, 1, 1], dtype=torch.int32)
+    res = torch.zeros(3, 2, dtype=torch.uint8)  # d = 8, nbits = 2: 2 bytes a token
+    cu = torch.tensor([0, 1, 3])
+    cents = torch.nn.functional.normalize(torch.randn(2, 8), dim=-1).half()
+    w = torch.tensor([-0.1, -0.03, 0.03, 0.1])
+    ok = tilemaxsim.maxsim_residual(Q, codes, res, cu, cents, w, 2)
+    assert ok.shape == (2, 2) and torch.isfinite(ok).all()
+    for bad, what in [
+        (dict(codes_flat=torch.tensor([0, 2, 1])), "centroid"),          # id 2 of 2 centroids
+        (dict(codes_flat=torch.tensor([0, -1, 1])), "non-negative"),
+        (dict(residuals_flat=torch.zeros(3, 3, dtype=torch.uint8)), "bytes"),
+        (dict(cu_seqlens_d=torch.tensor([0, 1, 4])), "cu_seqlens_d ends at 4"),
+        (dict(cu_seqlens_d=torch.tensor([0, 0, 3])), "empty"),
+        (dict(centroids=cents[:, :4]), "centroids"),
+        (dict(bucket_weights=torch.tensor([0.0, float("nan"), 0.1, 0.2])), "bucket weights"),
+        (dict(bucket_weights=torch.tensor([0.0, 0.1])), "weights"),
+        (dict(nbits=8), "nbits"),
+        (dict(normalize=False), "normalize"),
+    ]:
+        kw = dict(codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2)
+        kw.update(bad)
+        with pytest.raises((ValueError, TypeError)) as e:
+            tilemaxsim.maxsim_residual(Q, **kw)
+        assert what.lower() in str(e.value).lower(), (what, str(e.value))

@@ -16,6 +16,7 @@ in `tilemaxsim.integrations`; `tilemaxsim.client.Client(url).search(Q, k)` queri
 from ._native import __version__, cuda_available, cuda_devices
 from ._api import maxsim, maxsim_pairs, topk
 from ._corpus import Corpus
+from ._residual import maxsim_residual
 from . import client
 
-__all__ = ["Corpus", "__version__", "client", "cuda_available", "cuda_devices", "maxsim", "maxsim_pairs", "topk"]
+__all__ = ["Corpus", "__version__", "client", "cuda_available", "cuda_devices", "maxsim", "maxsim_pairs", "maxsim_residual", "topk"]

@@ -35,6 +35,20 @@ def maxsim_pairs(
 ) -> Array:
     """[B]: query i against document i."""
 
+def maxsim_residual(
+    Q: Array,
+    codes_flat: Array,
+    residuals_flat: Array,
+    cu_seqlens_d: Array,
+    centroids: Array,
+    bucket_weights: Array,
+    nbits: int,
+    *,
+    normalize: bool = True,
+    device: str = "cpu",
+) -> Array:
+    """[Nq, Nd] (or [Nd]): Q against a PLAID residual index's tensors, decoded on the fly."""
+
 def topk(
     Q: Array,
     D: Array,

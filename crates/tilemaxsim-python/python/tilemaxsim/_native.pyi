@@ -57,6 +57,17 @@ class Corpus:
         devices: Optional[Sequence[int]] = None,
         residency: str = "auto",
     ) -> "Corpus": ...
+    @staticmethod
+    def from_plaid(
+        codes: bytes,
+        residuals: bytes,
+        offsets: Sequence[int],
+        centroids: bytes,
+        bucket_weights: Sequence[float],
+        nbits: int,
+        dim: int,
+        device: str = "auto",
+    ) -> "Corpus": ...
     def search(self, queries: Any, query_lengths: Sequence[int], k: int) -> tuple[list[float], list[int]]: ...
     def save(self, path: str) -> None: ...
     def __len__(self) -> int: ...
