@@ -1,37 +1,13 @@
 //! End-to-end tests of the `tilemaxsim` binary: real data (Cranfield, from ../shared/data),
 //! imports from files other tools write, output formats, and error messages.
 
+mod common;
+use common::{bin, cranfield, run_err, run_ok};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use tilemaxsim::reference::maxsim_f64;
 use tilemaxsim::{Corpus, Matrix};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tilemaxsim"))
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "command failed: {cmd:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn run_err(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("the binary runs");
-    assert!(!out.status.success(), "command should have failed: {cmd:?}");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !err.contains("panicked"),
-        "panic instead of an error: {err}"
-    );
-    err
-}
 
 /// Write a C-ordered .npy file of `shape`.
 fn write_npy<T: npyz::AutoSerialize>(
@@ -49,16 +25,6 @@ fn write_npy<T: npyz::AutoSerialize>(
         .unwrap();
     w.extend(data).unwrap();
     w.finish().unwrap();
-}
-
-fn cranfield() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield");
-    assert!(
-        p.join("corpus.safetensors").exists(),
-        "the real data is expected at {}",
-        p.display()
-    );
-    p
 }
 
 /// (docid, score) per query id, in rank order.

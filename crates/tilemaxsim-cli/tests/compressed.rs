@@ -3,37 +3,13 @@
 //! codes (the same run as searching the decoded corpus), `--rerank` (exact scores of the
 //! compressed top-K'), `score` on the codes, `corpus decode`, and the errors a user can meet.
 
+mod common;
+use common::{bin, run_err, run_ok};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use tilemaxsim::reference::maxsim_f64;
 use tilemaxsim::{Corpus, Matrix};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tilemaxsim"))
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "command failed: {cmd:?}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn run_err(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("the binary runs");
-    assert!(!out.status.success(), "command should have failed: {cmd:?}");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !err.contains("panicked"),
-        "panic instead of an error: {err}"
-    );
-    err
-}
 
 /// The first `n` items of a Cranfield file, with their ids, saved to `out`.
 fn subset(file: &str, ids: &str, n: usize, out: &Path) -> Corpus {

@@ -6,25 +6,14 @@
 //! `python3`); without pytrec_eval it is skipped with a notice, unless `TILEMAXSIM_REQUIRE_PYTREC`
 //! is set.
 
+mod common;
+use common::{bin, cranfield};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 use tilemaxsim::eval::{Evaluation, Metrics, Qrels, Run, evaluate};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tilemaxsim"))
-}
-
-fn cranfield() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/cranfield");
-    assert!(
-        p.join("qrels.txt").exists(),
-        "the real data is expected at {}",
-        p.display()
-    );
-    p
-}
 
 fn eval(qrels: &str, run: &str) -> Evaluation {
     let qrels = Qrels::parse(qrels, "qrels").expect("qrels parse");

@@ -114,37 +114,6 @@ fn seeds(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn raw_file(header: &Value, data: &[u8]) -> Vec<u8> {
-    let mut h = serde_json::to_vec(header).unwrap();
-    while !h.len().is_multiple_of(8) {
-        h.push(b' ');
-    }
-    let mut f = (h.len() as u64).to_le_bytes().to_vec();
-    f.extend_from_slice(&h);
-    f.extend_from_slice(data);
-    f
-}
-
-fn split(bytes: &[u8]) -> Option<(Value, Vec<u8>)> {
-    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) as usize;
-    let header = serde_json::from_slice(bytes.get(8..8usize.checked_add(n)?)?).ok()?;
-    Some((header, bytes[8 + n..].to_vec()))
-}
-
-fn nasty(r: &mut StdRng, near: u64) -> Value {
-    let choices = [
-        json!(0),
-        json!(near.saturating_sub(1)),
-        json!(near.saturating_add(1)),
-        json!(near.saturating_mul(2)),
-        json!(1u64 << 32),
-        json!(u64::MAX),
-        json!(-1),
-        json!("7"),
-    ];
-    choices[r.random_range(0..choices.len())].clone()
-}
-
 fn mutate_header(r: &mut StdRng, h: &mut Value) -> String {
     let Some(obj) = h.as_object_mut() else {
         return "not an object".into();
@@ -191,14 +160,14 @@ fn mutate_header(r: &mut StdRng, h: &mut Value) -> String {
             if let Some(shape) = t["shape"].as_array_mut().filter(|s| !s.is_empty()) {
                 let i = r.random_range(0..shape.len());
                 let near = shape[i].as_u64().unwrap_or(1);
-                shape[i] = nasty(r, near);
+                shape[i] = nasty_number(r, near);
             }
         }
         2 => {
             if let Some(off) = t["data_offsets"].as_array_mut() {
                 let i = r.random_range(0..2);
                 let near = off[i].as_u64().unwrap_or(0);
-                off[i] = nasty(r, near);
+                off[i] = nasty_number(r, near);
             }
         }
         _ => {

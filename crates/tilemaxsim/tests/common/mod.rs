@@ -1,9 +1,11 @@
 //! Shared helpers for the integration tests: seeded random data and the tolerance that an f32
-//! evaluation of MaxSim is held to against the float64 reference.
+//! evaluation of MaxSim is held to against the float64 reference; and for the mutation fuzzers,
+//! safetensors files taken apart and put back together around a rewritten header.
 #![allow(dead_code)]
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
 use tilemaxsim::reference::{maxsim_abs_f64, maxsim_f64};
 use tilemaxsim::{Corpus, CpuScorer, DType, Isa, Matrix, OwnedElements, ReferenceScorer, Scorer};
 
@@ -213,4 +215,45 @@ pub fn open_unchecked(path: &std::path::Path) -> Corpus {
         .check_finite(false)
         .open(path)
         .unwrap()
+}
+
+/// A safetensors file from a header (any JSON, valid or not) and the data after it.
+pub fn raw_file(header: &Value, data: &[u8]) -> Vec<u8> {
+    let mut h = serde_json::to_vec(header).unwrap();
+    while !h.len().is_multiple_of(8) {
+        h.push(b' ');
+    }
+    let mut f = (h.len() as u64).to_le_bytes().to_vec();
+    f.extend_from_slice(&h);
+    f.extend_from_slice(data);
+    f
+}
+
+/// A file's header as JSON and its data, when it parses that far.
+pub fn split(bytes: &[u8]) -> Option<(Value, Vec<u8>)> {
+    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) as usize;
+    let header = serde_json::from_slice(bytes.get(8..8usize.checked_add(n)?)?).ok()?;
+    Some((header, bytes[8 + n..].to_vec()))
+}
+
+/// Numbers that break assumptions: zero, one off, sizes that overflow when multiplied or
+/// would drive an allocation, the largest of each width.
+pub fn nasty_number(r: &mut StdRng, near: u64) -> Value {
+    let choices: [Value; 14] = [
+        json!(0),
+        json!(near.saturating_sub(1)),
+        json!(near.saturating_add(1)),
+        json!(near.saturating_mul(2)),
+        json!(1u64 << 31),
+        json!(1u64 << 32),
+        json!((1u64 << 32) + 1),
+        json!(1u64 << 62),
+        json!(u64::MAX / 2),
+        json!(u64::MAX),
+        json!(-1),
+        json!(i64::MIN),
+        json!(1.5),
+        json!("7"),
+    ];
+    choices[r.random_range(0..choices.len())].clone()
 }
