@@ -24,7 +24,9 @@ use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
-use crate::corpus::format::{DOC_IDS, OFFSETS, map_file, parse, parse_ids, read_ints, to_offsets};
+use crate::corpus::format::{
+    DOC_IDS, OFFSETS, map_file, parse, parse_ids, read_ints, to_offsets, write_atomically,
+};
 use crate::corpus::{FiniteCheck, OpenOptions, check_ids};
 use crate::error::{Error, Result};
 
@@ -410,19 +412,5 @@ fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
             view(path, StDtype::U8, vec![ids.len()], ids)?,
         ));
     }
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-    let written = safetensors::serialize_to_file(tensors, Some(meta), &tmp)
-        .map_err(|e| Error::format(path, format!("cannot write: {e}")));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    write_atomically(path, tensors, meta)
 }

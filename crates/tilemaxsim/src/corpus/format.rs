@@ -337,6 +337,16 @@ fn save(c: &Corpus, path: &Path) -> Result<()> {
     if c.finite_check() == FiniteCheck::Scanned {
         metadata.insert(VALUES_FINITE.0.to_string(), VALUES_FINITE.1.to_string());
     }
+    write_atomically(path, tensors, metadata)
+}
+
+/// Write a safetensors file to a temporary name beside `path`, then rename it over `path`: a
+/// failed write leaves whatever was at `path` as it was.
+pub(crate) fn write_atomically(
+    path: &Path,
+    tensors: Vec<(String, TensorView<'_>)>,
+    metadata: HashMap<String, String>,
+) -> Result<()> {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

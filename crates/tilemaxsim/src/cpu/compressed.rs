@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::kernel::{PreparedQuery, Scratch};
-use super::{CpuScorer, query_blocks};
+use super::{CpuScorer, query_blocks, to_query_major};
 use crate::codec::CompressedCorpus;
 use crate::error::Result;
 use crate::matrix::{Elements, Matrix};
@@ -65,11 +65,7 @@ impl CpuScorer {
             );
         });
         if nq > 1 {
-            for (q, row) in out.chunks_exact_mut(n).enumerate() {
-                for (i, s) in row.iter_mut().enumerate() {
-                    *s = doc_major[i * nq + q];
-                }
-            }
+            to_query_major(&doc_major, nq, n, out);
         }
         Ok(())
     }

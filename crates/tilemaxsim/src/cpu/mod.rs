@@ -292,13 +292,19 @@ impl CpuScorer {
             );
         });
         if nq > 1 {
-            for (q, row) in out.chunks_exact_mut(n).enumerate() {
-                for (i, s) in row.iter_mut().enumerate() {
-                    *s = doc_major[i * nq + q];
-                }
-            }
+            to_query_major(&doc_major, nq, n, out);
         }
         Ok(())
+    }
+}
+
+/// Scores kept document-major (`[n][nq]`, each worker's documents contiguous) into `out`,
+/// query-major (`[nq][n]`).
+pub(super) fn to_query_major(doc_major: &[f32], nq: usize, n: usize, out: &mut [f32]) {
+    for (q, row) in out.chunks_exact_mut(n).enumerate() {
+        for (i, s) in row.iter_mut().enumerate() {
+            *s = doc_major[i * nq + q];
+        }
     }
 }
 
