@@ -33,8 +33,15 @@ pub struct CorpusArgs {
 }
 
 impl CorpusArgs {
-    /// Open the corpus file with its ids, values checked unless `--no-check-finite`.
+    /// Open the (exact) corpus file with its ids, values checked unless `--no-check-finite`.
     pub fn open(&self) -> Result<Corpus> {
+        if tilemaxsim::codec::is_compressed_file(&self.corpus) {
+            bail!(
+                "{} is a compressed corpus; this command scores exact corpora (`tilemaxsim search` \
+                 takes compressed ones, `tilemaxsim corpus decode` makes an exact one)",
+                self.corpus.display()
+            );
+        }
         load::corpus(&self.corpus, self.doc_ids.as_ref(), self.check)
     }
 

@@ -7,7 +7,7 @@
 //! (the float64 oracle, slow) and follow the server's own state through `/metrics`, so they
 //! wait for what they need rather than for a guessed time.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -667,4 +667,65 @@ fn sigterm_stops_accepting_finishes_the_requests_in_flight_and_exits_0() {
     );
     let log = server.log.lock().unwrap();
     assert!(log.contains("shutting down"), "{log}");
+}
+
+/// A corpus the server cannot serve (a compressed file, a missing one) ends it with status 1
+/// and a message, before it ever reports ready.
+#[test]
+fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let exact = synth(dir.path(), "s.safetensors", 20, "8", 16, "f16", 1);
+    let packed = dir.path().join("s8.safetensors");
+    let out = bin()
+        .args(["corpus", "compress", "--corpus"])
+        .arg(&exact)
+        .args(["--codec", "int8", "-o"])
+        .arg(&packed)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let missing = dir.path().join("none.safetensors");
+    for (corpus, needle) in [
+        (&packed, "is a compressed corpus"),
+        (&missing, "none.safetensors"),
+    ] {
+        let mut child = bin()
+            .args([
+                "serve",
+                "--device",
+                "cpu",
+                "--addr",
+                "127.0.0.1:0",
+                "--corpus",
+            ])
+            .arg(corpus)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("serve --corpus {} did not exit", corpus.display());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(err.contains(needle) && !err.contains("panicked"), "{err}");
+    }
 }
