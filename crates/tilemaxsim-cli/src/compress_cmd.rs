@@ -157,14 +157,7 @@ pub fn describe(path: &Path, c: &CompressedCorpus, exact_bytes: Option<usize>) {
     let min = (0..c.len()).map(|j| c.doc_len(j)).min().unwrap_or(0);
     println!("{}", path.display());
     println!("  codec      {}", c.codec().describe());
-    println!("  documents  {}", c.len());
-    println!(
-        "  tokens     {} (per document: min {min}, mean {:.1}, max {})",
-        c.num_tokens(),
-        c.num_tokens() as f64 / c.len() as f64,
-        c.max_doc_len()
-    );
-    println!("  d          {}", c.dim());
+    crate::corpus_cmd::print_shape(c.len(), c.num_tokens(), min, c.max_doc_len(), c.dim());
     let bpt = c.codec().bytes_per_token(c.dim());
     print!(
         "  size       {:.1} MB of codes, {bpt} bytes per token (f16: {})",

@@ -179,17 +179,9 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
 }
 
 fn describe(path: &std::path::Path, c: &Corpus) {
-    let lens: Vec<usize> = (0..c.len()).map(|j| c.doc_len(j)).collect();
-    let min = lens.iter().min().copied().unwrap_or(0);
+    let min = (0..c.len()).map(|j| c.doc_len(j)).min().unwrap_or(0);
     println!("{}", path.display());
-    println!("  documents  {}", c.len());
-    println!(
-        "  tokens     {} (per document: min {min}, mean {:.1}, max {})",
-        c.num_tokens(),
-        c.num_tokens() as f64 / c.len() as f64,
-        c.max_doc_len()
-    );
-    println!("  d          {}", c.dim());
+    print_shape(c.len(), c.num_tokens(), min, c.max_doc_len(), c.dim());
     println!("  dtype      {}", c.dtype());
     println!(
         "  size       {:.1} MB of embeddings",
@@ -211,4 +203,14 @@ fn describe(path: &std::path::Path, c: &Corpus) {
             _ => "not checked (--check-finite)",
         }
     );
+}
+
+/// The documents, tokens (with their spread per document) and d lines of `corpus info`.
+pub fn print_shape(docs: usize, tokens: usize, min: usize, max: usize, dim: usize) {
+    println!("  documents  {docs}");
+    println!(
+        "  tokens     {tokens} (per document: min {min}, mean {:.1}, max {max})",
+        tokens as f64 / docs as f64
+    );
+    println!("  d          {dim}");
 }
