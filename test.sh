@@ -16,7 +16,7 @@ trap 'rm -rf "$TORCH_EXTENSIONS_DIR"' EXIT
 cargo test --workspace
 # The binary the client tests serve with (already built by the tests above: a no-op).
 cargo build -q -p tilemaxsim-cli
-export TILEMAXSIM_BIN=$PWD/target/debug/tilemaxsim TILEMAXSIM_REQUIRE_SERVER=1
+export TILEMAXSIM_BIN=$PWD/target/debug/tilemaxsim TILEMAXSIM_REQUIRE_SERVER=1 TILEMAXSIM_REQUIRE_RAY=1
 
 VENV=${TILEMAXSIM_VENV:-$PWD/target/py-venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"

@@ -47,6 +47,14 @@ pub struct CompressArgs {
     /// Seed of the k-means sampling and k-means++ (the same seed gives the same file).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Scale every token to unit L2 norm before encoding (the residual codec needs unit-norm
+    /// tokens, as ColBERT's encoders output them).
+    #[arg(long)]
+    normalize: bool,
+    /// Record this rerank depth k' in the file: searches that rerank it exactly (`search
+    /// --rerank`, `Corpus.load(..., rerank=)`) take its top k' unless told otherwise.
+    #[arg(long)]
+    rerank_k: Option<usize>,
     /// The compressed corpus file to write.
     #[arg(long, short = 'o')]
     out: PathBuf,
@@ -60,6 +68,14 @@ pub fn compress_cmd(a: CompressArgs) -> Result<()> {
             no_check_finite: false,
         },
     )?;
+    if a.rerank_k == Some(0) {
+        bail!("--rerank-k must be at least 1");
+    }
+    let corpus = if a.normalize {
+        corpus.normalized()?
+    } else {
+        corpus
+    };
     let spec = match a.codec {
         CodecName::Residual => CodecSpec::Residual(ResidualOptions {
             nbits: a.nbits,
@@ -100,6 +116,10 @@ pub fn compress_cmd(a: CompressArgs) -> Result<()> {
     };
     let started = std::time::Instant::now();
     let c = compress(&corpus, &spec, a.seed, &progress)?;
+    let c = match a.rerank_k {
+        Some(k) => c.with_rerank_k(k)?,
+        None => c,
+    };
     if let Ok(mut b) = bar.lock()
         && let Some((_, pb)) = b.take()
     {
@@ -107,7 +127,7 @@ pub fn compress_cmd(a: CompressArgs) -> Result<()> {
     }
     c.save(&a.out)?;
     eprintln!("compressed in {:.1} s", started.elapsed().as_secs_f64());
-    describe(&a.out, &c, Some(corpus.size_bytes()));
+    describe(&a.out, &c, Some(corpus.size_bytes()), false);
     Ok(())
 }
 
@@ -152,8 +172,9 @@ pub fn decode_cmd(a: DecodeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Describe a compressed corpus file; `exact_bytes` is the size of the corpus it came from.
-pub fn describe(path: &Path, c: &CompressedCorpus, exact_bytes: Option<usize>) {
+/// Describe a compressed corpus file; `exact_bytes` is the size of the corpus it came from,
+/// `scanned` whether its values were just scanned (`corpus info --check-finite`).
+pub fn describe(path: &Path, c: &CompressedCorpus, exact_bytes: Option<usize>, scanned: bool) {
     let min = (0..c.len()).map(|j| c.doc_len(j)).min().unwrap_or(0);
     println!("{}", path.display());
     println!("  codec      {}", c.codec().describe());
@@ -190,15 +211,17 @@ pub fn describe(path: &Path, c: &CompressedCorpus, exact_bytes: Option<usize>) {
             "no (0-based indices are used)"
         }
     );
-    if matches!(c.codec(), Codec::Fp8) {
-        println!(
-            "  values     {}",
-            match c.finite_check() {
-                FiniteCheck::Scanned => "no NaN code",
-                FiniteCheck::Recorded => "no NaN code when written (recorded in the file)",
-                _ => "not checked",
-            }
-        );
+    let values = match (c.codec(), c.finite_check()) {
+        (Codec::Fp8, _) if scanned => "no NaN code (scanned now)",
+        (Codec::Fp8, FiniteCheck::Scanned) => "no NaN code",
+        (Codec::Fp8, FiniteCheck::Recorded) => "no NaN code when written (recorded in the file)",
+        (Codec::Fp8, _) => "not checked (--check-finite)",
+        // Ids, scales and codebooks are checked whenever a file is opened.
+        _ => "every code decodes to finite values (checked on open)",
+    };
+    println!("  values     {values}");
+    if let Some(k) = c.rerank_k() {
+        println!("  rerank     top {k} by default (recorded at compression)");
     }
 }
 
@@ -218,6 +241,6 @@ pub fn import_plaid(dir: &Path, ids: Option<&PathBuf>, out: &Path) -> Result<()>
     spinner.set_message(format!("writing {}", out.display()));
     c.save(out)?;
     spinner.finish_and_clear();
-    describe(out, &c, None);
+    describe(out, &c, None, false);
     Ok(())
 }

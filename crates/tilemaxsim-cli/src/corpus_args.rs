@@ -24,12 +24,12 @@ pub struct CorpusArgs {
     #[arg(long)]
     pub devices: Option<String>,
     /// How each GPU holds its shard: auto (resident when it fits, else streamed), resident,
-    /// or stream (from host memory, in chunks).
-    #[arg(long, default_value = "auto")]
-    pub residency: Residency,
-    /// MiB of tokens per streamed chunk.
-    #[arg(long, default_value_t = 256)]
-    pub chunk_mb: usize,
+    /// or stream (from host memory, in chunks). [default: auto]
+    #[arg(long)]
+    pub residency: Option<Residency>,
+    /// MiB of tokens per streamed chunk. [default: 256]
+    #[arg(long)]
+    pub chunk_mb: Option<usize>,
 }
 
 impl CorpusArgs {
@@ -47,13 +47,13 @@ impl CorpusArgs {
 
     /// The device and search options these flags name (checked, GPUs listed).
     pub fn search_setup(&self) -> Result<(Device, SearchOptions)> {
-        if self.chunk_mb == 0 {
+        if self.chunk_mb == Some(0) {
             bail!("--chunk-mb must be at least 1");
         }
         let mut device = self.device;
         let mut options = SearchOptions {
-            residency: self.residency,
-            chunk_bytes: self.chunk_mb << 20,
+            residency: self.residency.unwrap_or_default(),
+            chunk_bytes: self.chunk_mb.unwrap_or(DEFAULT_CHUNK_MB) << 20,
             ..Default::default()
         };
         if let Some(list) = &self.devices {
@@ -63,6 +63,29 @@ impl CorpusArgs {
             }
         }
         Ok((device, options))
+    }
+}
+
+/// MiB of tokens per streamed chunk when `--chunk-mb` is not given.
+const DEFAULT_CHUNK_MB: usize = 256;
+
+impl CorpusArgs {
+    /// A notice when GPU-only flags were given but the search runs on `engine` (a searcher's
+    /// name) on the CPU, where they have no effect.
+    pub fn cpu_notice(&self, engine: &str) -> Option<String> {
+        let given: Vec<&str> = [
+            ("--residency", self.residency.is_some()),
+            ("--chunk-mb", self.chunk_mb.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, set)| set.then_some(flag))
+        .collect();
+        (!given.is_empty() && !engine.starts_with("cuda")).then(|| {
+            format!(
+                "{} only apply to GPU search; on the CPU ({engine}) they have no effect",
+                given.join(" and ")
+            )
+        })
     }
 }
 

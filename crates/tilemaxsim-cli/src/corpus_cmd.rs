@@ -49,15 +49,26 @@ pub struct ImportArgs {
     /// A folder of one [Nd, d] .npy file per document (ordered by name, numbers by value).
     #[arg(long, conflicts_with = "safetensors")]
     npy_dir: Option<PathBuf>,
-    /// A safetensors file: embeddings plus offsets or lengths, or one 2-D tensor per document.
+    /// A safetensors file: packed embeddings [T, d] with offsets or lengths, padded embeddings
+    /// [B, L, d] with lengths or a mask (PyLate's layout), or one 2-D tensor per document.
     #[arg(long)]
     safetensors: Option<PathBuf>,
+    /// The embeddings tensor of --safetensors.
     #[arg(long, default_value = "embeddings")]
     embeddings_key: String,
+    /// The [N + 1] offsets of packed embeddings.
     #[arg(long, default_value = "offsets")]
     offsets_key: String,
+    /// The [N] lengths of packed documents, or of the tokens leading each padded row.
     #[arg(long, default_value = "lengths")]
     lengths_key: String,
+    /// The [B, L] mask of padded embeddings (nonzero: a token; holes allowed).
+    #[arg(long, default_value = "mask")]
+    mask_key: String,
+    /// Scale every token to unit L2 norm (as ColBERT's encoders output; the residual codec
+    /// needs it).
+    #[arg(long)]
+    normalize: bool,
     /// One id per line, one per document (replaces ids taken from file or tensor names).
     #[arg(long)]
     ids: Option<PathBuf>,
@@ -115,9 +126,14 @@ pub fn run(cmd: CorpusCommand) -> Result<()> {
             describe(&a.out, &corpus);
             Ok(())
         }
-        CorpusCommand::Info { path, .. } if tilemaxsim::codec::is_compressed_file(&path) => {
+        CorpusCommand::Info { path, check_finite }
+            if tilemaxsim::codec::is_compressed_file(&path) =>
+        {
             let c = tilemaxsim::CompressedCorpus::open(&path)?;
-            crate::compress_cmd::describe(&path, &c, None);
+            if check_finite {
+                c.check_finite()?;
+            }
+            crate::compress_cmd::describe(&path, &c, None, check_finite);
             Ok(())
         }
         CorpusCommand::Info { path, check_finite } => {
@@ -154,6 +170,7 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
             embeddings: a.embeddings_key,
             offsets: a.offsets_key,
             lengths: a.lengths_key,
+            mask: a.mask_key,
         };
         import::from_safetensors(st, &keys, a.dtype)?
     } else {
@@ -166,10 +183,14 @@ fn import_cmd(a: ImportArgs) -> Result<()> {
             .with_doc_ids(import::read_ids(ids)?)
             .with_context(|| format!("ids from {}", ids.display()))?;
     }
-    if !a.no_check {
+    if !a.no_check || a.normalize {
         corpus
             .check_finite()
             .context("the input holds a non-finite value (use --no-check to import anyway)")?;
+    }
+    if a.normalize {
+        corpus = corpus.normalized()?;
+        corpus.check_finite()?;
     }
     spinner.set_message(format!("writing {}", a.out.display()));
     corpus.save(&a.out)?;

@@ -24,16 +24,17 @@ pub fn run() -> Result<()> {
         println!("  lacks      {}", lacks.join(" "));
     }
     println!("cuda");
-    let nvrtc = match tilemaxsim::cuda::nvrtc_version() {
-        Ok((a, b)) => format!("NVRTC {a}.{b}"),
-        Err(_) => "no libnvrtc".into(),
-    };
+    // The reason is the one `--device cuda` reports (the engine's own check), so both agree.
+    if let Err(e) = tilemaxsim::cuda::check_available(0) {
+        println!("  no usable GPU ({e}); the CPU engine is used");
+        return Ok(());
+    }
+    match tilemaxsim::cuda::nvrtc_version() {
+        Ok((a, b)) => println!("  NVRTC {a}.{b}"),
+        Err(e) => println!("  NVRTC: {e}"),
+    }
     match tilemaxsim::cuda::devices() {
-        Ok(gpus) if gpus.is_empty() => {
-            println!("  no usable GPU ({nvrtc}); the CPU engine is used")
-        }
         Ok(gpus) => {
-            println!("  {nvrtc}");
             for g in gpus {
                 println!("  cuda:{}  {g}", g.ordinal);
             }

@@ -24,6 +24,7 @@ fn open(path: &Path, ids: Option<&PathBuf>, check_finite: bool, what: &str) -> R
     let mut c = OpenOptions::new()
         .check_finite(false)
         .open(path)
+        .map_err(|e| in_terms_of(e, what, path))
         .with_context(|| format!("cannot open the {what} file"))?;
     if let Some(ids_path) = ids {
         let ids = read_ids(ids_path)?;
@@ -41,6 +42,32 @@ fn open(path: &Path, ids: Option<&PathBuf>, check_finite: bool, what: &str) -> R
         })?;
     }
     Ok(c)
+}
+
+/// A query file is a corpus file whose documents are queries: say so in its errors.
+fn in_terms_of(e: tilemaxsim::Error, what: &str, path: &Path) -> anyhow::Error {
+    let text = e.to_string();
+    if what != "queries" {
+        return e.into();
+    }
+    if text.contains("a corpus needs at least one document") {
+        anyhow::anyhow!(
+            "{}: holds no queries; a query file needs at least one",
+            path.display()
+        )
+    } else if let Some(rest) = text
+        .split("document ")
+        .nth(1)
+        .filter(|r| r.contains("is empty"))
+    {
+        let index = rest.split_whitespace().next().unwrap_or("?");
+        anyhow::anyhow!(
+            "{}: query {index} has no tokens; every query needs at least one",
+            path.display()
+        )
+    } else {
+        e.into()
+    }
 }
 
 /// Open the corpus file of a scoring or search command.

@@ -17,7 +17,7 @@ pub struct SearchArgs {
     /// Query file (same format as a corpus: one "document" per query).
     #[arg(long)]
     queries: PathBuf,
-    /// Documents per query in the run.
+    /// Documents per query in the run (every document when the corpus has fewer).
     #[arg(long, short = 'k', default_value_t = 10)]
     top_k: usize,
     /// The TREC run file to write (stdout when absent).
@@ -37,9 +37,10 @@ pub struct SearchArgs {
     /// exact corpus (the same documents, in the same order), keeping the best -k.
     #[arg(long)]
     rerank: Option<PathBuf>,
-    /// Candidates per query taken from the compressed stage for --rerank (k').
-    #[arg(long, default_value_t = 100)]
-    rerank_k: usize,
+    /// Candidates per query taken from the compressed stage for --rerank (k'; at least -k).
+    /// [default: the depth recorded in the compressed file, else 100]
+    #[arg(long)]
+    rerank_k: Option<usize>,
 }
 
 pub fn run(a: SearchArgs) -> Result<()> {
@@ -49,6 +50,12 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if a.tag.is_empty() || a.tag.chars().any(char::is_whitespace) {
         bail!("--tag must be one word");
     }
+    if a.rerank_k == Some(0) {
+        bail!("--rerank-k must be at least 1");
+    }
+    if a.rerank_k.is_some() && a.rerank.is_none() {
+        bail!("--rerank-k needs --rerank EXACT (the exact corpus of the second stage)");
+    }
     let (device, options) = a.corpus.search_setup()?;
     if tilemaxsim::codec::is_compressed_file(&a.corpus.corpus) {
         return run_compressed(&a, device);
@@ -56,10 +63,14 @@ pub fn run(a: SearchArgs) -> Result<()> {
     if a.rerank.is_some() {
         bail!("--rerank needs a compressed --corpus (made by `tilemaxsim corpus compress`)");
     }
+
     let corpus = a.corpus.open()?;
     let prepared = Instant::now();
     let (searcher, notice) = tilemaxsim::searcher_for(device, &corpus, &options)?;
-    if let Some(n) = notice {
+    for n in notice
+        .into_iter()
+        .chain(a.corpus.cpu_notice(&searcher.name()))
+    {
         eprintln!("notice: {n}");
     }
     let prepare_s = prepared.elapsed().as_secs_f64();
@@ -98,13 +109,16 @@ fn run_compressed(a: &SearchArgs, device: tilemaxsim::Device) -> Result<()> {
             }
             Some(Rerank {
                 exact: e,
-                candidates: a.rerank_k,
+                candidates: rerank_depth(a.rerank_k, corpus.rerank_k(), a.top_k),
                 scorer: s,
             })
         }
         None => None,
     };
     let searcher = tilemaxsim::CompressedSearch::new(scorer, &corpus, rerank)?;
+    if let Some(n) = a.corpus.cpu_notice(&searcher.name()) {
+        eprintln!("notice: {n}");
+    }
     let prepare_s = prepared.elapsed().as_secs_f64();
     let id = |j: usize| {
         corpus
@@ -112,6 +126,16 @@ fn run_compressed(a: &SearchArgs, device: tilemaxsim::Device) -> Result<()> {
             .map_or_else(|| j.to_string(), |ids| ids[j].clone())
     };
     search_and_write(a, &searcher, &id, corpus.len(), prepare_s)
+}
+
+/// k' of a two-stage search: `--rerank-k`, else the file's, else 100; raised to `k` with a
+/// notice when below it (the exact stage cannot return more documents than it is given).
+fn rerank_depth(given: Option<usize>, recorded: Option<usize>, k: usize) -> usize {
+    let depth = given.or(recorded).unwrap_or(100);
+    if depth < k {
+        eprintln!("notice: --rerank-k {depth} is below -k {k}; reranking the top {k} instead");
+    }
+    depth.max(k)
 }
 
 /// Run every query through `searcher` in batches and write the run file and the summary.

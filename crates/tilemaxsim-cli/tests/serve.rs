@@ -196,7 +196,7 @@ fn bad_input_400_big_body_413_unknown_path_404() {
             "non-finite",
         ),
         (json!({"queries": [q], "k": 0}), "out of range"),
-        (json!({"queries": [q], "k": 51}), "out of range"),
+        (json!({"queries": [q], "k": 1001}), "out of range"),
         (json!({"queries": [{"embeddings": []}]}), "empty"),
         (json!({"queries": []}), "no queries"),
         (json!({"queries": [q], "top_k": 3}), "unknown field"),
@@ -251,10 +251,22 @@ fn bad_input_400_big_body_413_unknown_path_404() {
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
+    // k beyond the corpus's 50 documents returns all of them (the rule everywhere).
+    let (status, body) = server.post(&json!({"queries": [q], "k": 51}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["results"][0]["hits"].as_array().map(Vec::len),
+        Some(50),
+        "{body}"
+    );
+    // A known endpoint asked with the wrong method: 405 with the JSON error.
+    let r = http().get(server.at("/v1/search")).send().unwrap();
+    let status = r.status().as_u16();
+    assert_error(status, &r.json().unwrap(), 405, "takes POST");
 }
 
 /// A corpus the server cannot serve (a compressed file, a missing one) ends it with status 1
-/// and a message, before it ever reports ready.
+/// and a message, before it listens.
 #[test]
 fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
@@ -311,5 +323,7 @@ fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
             .unwrap();
         assert_eq!(status.code(), Some(1), "{err}");
         assert!(err.contains(needle) && !err.contains("panicked"), "{err}");
+        // Refused before it listens: no client ever sees a server that then exits.
+        assert!(!err.contains("listening"), "{err}");
     }
 }

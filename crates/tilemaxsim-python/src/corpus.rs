@@ -20,6 +20,9 @@ use tilemaxsim::{
 use crate::errors::to_py;
 use crate::tensor::{Place, Tensor, matrices};
 
+/// The rerank depth k' when neither the call nor the file gives one.
+const DEFAULT_RERANK_K: usize = 100;
+
 /// What a `Corpus` holds: exact documents, or codes (with the exact corpus of its rerank).
 enum Held {
     Exact(Box<tilemaxsim::Corpus>),
@@ -128,7 +131,7 @@ impl Corpus {
     /// Open a corpus file (memory-mapped) for search on `device`; `documents=(start, end)`
     /// opens only those documents (a shard), indexed from 0.
     #[staticmethod]
-    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true, documents=None, rerank=None, rerank_k=100))]
+    #[pyo3(signature = (path, device="auto", *, devices=None, residency="auto", check_finite=true, documents=None, rerank=None, rerank_k=None))]
     #[allow(clippy::too_many_arguments)]
     fn load(
         py: Python<'_>,
@@ -139,7 +142,7 @@ impl Corpus {
         check_finite: bool,
         documents: Option<(usize, usize)>,
         rerank: Option<std::path::PathBuf>,
-        rerank_k: usize,
+        rerank_k: Option<usize>,
     ) -> PyResult<Self> {
         let options = OpenOptions::new().check_finite(check_finite);
         if tilemaxsim::codec::is_compressed_file(&path) {
@@ -155,7 +158,8 @@ impl Corpus {
                 Some(p) => Some(py.detach(|| options.open(&p)).map_err(to_py)?),
                 None => None,
             };
-            return Self::compressed(codes, device, exact, rerank_k);
+            let depth = rerank_k.or(codes.rerank_k()).unwrap_or(DEFAULT_RERANK_K);
+            return Self::compressed(codes, device, exact, depth);
         }
         if rerank.is_some() {
             return Err(PyValueError::new_err(
@@ -251,7 +255,7 @@ impl Corpus {
             Some(ids),
         )
         .map_err(to_py)?;
-        Self::compressed(corpus, device, None, 100)
+        Self::compressed(corpus, device, None, DEFAULT_RERANK_K)
     }
 
     /// The `k` best documents of each query of `queries` (`[A, Lq, d]` host memory, query i its
@@ -309,7 +313,7 @@ impl Corpus {
 
     /// This (exact) corpus compressed with `codec` (`residual`, `pq`, `int8`, `fp8`): a new
     /// corpus searched on its codes, reranked exactly against this one when `rerank_k` is given.
-    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None))]
+    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=false))]
     #[allow(clippy::too_many_arguments)]
     fn compress(
         &self,
@@ -321,6 +325,7 @@ impl Corpus {
         kmeans_iters: Option<usize>,
         seed: u64,
         rerank_k: Option<usize>,
+        normalize: bool,
     ) -> PyResult<Self> {
         let Held::Exact(exact) = &self.held else {
             return Err(PyValueError::new_err(
@@ -348,10 +353,27 @@ impl Corpus {
             }
         };
         let codes = py
-            .detach(|| tilemaxsim::codec::compress(exact, &spec, seed, &|_, _, _| {}))
+            .detach(|| -> tilemaxsim::Result<_> {
+                let normalized = if normalize {
+                    Some(exact.normalized()?)
+                } else {
+                    None
+                };
+                let source = normalized.as_ref().unwrap_or(exact.as_ref());
+                let codes = tilemaxsim::codec::compress(source, &spec, seed, &|_, _, _| {})?;
+                match rerank_k {
+                    Some(k) => codes.with_rerank_k(k),
+                    None => Ok(codes),
+                }
+            })
             .map_err(to_py)?;
         let rerank = rerank_k.map(|_| exact.as_ref().clone());
-        Self::compressed(codes, &self.asked, rerank, rerank_k.unwrap_or(100))
+        Self::compressed(
+            codes,
+            &self.asked,
+            rerank,
+            rerank_k.unwrap_or(DEFAULT_RERANK_K),
+        )
     }
 
     /// Write the corpus (exact or compressed) to a safetensors file.

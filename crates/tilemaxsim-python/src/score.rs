@@ -178,9 +178,20 @@ fn contiguous(t: &Tensor) -> bool {
     true
 }
 
+/// The CPU engine on host tensors, with the rules of the CUDA kernels at the edges: a query or
+/// document holding NaN (or ±Inf, which the engine refuses) scores NaN, and a document of no
+/// tokens scores -inf. Both are found while the rows are copied, cleared for the engine, and
+/// their scores written afterwards.
 fn score_cpu(c: &Call) -> PyResult<&'static str> {
     let (q, d, dim) = (&c.queries, &c.docs, c.dim);
-    let owned = q.host_queries(&c.query_lengths)?;
+    let mut owned = q.host_queries(&c.query_lengths)?;
+    let bad_query: Vec<bool> = owned
+        .iter_mut()
+        .map(|o| {
+            let n = o.as_elements().len();
+            o.zero_non_finite(0..n)
+        })
+        .collect();
     let matrices = matrices(&owned, dim)?;
     let (spans, lengths): (Vec<_>, Vec<usize>) = match &c.layout {
         Layout::Packed(off) => {
@@ -213,27 +224,75 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
                 .unzip()
         }
     };
-    if let Some(i) = lengths.iter().position(|&l| l == 0) {
-        return err(format!(
-            "document {i} is empty (0 tokens); every document needs at least one token"
-        ));
-    }
-    let corpus = Corpus::from_lengths(d.gather(&spans, dim)?, dim, &lengths).map_err(to_py)?;
-    corpus.check_finite().map_err(to_py)?;
-    let n = if c.pairs { 1 } else { corpus.len() };
+    // The engine's corpus holds the documents that have tokens; `kept[i]` is document i's
+    // index there.
+    let kept: Vec<Option<usize>> = lengths
+        .iter()
+        .scan(0, |n, &l| {
+            Some((l > 0).then(|| {
+                *n += 1;
+                *n - 1
+            }))
+        })
+        .collect();
+    let nonempty: Vec<usize> = lengths.iter().copied().filter(|&l| l > 0).collect();
     // SAFETY: `out` was checked to be `want` contiguous f32 in host memory, alive for the call.
     let out = unsafe { std::slice::from_raw_parts_mut(c.out.ptr as *mut f32, c.out.numel()) };
-    let scorer = cpu_scorer();
-    if c.pairs {
-        for (i, (m, o)) in matrices.iter().zip(out.chunks_mut(n)).enumerate() {
-            scorer
-                .score_into(std::slice::from_ref(m), &corpus, Docs::List(&[i]), o)
-                .map_err(to_py)?;
+    let b = lengths.len();
+    let mut bad_doc = vec![false; nonempty.len()];
+    if !nonempty.is_empty() {
+        let kept_spans: Vec<_> = spans
+            .iter()
+            .zip(&lengths)
+            .filter(|&(_, &l)| l > 0)
+            .map(|(s, _)| *s)
+            .collect();
+        let mut tokens = d.gather(&kept_spans, dim)?;
+        let mut row = 0;
+        for (flag, &l) in bad_doc.iter_mut().zip(&nonempty) {
+            *flag = tokens.zero_non_finite(row * dim..(row + l) * dim);
+            row += l;
         }
-    } else {
-        scorer
-            .score_into(&matrices, &corpus, Docs::All, out)
-            .map_err(to_py)?;
+        let corpus = Corpus::from_lengths(tokens, dim, &nonempty).map_err(to_py)?;
+        let scorer = cpu_scorer();
+        if c.pairs {
+            for (i, (m, o)) in matrices.iter().zip(out.iter_mut()).enumerate() {
+                if let Some(j) = kept[i] {
+                    scorer
+                        .score_into(
+                            std::slice::from_ref(m),
+                            &corpus,
+                            Docs::List(&[j]),
+                            std::slice::from_mut(o),
+                        )
+                        .map_err(to_py)?;
+                }
+            }
+        } else {
+            let mut scores = vec![0f32; matrices.len() * nonempty.len()];
+            scorer
+                .score_into(&matrices, &corpus, Docs::All, &mut scores)
+                .map_err(to_py)?;
+            for (row, got) in out.chunks_mut(b).zip(scores.chunks(nonempty.len())) {
+                for (o, k) in row.iter_mut().zip(&kept) {
+                    if let Some(j) = *k {
+                        *o = got[j];
+                    }
+                }
+            }
+        }
+    }
+    let cols = if c.pairs { 1 } else { b };
+    for (a, row) in out.chunks_mut(cols).enumerate() {
+        for (i, o) in row.iter_mut().enumerate() {
+            let doc = if c.pairs { a } else { i };
+            *o = match kept[doc] {
+                _ if bad_query[a] => f32::NAN,
+                None => f32::NEG_INFINITY,
+                Some(j) if bad_doc[j] => f32::NAN,
+                Some(_) => *o,
+            };
+        }
     }
     Ok("cpu")
 }

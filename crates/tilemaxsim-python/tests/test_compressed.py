@@ -79,3 +79,32 @@ def test_compressed_errors(tmp_path):
     exact.save(tmp_path / "e.safetensors")
     with pytest.raises(ValueError, match="rerank"):
         tilemaxsim.Corpus.load(tmp_path / "e.safetensors", rerank=tmp_path / "e.safetensors")
+
+
+def test_rerank_depth_is_kept_in_the_file_and_normalize(tmp_path):
+    rng = np.random.default_rng(2)
+    docs = [unit(rng, int(n), 16) for n in rng.integers(1, 9, 40)]
+    exact = tilemaxsim.Corpus.from_tensors(docs, device="cpu")
+    exact_path = tmp_path / "exact.safetensors"
+    exact.save(exact_path)
+    c = exact.compress("int8", rerank_k=3)
+    c.save(tmp_path / "c.safetensors")
+    back = tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", rerank=exact_path)
+    assert "top-3 reranked" in back.device
+    assert "top-5 reranked" in tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", rerank=exact_path,
+                                                      rerank_k=5).device
+    plain = exact.compress("int8")
+    plain.save(tmp_path / "p.safetensors")
+    assert "top-100 reranked" in tilemaxsim.Corpus.load(tmp_path / "p.safetensors", device="cpu",
+                                                        rerank=exact_path).device
+    # Unnormalized tokens: the residual codec asks for normalize=True, which it then accepts;
+    # a bad nbits is reported as such before the norms are looked at.
+    loud = tilemaxsim.Corpus.from_tensors([d * 4 for d in docs], device="cpu")  # exactly 4x
+    with pytest.raises(ValueError, match="nbits must be 1, 2 or 4"):
+        loud.compress("residual", nbits=3)
+    with pytest.raises(ValueError, match="normalize=True"):
+        loud.compress("residual", centroids=4)
+    small = loud.compress("residual", centroids=4, normalize=True)
+    Q = unit(rng, 6, 16).reshape(2, 3, 16)
+    same = exact.compress("residual", centroids=4, normalize=True)  # the same unit tokens, bit for bit
+    np.testing.assert_array_equal(small.search(Q, 5)[0], same.search(Q, 5)[0])

@@ -75,3 +75,19 @@ def test_load_documents_opens_a_shard_indexed_from_zero(tmp_path, rng):
     for bad in [(3, 3), (5, 2), (0, 21), (-1, 4)]:
         with pytest.raises(ValueError, match="documents"):
             tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", documents=bad)
+
+
+def test_search_takes_ragged_query_lists(rng):
+    D = [rng.standard_normal((int(n), 8)).astype(np.float32) for n in (3, 1, 6, 2)]
+    corpus = tilemaxsim.Corpus.from_tensors(D, device="cpu")
+    qs = [rng.standard_normal((n, 8)).astype(np.float32) for n in (2, 5, 1)]
+    s, i = corpus.search(qs, k=3)
+    assert s.shape == (3, 3) and isinstance(s, np.ndarray)
+    for a, q in enumerate(qs):
+        one_s, one_i = corpus.search(q, k=3)
+        np.testing.assert_array_equal(one_i, i[a])
+        np.testing.assert_allclose(one_s, s[a], rtol=1e-6)
+    ts, ti = corpus.search([torch.from_numpy(q) for q in qs], k=3)
+    assert isinstance(ts, torch.Tensor) and ti.tolist() == i.tolist()
+    with pytest.raises(ValueError, match="one d"):
+        corpus.search([qs[0], np.ones((2, 4), np.float32)], k=1)

@@ -12,9 +12,9 @@ def test_bad_inputs_raise(rng):
     Q, D = normalized(rng, 2, 4, 16), normalized(rng, 3, 5, 16)
     with pytest.raises(ValueError, match="dimension mismatch"):
         tilemaxsim.maxsim(Q, normalized(rng, 3, 5, 8))
-    with pytest.raises(TypeError, match="float32, float16 and bfloat16"):
+    with pytest.raises(TypeError, match="float32, float16, bfloat16 and float64"):
         tilemaxsim.maxsim(Q.to(torch.int32), D)
-    with pytest.raises(TypeError, match="float32, float16 and bfloat16"):
+    with pytest.raises(TypeError, match="float32, float16, bfloat16 and float64"):
         tilemaxsim.maxsim(np.ones((2, 3), dtype=np.int64), np.ones((1, 2, 3), dtype=np.float32))
     with pytest.raises(ValueError, match="empty"):
         tilemaxsim.maxsim(Q[:, :0], D)
@@ -45,11 +45,14 @@ def test_bad_inputs_raise(rng):
         tilemaxsim.maxsim(bad, D, check=True)
 
 
-def test_empty_documents_and_bad_offsets_raise(rng):
-    Q, D = normalized(rng, 1, 4, 16), normalized(rng, 3, 5, 16)
-    if DEVICE == "cpu":  # on a GPU, lengths live on the device and are not read back
-        with pytest.raises(ValueError, match="document 1 is empty"):
-            tilemaxsim.maxsim(Q, D, doc_lengths=torch.tensor([5, 0, 2]))
+def test_empty_documents_score_minus_inf_and_bad_offsets_raise(rng):
+    # The same on both devices: a document of no tokens has no maximum to add: -inf.
+    Q, D = normalized(rng, 2, 4, 16), normalized(rng, 3, 5, 16)
+    got = tilemaxsim.maxsim(Q, D, doc_lengths=torch.tensor([5, 0, 2], device=DEVICE))
+    assert torch.isneginf(got[:, 1]).all() and torch.isfinite(got[:, [0, 2]]).all()
+    packed = tilemaxsim.maxsim(Q, D[0], cu_seqlens=torch.tensor([0, 3, 3, 5], device=DEVICE))
+    assert torch.isneginf(packed[:, 1]).all() and torch.isfinite(packed[:, [0, 2]]).all()
+    if DEVICE == "cpu":  # on a GPU, offsets live on the device and are not read back
         with pytest.raises(ValueError, match="cu_seqlens"):
             tilemaxsim.maxsim(Q, D[0], cu_seqlens=torch.tensor([0, 3, 2]))
         with pytest.raises(ValueError, match="cu_seqlens"):

@@ -1,5 +1,5 @@
-"""The drop-ins against the originals installed from PyPI: PyLate's scores (pylate 1.6.0, its
-torch backend), colbert-ai's colbert_score / colbert_score_packed (0.2.22). flash-maxsim's
+"""The drop-ins against the originals installed from PyPI: colbert-ai's colbert_score /
+colbert_score_packed (0.2.22); PyLate's are in test_pylate.py. flash-maxsim's
 kernels need a GPU: on the CPU its documented semantics (flash_maxsim/flash_maxsim.py: padded
 with doc_lengths, packed with cu_seqlens, [Nq, B] batched) are checked against the reference."""
 
@@ -11,71 +11,6 @@ import tilemaxsim
 from conftest import DEVICE, normalized, reference
 from tilemaxsim.integrations import colbert as colbert_dropin
 from tilemaxsim.integrations import flash_maxsim as flash_dropin
-from tilemaxsim.integrations import pylate as pylate_dropin
-
-pylate_scores = pytest.importorskip("pylate.scores")
-
-
-def _pylate_torch(fn, *args, **kw):
-    return fn(*args, backend="torch", **kw)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_pylate_colbert_scores_match_with_masks_with_holes(rng, dtype):
-    Q, D = normalized(rng, 4, 9, 32, dtype=dtype), normalized(rng, 6, 13, 32, dtype=dtype)
-    qm = torch.from_numpy(rng.random((4, 9)) < 0.7).float().to(DEVICE)
-    dm = torch.from_numpy(rng.random((6, 13)) < 0.6).float().to(DEVICE)
-    dm[2] = 0  # an all-masked document scores 0 per query token in PyLate
-    want = _pylate_torch(pylate_scores.colbert_scores, Q, D, qm, dm)
-    got = pylate_dropin.colbert_scores(Q, D, qm, dm)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_allclose(got.float().cpu().numpy(), want.float().cpu().numpy(), atol=3e-2 if dtype == torch.bfloat16 else 1e-5)
-    # Lists and numpy arrays, as PyLate's convert_to_tensor takes them.
-    Qn, Dn = Q.float().cpu().numpy(), D.float().cpu().numpy()
-    np.testing.assert_allclose(pylate_dropin.colbert_scores(list(Qn), Dn).numpy(),
-                               _pylate_torch(pylate_scores.colbert_scores, list(Qn), Dn).numpy(), atol=1e-5)
-
-
-def test_pylate_pairwise_and_kd(rng):
-    qs = [normalized(rng, int(n), 16) for n in (3, 7, 1)]
-    ds = [normalized(rng, int(n), 16) for n in (5, 1, 9)]
-    np.testing.assert_allclose(pylate_dropin.colbert_scores_pairwise(qs, ds).cpu().numpy(),
-                               _pylate_torch(pylate_scores.colbert_scores_pairwise, qs, ds).cpu().numpy(), atol=1e-5)
-    Q, D = normalized(rng, 3, 4, 16), normalized(rng, 3, 4, 8, 16)
-    dm = torch.from_numpy(rng.random((3, 4, 8)) < 0.7).float().to(DEVICE)
-    qm = torch.ones(3, 4, device=DEVICE)
-    np.testing.assert_allclose(pylate_dropin.colbert_kd_scores(Q, D, qm, dm).cpu().numpy(),
-                               _pylate_torch(pylate_scores.colbert_kd_scores, Q, D, qm, dm).cpu().numpy(), atol=1e-5)
-
-
-def test_pylate_patch_routes_every_reference_and_unpatch_restores(rng):
-    import pylate.losses.distillation as distillation
-    import pylate.scores.colbert as colbert_module
-
-    original = pylate_scores.colbert_scores
-    pylate_dropin.patch()
-    try:
-        assert pylate_scores.colbert_scores is pylate_dropin.colbert_scores
-        assert colbert_module.colbert_scores is pylate_dropin.colbert_scores
-        defaults = distillation.Distillation.__init__.__defaults__
-        assert pylate_dropin.colbert_kd_scores in defaults
-        # A training step through PyLate's own contrastive scoring, on our engine.
-        Q = normalized(rng, 4, 6, 16).requires_grad_()
-        D = normalized(rng, 4, 2, 9, 16).requires_grad_()
-        scores = pylate_scores.ColBERTScores()(Q, D)
-        loss = torch.nn.functional.cross_entropy(scores, torch.arange(4, device=DEVICE) * 2)
-        dQ, dD = torch.autograd.grad(loss, (Q, D))
-    finally:
-        pylate_dropin.unpatch()
-    assert pylate_scores.colbert_scores is original
-    assert pylate_dropin.colbert_kd_scores not in distillation.Distillation.__init__.__defaults__
-    # The same step on PyLate's torch path gives the same scores and gradients.
-    want = pylate_scores.ColBERTScores()(Q, D, backend="torch")
-    np.testing.assert_allclose(scores.detach().cpu().numpy(), want.detach().cpu().numpy(), atol=1e-5)
-    wQ, wD = torch.autograd.grad(torch.nn.functional.cross_entropy(want, torch.arange(4, device=DEVICE) * 2), (Q, D))
-    np.testing.assert_allclose(dQ.cpu().numpy(), wQ.cpu().numpy(), atol=1e-5)
-    np.testing.assert_allclose(dD.cpu().numpy(), wD.cpu().numpy(), atol=1e-5)
-
 
 def _colbert():
     try:

@@ -101,3 +101,69 @@ def test_topk_orders_negative_and_positive_scores(rng):
         assert idx[a].tolist() == order
     np_scores, np_idx = tilemaxsim.topk(Q.cpu().numpy(), D.cpu().numpy(), k=300, chunk=64)
     assert np_idx.tolist() == idx.cpu().tolist()
+
+
+def test_k_larger_than_the_corpus_returns_every_document(rng):
+    # One rule with Corpus.search, the CLI and the server: min(k, N) hits.
+    Q, D = normalized(rng, 2, 3, 16), normalized(rng, 5, 4, 16)
+    s, i = tilemaxsim.topk(Q, D, k=50)
+    assert s.shape == (2, 5) and sorted(i[0].tolist()) == list(range(5))
+    corpus = tilemaxsim.Corpus.from_tensors(D.float().cpu().reshape(20, 16), doc_lengths=[4] * 5, device="cpu")
+    cs, ci = corpus.search(Q.cpu(), k=50)
+    assert cs.shape == (2, 5)
+    np.testing.assert_array_equal(ci.numpy(), i.cpu().numpy())
+
+
+def test_any_strides(rng):
+    Q = normalized(rng, 3, 24, 5).transpose(1, 2)  # stride along d is 5
+    D = normalized(rng, 24, 4, 7).permute(1, 2, 0)
+    assert Q.stride(-1) != 1 and D.stride(-1) != 1
+    np.testing.assert_allclose(tilemaxsim.maxsim(Q, D).cpu().numpy(), reference(Q, D), atol=1e-5)
+    np.testing.assert_allclose(tilemaxsim.maxsim_pairs(Q, D[:3]).cpu().numpy(),
+                               np.diag(reference(Q, D[:3])), atol=1e-5)
+    Qn = np.asfortranarray(Q.cpu().numpy())[::-1]  # negative and non-unit strides in numpy
+    np.testing.assert_allclose(tilemaxsim.maxsim(Qn, D.cpu().numpy()), reference(Q, D)[::-1], atol=1e-5)
+
+
+def test_float64_is_scored_in_float64(rng):
+    Q = normalized(rng, 2, 3, 9, dtype=torch.float64)
+    D = normalized(rng, 4, 6, 9, dtype=torch.float64)
+    lengths = torch.tensor([6, 1, 3, 5], device=DEVICE)
+    valid = torch.arange(6, device=DEVICE)[None, :] < lengths[:, None]
+    got = tilemaxsim.maxsim(Q, D, doc_lengths=lengths)
+    assert got.dtype == torch.float64
+    np.testing.assert_allclose(got.cpu().numpy(), reference(Q, D, d_valid=valid), rtol=1e-13, atol=1e-13)
+    packed = torch.cat([D[j, : lengths[j]] for j in range(4)])
+    cu = torch.tensor([0, 6, 7, 10, 15], device=DEVICE)
+    np.testing.assert_allclose(tilemaxsim.maxsim(Q, packed, cu_seqlens=cu).cpu().numpy(), got.cpu().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(tilemaxsim.maxsim(Q.cpu().numpy(), D.cpu().numpy()), reference(Q, D), rtol=1e-13)
+    # torch differentiates it: gradcheck holds at its default tolerances.
+    q, d = Q.clone().requires_grad_(), D.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: tilemaxsim.maxsim(a, b, doc_lengths=lengths), (q, d))
+    assert torch.autograd.gradcheck(lambda a, b: tilemaxsim.maxsim_pairs(a, b), (q, d[:2]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_scores_nan_on_every_device(rng, dtype):
+    Q, D = normalized(rng, 3, 5, 32, dtype=dtype), normalized(rng, 4, 9, 32, dtype=dtype)
+    Q[1, 4, 7] = float("nan")
+    D[2, 8, 0] = float("nan")
+    got = tilemaxsim.maxsim(Q, D).cpu()
+    want = np.full((3, 4), False)
+    want[1, :] = want[:, 2] = True
+    np.testing.assert_array_equal(torch.isnan(got).numpy(), want)
+    np.testing.assert_allclose(got.numpy()[~want], reference(Q, D)[~want], atol=1e-4)
+    pairs = tilemaxsim.maxsim_pairs(Q, D[:3]).cpu()
+    np.testing.assert_array_equal(torch.isnan(pairs).numpy(), [False, True, True])
+    # A NaN in a masked query token or past a document's length is not read.
+    q_mask = torch.ones(3, 5, dtype=torch.bool, device=DEVICE)
+    q_mask[1, 4] = False
+    lengths = torch.tensor([9, 9, 8, 9], device=DEVICE)
+    assert torch.isfinite(tilemaxsim.maxsim(Q, D, q_mask=q_mask, doc_lengths=lengths)).all()
+    with pytest.raises(ValueError, match="queries hold NaN"):
+        tilemaxsim.maxsim(Q, D, check=True)
+    with pytest.raises(ValueError, match="documents hold NaN"):
+        tilemaxsim.maxsim(Q, D, q_mask=q_mask, check=True)
+    assert torch.isfinite(tilemaxsim.maxsim(Q, D, q_mask=q_mask, doc_lengths=lengths, check=True)).all()
+    with pytest.raises(ValueError, match="documents hold NaN"):
+        tilemaxsim.topk(Q[0], D, k=2, check=True)

@@ -6,6 +6,7 @@ raise ShardError until Ray has restarted it, after which the answers are whole a
 again; and the Ray Serve application answers the same over real HTTP on the loopback address,
 503 while a killed shard replica is replaced."""
 
+import os
 import re
 import time
 
@@ -13,9 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-import ray
 import tilemaxsim
-from tilemaxsim.ray import ShardedSearcher, ShardError, merge, plan_shards
+
+# Where Ray is absent (the GPU machine) these tests are skipped with a notice and the rest of
+# the suite runs; test.sh sets TILEMAXSIM_REQUIRE_RAY so a missing Ray fails there instead.
+if os.environ.get("TILEMAXSIM_REQUIRE_RAY"):
+    import ray
+else:
+    ray = pytest.importorskip("ray", reason="Ray is not installed here")
+from tilemaxsim.ray import ShardedSearcher, ShardError, merge, plan_shards  # noqa: E402
 from test_corpus import CRANFIELD
 
 # Ray Serve's own pydantic models warn on import; not ours to fix.

@@ -97,7 +97,7 @@ __device__ __forceinline__ void maxsim_tiled_impl(
             for (int a = 0; a < 2; ++a)
 #pragma unroll
                 for (int b = 0; b < 2; ++b)
-                    if (jc + 2 * tx + b < nd) rmax[a] = fmaxf(rmax[a], acc[a][b]);
+                    if (jc + 2 * tx + b < nd) rmax[a] = max_nan(rmax[a], acc[a][b]);
         }
         // The 16 threads of one ty are lanes 0-15 or 16-31 of a warp: reduce over them.
 #pragma unroll
@@ -170,7 +170,7 @@ __device__ __forceinline__ void maxsim_v1_impl(
             const typename E::T* d = docs.row<E>(d0, j);
             float s = 0.f;
             for (int k = 0; k < dim; ++k) s = fmaf(q[k], E::load(d + k), s);
-            m = fmaxf(m, s);
+            m = max_nan(m, s);
         }
         sum += m;
     }
@@ -217,7 +217,7 @@ __device__ __forceinline__ void maxsim_v2_impl(
             }
 #pragma unroll
             for (int jj = 0; jj < 32; ++jj)
-                if (jc + jj < nd) m = fmaxf(m, acc[jj]);
+                if (jc + jj < nd) m = max_nan(m, acc[jj]);
         }
         if (i < nq) sum += m;
     }

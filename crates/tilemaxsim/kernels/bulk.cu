@@ -96,7 +96,7 @@ struct BulkProducer {
 __device__ __forceinline__ void bulk_document_score(const float* red, int par, int nq, int lane, float* out) {
     float m = red[par * BULK_WARPS * 32 + lane];
 #pragma unroll
-    for (int k = 1; k < BULK_WARPS; ++k) m = fmaxf(m, red[(par * BULK_WARPS + k) * 32 + lane]);
+    for (int k = 1; k < BULK_WARPS; ++k) m = max_nan(m, red[(par * BULK_WARPS + k) * 32 + lane]);
     const float sum = warp_sum(lane < nq ? m : 0.f);
     if (lane == 0) *out = sum;
 }
@@ -310,7 +310,7 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             float v = pt[col * RS + lane];
 #pragma unroll
             for (int ww = 1; ww < BULK_WARPS; ++ww) v += pt[(ww * TOK + col) * RS + lane];
-            if (col < ntok) best = fmaxf(best, v);
+            if (col < ntok) best = max_nan(best, v);
         }
         if (last) {
             const int par = ndone & 1;

@@ -28,8 +28,21 @@ struct BF16 {
     }
 };
 
+// The larger of a and b, and NaN when either is NaN (PTX max.NaN, sm_80 and newer), so a NaN
+// in a query or document token reaches its scores instead of being dropped by fmaxf.
+// MAXSIM_NAN=0 (TILEMAXSIM_KERNEL_DEFINES) builds plain fmaxf instead, to time the difference.
+#if defined(MAXSIM_NAN) && MAXSIM_NAN == 0
+__device__ __forceinline__ float max_nan(float a, float b) { return fmaxf(a, b); }
+#else
+__device__ __forceinline__ float max_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+#endif
+
 __device__ __forceinline__ float warp_max_xor(float v, int width_mask) {
-    for (int o = width_mask; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = width_mask; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 

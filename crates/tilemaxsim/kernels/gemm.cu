@@ -107,8 +107,8 @@ __device__ __forceinline__ void maxsim_gemm_impl(
                     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                         for (int mt = 0; mt < 2; ++mt) {
-                            best[mt][0] = fmaxf(best[mt][0], fmaxf(acc[mt][nt][0], acc[mt][nt][1]));
-                            best[mt][1] = fmaxf(best[mt][1], fmaxf(acc[mt][nt][2], acc[mt][nt][3]));
+                            best[mt][0] = max_nan(best[mt][0], max_nan(acc[mt][nt][0], acc[mt][nt][1]));
+                            best[mt][1] = max_nan(best[mt][1], max_nan(acc[mt][nt][2], acc[mt][nt][3]));
                         }
                 } else {
 #pragma unroll

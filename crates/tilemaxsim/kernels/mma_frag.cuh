@@ -29,8 +29,8 @@ __device__ __forceinline__ void fold_max(float (&best)[2], const float (&acc)[4]
     const float v1 = col + 1 < limit ? acc[1] : NEG_INF;
     const float v2 = col < limit ? acc[2] : NEG_INF;
     const float v3 = col + 1 < limit ? acc[3] : NEG_INF;
-    best[0] = fmaxf(best[0], fmaxf(v0, v1));
-    best[1] = fmaxf(best[1], fmaxf(v2, v3));
+    best[0] = max_nan(best[0], max_nan(v0, v1));
+    best[1] = max_nan(best[1], max_nan(v2, v3));
 }
 
 // The score of a 32-row query block from its running maxima in the C-fragment layout: the max

@@ -36,8 +36,8 @@ __device__ __forceinline__ float span_unord(int i) { return __int_as_float(i >= 
 // Fold a C fragment's columns col, col + 1 that lie in [lo, hi) into the rows' maxima.
 __device__ __forceinline__ void fold_range(float (&best)[2], const float (&acc)[4], int col, int lo, int hi) {
     const bool in0 = col >= lo && col < hi, in1 = col + 1 >= lo && col + 1 < hi;
-    best[0] = fmaxf(best[0], fmaxf(in0 ? acc[0] : NEG_INF, in1 ? acc[1] : NEG_INF));
-    best[1] = fmaxf(best[1], fmaxf(in0 ? acc[2] : NEG_INF, in1 ? acc[3] : NEG_INF));
+    best[0] = max_nan(best[0], max_nan(in0 ? acc[0] : NEG_INF, in1 ? acc[1] : NEG_INF));
+    best[1] = max_nan(best[1], max_nan(in0 ? acc[2] : NEG_INF, in1 ? acc[3] : NEG_INF));
 }
 
 // A's fragments as load_a_permuted<KCH> lays them out, from 32 rows `dim` wide at q (any

@@ -91,8 +91,8 @@ __device__ __forceinline__ void wg_fold_half(float (&best)[2], const float (&d)[
     if (col0 + 64 <= limit) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            best[0] = fmaxf(best[0], fmaxf(d[4 * j], d[4 * j + 1]));
-            best[1] = fmaxf(best[1], fmaxf(d[4 * j + 2], d[4 * j + 3]));
+            best[0] = max_nan(best[0], max_nan(d[4 * j], d[4 * j + 1]));
+            best[1] = max_nan(best[1], max_nan(d[4 * j + 2], d[4 * j + 3]));
         }
     } else {
 #pragma unroll

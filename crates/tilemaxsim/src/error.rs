@@ -68,12 +68,12 @@ pub enum Error {
         reason: String,
     },
 
-    /// An I/O error, with the file it happened on.
-    #[error("{path}: {source}")]
+    /// An I/O error, with the file it happened on. The OS's message is part of this one's
+    /// (not a `source` of it), so a report that walks the error chain says it once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     /// A device that is not available in this build or on this machine.
@@ -89,10 +89,10 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            error,
         }
     }
 

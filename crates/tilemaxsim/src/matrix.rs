@@ -175,6 +175,25 @@ pub enum OwnedElements {
 }
 
 impl OwnedElements {
+    /// Replace the NaN and infinite values among elements `range` by zero; whether there were
+    /// any. (Scorers that give NaN for non-finite input score the cleared values, then write
+    /// NaN where they were.)
+    pub fn zero_non_finite(&mut self, range: std::ops::Range<usize>) -> bool {
+        fn clear<T: Copy>(s: &mut [T], finite: impl Fn(T) -> bool, zero: T) -> bool {
+            let mut any = false;
+            for x in s.iter_mut().filter(|x| !finite(**x)) {
+                *x = zero;
+                any = true;
+            }
+            any
+        }
+        match self {
+            OwnedElements::F32(v) => clear(&mut v[range], f32::is_finite, 0.0),
+            OwnedElements::F16(v) => clear(&mut v[range], |x: f16| x.is_finite(), f16::ZERO),
+            OwnedElements::BF16(v) => clear(&mut v[range], |x: bf16| x.is_finite(), bf16::ZERO),
+        }
+    }
+
     pub fn as_elements(&self) -> Elements<'_> {
         match self {
             OwnedElements::F32(v) => Elements::F32(v),

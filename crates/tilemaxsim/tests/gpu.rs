@@ -619,6 +619,86 @@ fn tensor_core_path_matches_the_reference() {
     }
 }
 
+/// A document holding NaN scores NaN for every query, in every kernel family (their maxima are
+/// PTX `max.NaN`), and the other documents are untouched: the rule the CPU engine keeps too.
+#[test]
+fn nan_in_a_document_scores_nan_in_every_kernel() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
+    let families = [
+        Kernel::Mma,
+        Kernel::Bulk,
+        Kernel::Gemm,
+        Kernel::Wgmma,
+        Kernel::Ring,
+        Kernel::Tiled,
+        Kernel::V1,
+        Kernel::V2,
+    ];
+    let mut r = rng(33);
+    for (case, (dim, dtype)) in [
+        (128, DType::F16),
+        (77, DType::BF16),
+        (64, DType::F32),
+        (768, DType::F16),
+    ]
+    .into_iter()
+    .enumerate()
+    .take(gpu_cases(4))
+    {
+        let lens: Vec<usize> = (0..120).map(|i| [1, 7, 33, 180, 400][i % 5]).collect();
+        let clean = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let mut v = clean.tokens().to_f32_vec();
+        let poisoned = [3usize, 64, 119];
+        for &j in &poisoned {
+            let row = clean.offsets()[j] + lens[j] / 2;
+            v[row * dim + dim / 3] = f32::NAN;
+        }
+        let corpus = Corpus::from_lengths(OwnedElements::from_f32(&v, dtype), dim, &lens).unwrap();
+        for nq in [5usize, 32, 200] {
+            let qs: Vec<OwnedElements> = (0..3)
+                .map(|_| random_query(&mut r, nq, dim, dtype, 1.0))
+                .collect();
+            let queries = matrices(&qs, dim);
+            let dq = gpu.upload_queries(&queries, dim).unwrap();
+            let dc = gpu.upload(&corpus).unwrap();
+            let mut scorers = vec![("auto".to_string(), &gpu)];
+            let forced: Vec<(Kernel, CudaScorer)> =
+                families.iter().map(|&k| (k, forced(k))).collect();
+            for (k, s) in &forced {
+                if s.kernel_for(&dq, &dc) == *k {
+                    scorers.push((k.name().to_string(), s));
+                }
+            }
+            let want: Vec<f64> = queries
+                .iter()
+                .flat_map(|q| {
+                    (0..corpus.len()).map(|j| tilemaxsim::reference::maxsim_f64(*q, clean.doc(j)))
+                })
+                .collect();
+            for (name, scorer) in scorers {
+                let label = format!("{name} case {case}: d={dim} {dtype}, {nq}-token queries");
+                let mut out = vec![0f32; want.len()];
+                scorer
+                    .score_into(&queries, &corpus, Docs::All, &mut out)
+                    .unwrap();
+                for (i, (&s, &w)) in out.iter().zip(&want).enumerate() {
+                    let (qi, j) = (i / corpus.len(), i % corpus.len());
+                    if poisoned.contains(&j) {
+                        assert!(s.is_nan(), "{label}: q{qi} doc {j} scored {s}, not NaN");
+                    } else {
+                        assert!(
+                            (f64::from(s) - w).abs() <= 1e-3 * w.abs().max(1.0),
+                            "{label}: q{qi} doc {j} scored {s}, reference {w}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn every_task_of_a_large_uneven_batch_is_scored_once() {
     use tilemaxsim::cuda::Kernel;

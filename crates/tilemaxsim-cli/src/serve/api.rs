@@ -101,17 +101,19 @@ fn bad(msg: impl Into<String>) -> ApiError {
 pub fn parse(body: &[u8], limits: &Limits) -> Result<Checked, ApiError> {
     let req: SearchRequest =
         serde_json::from_slice(body).map_err(|e| bad(format!("malformed request: {e}")))?;
-    let k_max = limits.documents.min(limits.max_k);
+    // k beyond the corpus returns every document (the rule of the CLI, Python and Rust);
+    // beyond --max-k it is refused (a limit of this server, not of the corpus).
     let k = match req.k {
-        None => 10.min(k_max),
-        Some(k) if (1..=k_max).contains(&k) => k,
+        None => 10,
+        Some(k) if (1..=limits.max_k).contains(&k) => k,
         Some(k) => {
             return Err(bad(format!(
-                "k = {k} is out of range: 1 ≤ k ≤ {k_max} (the corpus has {} documents, --max-k is {})",
-                limits.documents, limits.max_k
+                "k = {k} is out of range: 1 ≤ k ≤ {} (--max-k)",
+                limits.max_k
             )));
         }
-    };
+    }
+    .min(limits.documents);
     if req.queries.is_empty() {
         return Err(bad("no queries: \"queries\" is empty"));
     }
@@ -317,6 +319,16 @@ mod tests {
     }
 
     #[test]
+    fn k_beyond_the_corpus_returns_every_document() {
+        let c = parse(
+            br#"{"queries": [{"embeddings": [[1, 2]]}], "k": 6}"#,
+            &limits(),
+        )
+        .unwrap();
+        assert_eq!(c.k, 5);
+    }
+
+    #[test]
     fn every_bad_input_is_a_400_naming_it() {
         let q = r#"{"embeddings": [[1, 2]]}"#;
         for (body, needle) in [
@@ -324,7 +336,7 @@ mod tests {
             (r#"{"queries": 3}"#, "malformed"),
             (r#"{"queries": [], "k": 1}"#, "no queries"),
             (&format!(r#"{{"queries": [{q}], "k": 0}}"#), "out of range"),
-            (&format!(r#"{{"queries": [{q}], "k": 6}}"#), "out of range"),
+            (&format!(r#"{{"queries": [{q}], "k": 101}}"#), "--max-k"),
             (
                 &format!(r#"{{"queries": [{q}], "kk": 6}}"#),
                 "unknown field",

@@ -34,18 +34,19 @@ impl Loaded {
     }
 }
 
-/// Load, announce readiness through `ready`, then serve batches until the queue is closed
-/// and empty. An error here (the corpus cannot be opened, no GPU) ends the server.
+/// Prepare the search of `corpus` (opened and checked before the server listened), announce
+/// readiness through `ready`, then serve batches until the queue is closed and empty. An error
+/// here (the GPU runs out of memory) ends the server.
 pub fn run(
     args: &CorpusArgs,
+    corpus: Corpus,
     queue: &Queue,
     metrics: &Metrics,
     ready: &OnceLock<Loaded>,
 ) -> Result<()> {
     let (device, options) = args.search_setup()?;
-    let corpus: Corpus = args.open()?;
     let (searcher, notice) = tilemaxsim::searcher_for(device, &corpus, &options)?;
-    if let Some(n) = notice {
+    for n in notice.into_iter().chain(args.cpu_notice(&searcher.name())) {
         eprintln!("notice: {n}");
     }
     let devices = if options.devices.is_empty() {

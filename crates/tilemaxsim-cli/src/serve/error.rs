@@ -27,6 +27,9 @@ pub enum ApiError {
     /// No such endpoint.
     #[error("{0}")]
     NotFound(String),
+    /// An endpoint asked with a method it does not take (`GET /v1/search`).
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// The engine failed on a batch (e.g. out of memory on the device).
     #[error("the engine failed: {0}")]
     Engine(String),
@@ -40,6 +43,7 @@ impl ApiError {
             ApiError::QueueFull(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Engine(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -61,16 +61,22 @@ pub fn run(a: ServeArgs) -> Result<()> {
     if a.request_timeout_ms == 0 || a.max_body_mb == 0 || a.max_k == 0 {
         bail!("--request-timeout-ms, --max-body-mb and --max-k must be at least 1");
     }
-    // Fail on bad device flags before binding the port.
-    a.corpus.search_setup()?;
+    // Refuse what cannot be served before binding the port: bad device flags, a missing GPU,
+    // a file that is not an exact corpus, or values that fail the check. Preparing the search
+    // (the upload to GPUs) happens after, while /healthz already answers.
+    let (device, _) = a.corpus.search_setup()?;
+    if let tilemaxsim::Device::Cuda(n) = device {
+        tilemaxsim::cuda::check_available(n)?;
+    }
+    let corpus = a.corpus.open()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(a))
+    runtime.block_on(serve(a, corpus))
 }
 
-async fn serve(a: ServeArgs) -> Result<()> {
+async fn serve(a: ServeArgs, corpus: tilemaxsim::Corpus) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(a.addr)
         .await
         .with_context(|| format!("cannot listen on {}", a.addr))?;
@@ -94,11 +100,11 @@ async fn serve(a: ServeArgs) -> Result<()> {
     let engine = {
         let (queue, metrics, ready) =
             (Arc::clone(&queue), Arc::clone(&metrics), Arc::clone(&ready));
-        let corpus = a.corpus.clone();
+        let args = a.corpus.clone();
         std::thread::Builder::new()
             .name("tilemaxsim-engine".into())
             .spawn(move || {
-                let r = engine::run(&corpus, &queue, &metrics, &ready);
+                let r = engine::run(&args, corpus, &queue, &metrics, &ready);
                 if r.is_err() {
                     let _ = failed_tx.send(());
                 }

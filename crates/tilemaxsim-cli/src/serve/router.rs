@@ -49,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), count))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
@@ -192,6 +193,15 @@ async fn metrics(State(s): State<AppState>) -> Response {
         s.metrics.render(),
     )
         .into_response()
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    let path = req.uri().path();
+    let allowed = if path == "/v1/search" { "POST" } else { "GET" };
+    ApiError::MethodNotAllowed(format!(
+        "{} {path}: this endpoint takes {allowed} (POST /v1/search, GET /v1/info, /healthz, /readyz, /metrics)",
+        req.method()
+    ))
 }
 
 async fn not_found(req: Request) -> ApiError {

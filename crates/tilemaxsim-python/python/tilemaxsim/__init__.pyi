@@ -75,7 +75,7 @@ class Corpus:
         check_finite: bool = True,
         documents: Optional[Tuple[int, int]] = None,
         rerank: Optional[Union[str, PathLike]] = None,
-        rerank_k: int = 100,
+        rerank_k: Optional[int] = None,
     ) -> "Corpus": ...
     def compress(
         self,
@@ -87,6 +87,7 @@ class Corpus:
         kmeans_iters: Optional[int] = None,
         seed: int = 0,
         rerank_k: Optional[int] = None,
+        normalize: bool = False,
     ) -> "Corpus": ...
     @classmethod
     def from_tensors(
@@ -100,7 +101,9 @@ class Corpus:
         devices: Optional[Sequence[int]] = None,
         residency: str = "auto",
     ) -> "Corpus": ...
-    def search(self, Q: Array, k: int, *, q_mask: Optional[Array] = None) -> Tuple[Array, Array]: ...
+    def search(
+        self, Q: Union[Array, Sequence[Array]], k: int, *, q_mask: Optional[Array] = None
+    ) -> Tuple[Array, Array]: ...
     def save(self, path: Union[str, PathLike]) -> None: ...
     def __len__(self) -> int: ...
     @property

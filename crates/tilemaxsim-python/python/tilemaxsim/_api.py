@@ -7,20 +7,37 @@ Shapes (d the embedding width):
 
 Masks exclude tokens: a masked query token adds nothing, a masked document token takes no part
 in the max. (PyLate's masks, which let a masked document token count as a zero vector, are in
-`tilemaxsim.integrations.pylate`.) Scores are float32. CUDA tensors are scored in place on
-torch's current stream, and the result stays on the device: nothing waits for the GPU.
+`tilemaxsim.integrations.pylate`.) Any strides are accepted (token rows whose stride along d is
+not 1 are copied first). Scores are float32 from float32/float16/bfloat16 inputs, computed by
+the engine; float64 inputs are scored in float64 (`_float64.py`). CUDA tensors are scored in
+place on torch's current stream, and the result stays on the device: nothing waits for the GPU.
+
+Non-finite values, the same rule on both devices: unchecked by default, a query holding NaN
+scores NaN against every document, and a document holding NaN scores NaN for every query (an
+infinite value gives an unspecified score); `check=True` raises `ValueError` instead when the
+queries or the documents' tokens hold NaN or ±Inf (on CUDA the check waits for the GPU).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _native
-from ._arrays import as_array, dlpack, empty_scores, is_torch, lengths_array, same_device, stream_of, torch
+from . import _float64, _native
+from ._arrays import (
+    as_array,
+    dlpack,
+    empty_scores,
+    is_float64,
+    is_torch,
+    lengths_array,
+    same_device,
+    stream_of,
+    torch,
+)
 
 
 def _queries(Q, q_mask):
-    Q = as_array(Q, "Q")
+    Q = as_array(Q, "Q", keep_float64=True)
     single = Q.ndim == 2
     if single:
         Q = Q[None]
@@ -32,13 +49,17 @@ def _queries(Q, q_mask):
         m = q_mask[None] if single and q_mask.ndim == 1 else q_mask
         if tuple(m.shape) != tuple(Q.shape[:2]):
             raise ValueError(f"q_mask: expected shape {tuple(Q.shape[:2])}, got {tuple(m.shape)}")
-        # A zero query row scores exactly 0 against any document: the token adds nothing.
-        Q = Q * (m.to(Q.dtype) if is_torch(Q) else np.asarray(m, dtype=Q.dtype))[..., None]
+        # A zero query row scores exactly 0 against any document: the token adds nothing (and
+        # a masked token's values, NaN included, are not read).
+        if is_torch(Q):
+            Q = torch.where(m.to(device=Q.device, dtype=torch.bool)[..., None], Q, torch.zeros((), dtype=Q.dtype, device=Q.device))
+        else:
+            Q = np.where(np.asarray(m, dtype=bool)[..., None], Q, np.zeros((), dtype=Q.dtype))
     return Q, single
 
 
 def _documents(D, d_mask, doc_lengths, cu_seqlens):
-    D = as_array(D, "D")
+    D = as_array(D, "D", keep_float64=True)
     if cu_seqlens is not None:
         if d_mask is not None or doc_lengths is not None:
             raise ValueError("give cu_seqlens (packed documents) or d_mask / doc_lengths (padded), not both")
@@ -100,20 +121,40 @@ def _as_packed_candidates(D, layout):
     return rows, {"cu_seqlens": offsets, "candidates": candidates}
 
 
-def _check_finite(Q):
-    ok = bool(torch.isfinite(Q).all()) if is_torch(Q) else bool(np.isfinite(np.asarray(Q, dtype=np.float32)).all())
-    if not ok:
+def _valid_tokens(D, layout):
+    """The document tokens that are scored (padding past a length, or rows outside the packed
+    offsets, are not)."""
+    if "cu_seqlens" in layout:
+        cu = layout["cu_seqlens"]
+        return D[int(cu[0]) : int(cu[-1])] if len(cu) else D[:0]
+    if "doc_lengths" in layout:
+        lengths = layout["doc_lengths"]
+        if is_torch(D):
+            return D[torch.arange(D.shape[1], device=D.device)[None, :] < lengths[:, None]]
+        return D[np.arange(D.shape[1])[None, :] < np.asarray(lengths)[:, None]]
+    return D
+
+
+def _all_finite(x) -> bool:
+    return bool(torch.isfinite(x).all()) if is_torch(x) else bool(np.isfinite(np.asarray(x, dtype=np.float32)).all())
+
+
+def _check_finite(Q, D, layout):
+    if not _all_finite(Q):
         raise ValueError("Q: the queries hold NaN or infinite values")
+    if not _all_finite(_valid_tokens(D, layout)):
+        raise ValueError("D: the documents hold NaN or infinite values")
 
 
 def _run(Q, D, layout, *, pairs: bool, check: bool | None):
     same_device({"Q": Q, "D": D, **layout})
-    # CPU: the engine checks every query; CUDA: only when asked (the check waits for the GPU).
-    if check and is_torch(Q) and Q.is_cuda:
-        _check_finite(Q)
+    if check:
+        _check_finite(Q, D, layout)
     a, b = Q.shape[0], (D.shape[0] if "cu_seqlens" not in layout else layout["cu_seqlens"].shape[0] - 1)
     if pairs and a != b:
         raise ValueError(f"maxsim_pairs: {a} queries for {b} documents")
+    if is_float64(Q) or is_float64(D):
+        return _float64.maxsim(Q, D, layout, pairs=pairs)
     out = empty_scores((a,) if pairs else (a, b), Q)
     if is_torch(Q):
         Q = Q.detach()
@@ -140,19 +181,27 @@ def _fast(Q, D):
     return out[0] if single else out
 
 
+def _needs_grad(Q, D) -> bool:
+    """Whether the engine's scores need the autograd wrapper (float64 is differentiated by
+    torch itself, through the float64 path's own operations)."""
+    return (is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad)
+            and not (is_float64(Q) or is_float64(D)))
+
+
 def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None):
     """MaxSim of every query against every document: `[B]` for one query `[Lq, d]`, else
-    `[A, B]`, float32, on the inputs' device. With `check=True` CUDA queries are checked for
-    NaN/Inf first (a host wait); CPU inputs are always checked. Differentiable in Q and D
-    (padded documents) when either requires grad."""
+    `[A, B]`, float32 (float64 for float64 inputs), on the inputs' device. NaN in a query or a
+    document gives NaN scores; `check=True` raises on NaN/Inf instead (module docs).
+    Differentiable in Q and D (padded documents) when either requires grad."""
     if (type(Q) is type(D) and torch is not None and type(Q) is torch.Tensor and Q.is_cuda and D.is_cuda
             and q_mask is None and d_mask is None and doc_lengths is None and cu_seqlens is None and not check
             and Q.device == D.device and Q.dtype in _FAST and D.dtype in _FAST and Q.ndim in (2, 3) and D.ndim == 3
-            and Q.shape[-2] > 0 and not (torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad))):
+            and Q.shape[-2] > 0 and Q.stride(-1) == 1 and D.stride(-1) == 1
+            and not (torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad))):
         return _fast(Q, D)
     Q, single = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
-    if is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad):
+    if _needs_grad(Q, D):
         from ._autograd import maxsim_with_grad
 
         out = maxsim_with_grad(Q, D, layout, pairs=False, check=check)
@@ -165,7 +214,7 @@ def maxsim_pairs(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens
     """MaxSim of aligned pairs: query i `[B, Lq, d]` against document i, `[B]` float32."""
     Q, _ = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
-    if is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad):
+    if _needs_grad(Q, D):
         from ._autograd import maxsim_with_grad
 
         return maxsim_with_grad(Q, D, layout, pairs=True, check=check)
@@ -210,19 +259,24 @@ def _merge(best, chunk_scores, first, k):
 
 
 def topk(Q, D, k, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, chunk=65536, check=None):
-    """The `k` best documents per query: (scores, indices), each `[k]` for one query, else
-    `[A, k]`, best first, ties to the lower index, NaN last. Scores `chunk` documents at a time,
-    so at most `A × chunk` scores exist at once."""
+    """The `k` best documents per query: (scores, indices), each `[min(k, B)]` for one query,
+    else `[A, min(k, B)]`, best first, ties to the lower index, NaN last. A `k` larger than the
+    number of documents returns them all (the rule of `Corpus.search`, the CLI and the server).
+    Scores `chunk` documents at a time, so at most `A × chunk` scores exist at once."""
     Q, single = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
     b = D.shape[0] if "cu_seqlens" not in layout else layout["cu_seqlens"].shape[0] - 1
-    if not 1 <= k <= b:
-        raise ValueError(f"k = {k}: must be between 1 and the number of documents ({b})")
+    if k < 1:
+        raise ValueError(f"k = {k}: must be at least 1")
+    k = min(k, b)
+    if check:
+        same_device({"Q": Q, "D": D, **layout})
+        _check_finite(Q, D, layout)
     best = (None, None)
     for start in range(0, b, max(1, chunk)):
         end = min(b, start + chunk)
         Dc, lc = _slice_docs(D, layout, start, end)
-        scores = _run(Q, Dc, lc, pairs=False, check=check if start == 0 else False)
+        scores = _run(Q, Dc, lc, pairs=False, check=False)
         best = _merge(best, scores, start, k)
     s, i = best
     return (s[0], i[0]) if single else (s, i)

@@ -1,6 +1,7 @@
 """Inputs as the engine takes them: torch tensors or numpy arrays (lists become numpy arrays),
-float32 / float16 / bfloat16 (float64 converted to float32, integers refused), and the CUDA
-stream a CUDA tensor's work goes on (torch's current stream of its device)."""
+float32 / float16 / bfloat16 for the engine and float64 for the float64 path (integers
+refused), token rows made contiguous where their stride along d is not 1, and the CUDA stream a
+CUDA tensor's work goes on (torch's current stream of its device)."""
 
 from __future__ import annotations
 
@@ -11,28 +12,39 @@ try:  # torch is optional: numpy arrays run on the CPU engine without it
 except ImportError:  # pragma: no cover - exercised only where torch is absent
     torch = None
 
-FLOATS = "float32, float16 and bfloat16"
+FLOATS = "float32, float16, bfloat16 and float64"
 
 
 def is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def as_array(x, name: str):
-    """A torch tensor or numpy array of a supported float dtype (float64 becomes float32)."""
+def is_float64(x) -> bool:
+    return x.dtype == (torch.float64 if is_torch(x) else np.float64)
+
+
+def as_array(x, name: str, *, keep_float64: bool = False):
+    """A torch tensor or numpy array of a supported float dtype whose token rows (last
+    dimension) are contiguous: a view with another stride along d is copied, any other strides
+    are kept (the engine reads them in place). float64 is kept for the float64 path when
+    `keep_float64`, else converted to float32 (what the engine and corpus files hold)."""
     if is_torch(x):
-        if x.dtype == torch.float64:
-            return x.float()
-        if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are (float64 is converted)")
+        if x.dtype not in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are")
+        if x.dtype == torch.float64 and not keep_float64:
+            x = x.float()
+        if x.ndim and x.shape[-1] > 1 and x.stride(-1) != 1:
+            x = x.contiguous()
         return x
     if isinstance(x, (list, tuple)):
         x = np.asarray(x, dtype=np.float32)
     if isinstance(x, np.ndarray):
-        if x.dtype == np.float64:
-            return x.astype(np.float32)
-        if x.dtype not in (np.float32, np.float16):
-            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are (float64 is converted)")
+        if x.dtype not in (np.float32, np.float16, np.float64):
+            raise TypeError(f"{name}: dtype {x.dtype} is not supported; {FLOATS} are")
+        if x.dtype == np.float64 and not keep_float64:
+            x = x.astype(np.float32)
+        if x.ndim and (any(s < 0 for s in x.strides) or (x.shape[-1] > 1 and x.strides[-1] != x.itemsize)):
+            x = np.ascontiguousarray(x)
         return x
     raise TypeError(f"{name}: expected a torch tensor or a numpy array, got {type(x).__name__}")
 

@@ -5,11 +5,17 @@ routes each score's gradient through those tokens only:
     dQ[a, i]      = sum_b  g[a, b] * D[b, argmax[a, b, i]]
     dD[b, argmax] += sum_a g[a, b] * Q[a, i]
 
-Both run as torch operations on the inputs' device (GPU or CPU), over chunks of documents so the
-similarity blocks behind the argmax stay small. Padded documents only (packed ones: pad first).
+The argmax is taken over similarities computed as the engine computes the scores: exact products
+of the stored values summed in float32 (16-bit inputs on CUDA: tensor-core products with float32
+output; otherwise float32 matrix products with TF32 off), so each token's gradient goes to the
+document token that its score took. Both passes run as torch operations on the inputs' device,
+over chunks of documents so the similarity blocks stay small. Padded documents only (packed
+ones: pad first).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -17,30 +23,59 @@ from ._api import _run
 
 # Bytes of float32 similarities materialized at once while finding the argmax.
 _BLOCK_BYTES = 256 << 20
+_HALF = (torch.float16, torch.bfloat16)
+
+
+@contextlib.contextmanager
+def _ieee_float32():
+    """float32 matrix products in full float32 (not TF32, whatever the caller set)."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        old = matmul.fp32_precision
+        matmul.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            matmul.fp32_precision = old
+    else:  # torch before 2.9
+        old = matmul.allow_tf32
+        matmul.allow_tf32 = False
+        try:
+            yield
+        finally:
+            matmul.allow_tf32 = old
+
+
+def _products(a, b):
+    """`a @ b` (2-D or batched 3-D) in float32: exact products of the values as stored, float32
+    sums, as the engine forms its similarities."""
+    if a.is_cuda and a.dtype in _HALF and b.dtype == a.dtype:
+        return (torch.bmm if a.ndim == 3 else torch.mm)(a, b, out_dtype=torch.float32)
+    with _ieee_float32():
+        return torch.matmul(a.float(), b.float())
 
 
 def _argmax(Q, D, lengths, pairs):
     """int32 `[A, B, Lq]` (pairs: `[B, Lq]`): each query token's best document token."""
-    A, Lq, _ = Q.shape
+    A, Lq, d = Q.shape
     B, Ld, _ = D.shape
     valid = None
     if lengths is not None:
         valid = torch.arange(Ld, device=D.device)[None, :] < lengths[:, None]
-    # Similarities in the inputs' dtype (tensor cores for 16-bit inputs, f32 accumulation): the
-    # scores themselves come from the engine; these only pick each token's best match.
     if pairs:
-        sims = torch.einsum("bid,bjd->bij", Q, D.to(Q.dtype))
+        sims = _products(Q, D.transpose(1, 2))  # [B, Lq, Ld]
         if valid is not None:
             sims = sims.masked_fill(~valid[:, None, :], float("-inf"))
         return sims.argmax(dim=2).to(torch.int32)
     out = torch.empty((A, B, Lq), dtype=torch.int32, device=Q.device)
+    rows = Q.reshape(A * Lq, d)
     step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4))
     for s in range(0, B, step):
         e = min(B, s + step)
-        sims = torch.einsum("aid,bjd->abij", Q, D[s:e].to(Q.dtype))
+        sims = _products(rows, D[s:e].reshape((e - s) * Ld, d).t()).view(A, Lq, e - s, Ld)
         if valid is not None:
-            sims = sims.masked_fill(~valid[None, s:e, None, :], float("-inf"))
-        out[:, s:e] = sims.argmax(dim=3).to(torch.int32)
+            sims = sims.masked_fill(~valid[None, None, s:e, :], float("-inf"))
+        out[:, s:e] = sims.argmax(dim=3).transpose(1, 2).to(torch.int32)
     return out
 
 

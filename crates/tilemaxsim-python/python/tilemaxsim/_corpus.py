@@ -12,6 +12,23 @@ from ._api import _queries
 from ._arrays import as_array, is_torch, torch
 
 
+def _ragged(queries):
+    """A list of `[Lq_i, d]` queries as one zero-padded host array `[A, max Lq, d]` and the
+    lengths (each query scores only its own tokens)."""
+    qs = [as_array(q, f"Q[{n}]") for n, q in enumerate(queries)]
+    if any(q.ndim != 2 for q in qs) or len({q.shape[1] for q in qs}) != 1:
+        raise ValueError(f"Q: a list of queries must hold [Lq, d] arrays of one d, got {[tuple(q.shape) for q in qs]}")
+    if any(q.shape[0] == 0 for q in qs):
+        raise ValueError("Q: a query has no tokens; every query needs a token")
+    torch_out = is_torch(qs[0])
+    hosts = [q.detach().cpu().float().numpy() if is_torch(q) else np.asarray(q, dtype=np.float32) for q in qs]
+    lengths = [h.shape[0] for h in hosts]
+    padded = np.zeros((len(hosts), max(lengths), hosts[0].shape[1]), dtype=np.float32)
+    for n, h in enumerate(hosts):
+        padded[n, : h.shape[0]] = h
+    return padded, lengths, False, torch_out
+
+
 class Corpus:
     """A packed multi-vector corpus with its searcher.
 
@@ -34,11 +51,12 @@ class Corpus:
 
     @classmethod
     def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True, documents=None,
-             rerank=None, rerank_k=100):
+             rerank=None, rerank_k=None):
         """`documents=(start, end)` opens only those documents of the file (a shard, indexed from
         0 with their ids): the file is memory-mapped and only the range's values are read, so
         processes opening shards of one file share the page cache. A compressed file is
-        reranked exactly against `rerank` (an exact corpus file) over its top `rerank_k`."""
+        reranked exactly against `rerank` (an exact corpus file) over its top `rerank_k`
+        (default: the depth recorded in the file by `compress(..., rerank_k=K)`, else 100)."""
         if documents is not None:
             start, end = (int(x) for x in documents)
             if start < 0 or end < 0:
@@ -48,13 +66,17 @@ class Corpus:
                                        check_finite=check_finite, documents=documents,
                                        rerank=None if rerank is None else os.fspath(rerank), rerank_k=rerank_k))
 
-    def compress(self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None):
+    def compress(self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None,
+                 normalize=False):
         """This corpus compressed with `codec`: `"residual"` (ColBERTv2/PLAID; `nbits` 1, 2 or 4,
         `centroids` K, default PLAID's), `"pq"` (`m` sub-spaces of 256 centroids), `"int8"` or
         `"fp8"` (e4m3, per-token scales). k-means is seeded (`seed`). With `rerank_k`, searches
-        rescore the compressed top-`rerank_k` exactly against this corpus."""
+        rescore the compressed top-`rerank_k` exactly against this corpus, and `save` records the
+        depth in the file. The residual codec needs unit-norm tokens (as ColBERT encoders give
+        them): `normalize=True` scales every token to unit L2 norm first."""
         return type(self)(self._native.compress(codec, nbits=nbits, centroids=centroids, m=m,
-                                                kmeans_iters=kmeans_iters, seed=seed, rerank_k=rerank_k))
+                                                kmeans_iters=kmeans_iters, seed=seed, rerank_k=rerank_k,
+                                                normalize=normalize))
 
     @classmethod
     def from_tensors(cls, embeddings, cu_seqlens=None, *, doc_lengths=None, doc_ids=None, device="auto",
@@ -80,18 +102,27 @@ class Corpus:
                                               residency=residency))
 
     def search(self, Q, k, *, q_mask=None):
-        """The `k` best documents per query: (scores, indices), `[k]` for one query `[Lq, d]`,
-        else `[A, k]`; best first, ties to the lower index. numpy arrays, or CPU torch tensors
-        when Q is a torch tensor."""
-        Q, single = _queries(Q, q_mask)
+        """The `k` best documents per query: (scores, indices), `[min(k, N)]` for one query
+        `[Lq, d]`, else `[A, min(k, N)]`; best first, ties to the lower index. A `k` larger than
+        the corpus returns every document (the rule of `topk`, the CLI and the server). `Q` may
+        also be a list of queries of different lengths (`[Lq_i, d]` each). numpy arrays, or CPU
+        torch tensors when the queries are torch tensors."""
         if k < 1:
             raise ValueError(f"k = {k}: must be at least 1")
-        host = Q.detach().cpu().contiguous() if is_torch(Q) else np.ascontiguousarray(Q)
-        scores, index = self._native.search(host, [int(Q.shape[1])] * int(Q.shape[0]), int(k))
+        if isinstance(Q, (list, tuple)) and Q and getattr(Q[0], "ndim", 0) == 2:
+            if q_mask is not None:
+                raise ValueError("q_mask: not with a list of queries (each query is its tokens)")
+            host, lengths, single, torch_out = _ragged(Q)
+        else:
+            Q, single = _queries(Q, q_mask)
+            torch_out = is_torch(Q)
+            host = Q.detach().cpu().contiguous() if torch_out else np.ascontiguousarray(Q)
+            lengths = [int(Q.shape[1])] * int(Q.shape[0])
+        scores, index = self._native.search(host, lengths, int(k))
         kk = min(int(k), len(self))
-        s = np.asarray(scores, dtype=np.float32).reshape(Q.shape[0], kk)
-        i = np.asarray(index, dtype=np.int64).reshape(Q.shape[0], kk)
-        if is_torch(Q):
+        s = np.asarray(scores, dtype=np.float32).reshape(len(lengths), kk)
+        i = np.asarray(index, dtype=np.int64).reshape(len(lengths), kk)
+        if torch_out:
             s, i = torch.from_numpy(s), torch.from_numpy(i)
         return (s[0], i[0]) if single else (s, i)
 

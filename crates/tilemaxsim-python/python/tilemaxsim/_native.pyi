@@ -34,7 +34,7 @@ class Corpus:
         check_finite: bool = True,
         documents: Optional[Tuple[int, int]] = None,
         rerank: Optional[str] = None,
-        rerank_k: int = 100,
+        rerank_k: Optional[int] = None,
     ) -> "Corpus": ...
     def compress(
         self,
@@ -46,6 +46,7 @@ class Corpus:
         kmeans_iters: Optional[int] = None,
         seed: int = 0,
         rerank_k: Optional[int] = None,
+        normalize: bool = False,
     ) -> "Corpus": ...
     @staticmethod
     def from_arrays(

@@ -9,6 +9,9 @@
 //! - `fp8`: `codes` `[T, d]` F8_E4M3, `scales` `[T]` F32 (`values` = `finite` when the codes
 //!   were scanned for NaN before writing).
 //!
+//! Optional metadata `rerank_k`: the depth of exact reranking chosen at compression, the
+//! default of searches that rerank the file.
+//!
 //! Opening memory-maps the file; the per-token arrays stay in the map (ids and scales are
 //! copied only when misaligned). Every shape is checked against the others and the metadata,
 //! centroid ids against K and scales for finiteness, always (a bad id would index out of
@@ -33,6 +36,8 @@ use crate::error::{Error, Result};
 const FORMAT: (&str, &str) = ("format", "tilemaxsim.compressed");
 const VERSION: (&str, &str) = ("version", "1");
 const VALUES_FINITE: (&str, &str) = ("values", "finite");
+/// Optional metadata: the rerank depth k' chosen at compression.
+const RERANK_K: &str = "rerank_k";
 
 /// Whether `path` is a compressed corpus file (its safetensors metadata says so). False for
 /// anything unreadable: the exact reader then gives the error.
@@ -295,6 +300,17 @@ fn open_structure(path: &Path) -> Result<CompressedCorpus> {
         check_ids(&ids, c.len()).map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
         c.doc_ids = Some(ids);
     }
+    if let Some(v) = meta.get(RERANK_K) {
+        match v.parse::<usize>() {
+            Ok(k) if k > 0 => c.rerank_k = Some(k),
+            _ => {
+                return Err(Error::format(
+                    path,
+                    format!("metadata `{RERANK_K}` = {v:?} is not a positive count"),
+                ));
+            }
+        }
+    }
     let recorded = [VALUES_FINITE]
         .iter()
         .all(|(k, v)| meta.get(*k).map(String::as_str) == Some(*v));
@@ -367,6 +383,9 @@ fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
         }
         Codec::Int8 | Codec::Fp8 => Vec::new(),
     };
+    if let Some(k) = c.rerank_k {
+        meta.insert(RERANK_K.into(), k.to_string());
+    }
     if matches!(c.codec, Codec::Fp8) && c.finite == FiniteCheck::Scanned {
         meta.insert(VALUES_FINITE.0.into(), VALUES_FINITE.1.into());
     }

@@ -7,6 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+use super::Progress;
+
 /// Rows of points scored against the centroids per SGEMM call (a `BLOCK × k` f32 block).
 const BLOCK: usize = 256;
 
@@ -91,8 +93,15 @@ const SEED_BLOCK: usize = 4096;
 
 /// k-means++ seeding: the first centroid uniformly at random, each next one with probability
 /// proportional to its squared distance to the nearest centroid chosen so far. Each step is
-/// one parallel pass (distances updated, block sums in f64) and a walk over the block sums.
-fn kmeans_pp(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
+/// one parallel pass (distances updated, block sums in f64) and a walk over the block sums;
+/// `progress(SEEDING, chosen, k)` follows the steps (k passes: the long part for large k).
+fn kmeans_pp(
+    points: &[f32],
+    d: usize,
+    k: usize,
+    rng: &mut StdRng,
+    progress: Progress<'_>,
+) -> Vec<f32> {
     let n = points.len() / d;
     let mut centroids = Vec::with_capacity(k * d);
     let first = rng.random_range(0..n);
@@ -100,6 +109,7 @@ fn kmeans_pp(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
     let mut dist = vec![f32::INFINITY; n];
     let mut sums = vec![0f64; n.div_ceil(SEED_BLOCK)];
     let mut newest = centroids.clone();
+    progress(SEEDING, 1, k);
     while {
         dist.par_chunks_mut(SEED_BLOCK)
             .zip(points.par_chunks(SEED_BLOCK * d))
@@ -141,29 +151,34 @@ fn kmeans_pp(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
         };
         newest = points[pick * d..(pick + 1) * d].to_vec();
         centroids.extend_from_slice(&newest);
+        progress(SEEDING, centroids.len() / d, k);
     }
     centroids
 }
 
+/// The stage names `kmeans` reports.
+pub(crate) const SEEDING: &str = "k-means++ seeding";
+pub(crate) const LLOYD: &str = "k-means iterations";
+
 /// `k` centroids (`[k, d]` row-major) of `points` (`[n, d]`, `n ≥ 1`): k-means++ seeding then
 /// `iters` Lloyd iterations. When `k > n` the extra centroids repeat point 0. A cluster left
-/// empty keeps its previous centroid. `progress(done, total)` is called after each iteration.
+/// empty keeps its previous centroid. `progress` follows the seeding steps, then the iterations.
 pub(crate) fn kmeans(
     points: &[f32],
     d: usize,
     k: usize,
     iters: usize,
     seed: u64,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: Progress<'_>,
 ) -> Vec<f32> {
     let n = points.len() / d;
     let mut rng = StdRng::seed_from_u64(seed);
     let seeded = k.min(n);
-    let mut centroids = kmeans_pp(points, d, seeded, &mut rng);
+    let mut centroids = kmeans_pp(points, d, seeded, &mut rng, progress);
     for _ in seeded..k {
         centroids.extend_from_slice(&points[..d]);
     }
-    progress(0, iters);
+    progress(LLOYD, 0, iters);
     for it in 0..iters {
         let bias = half_neg_norms(&centroids, d);
         let ids = assign(points, &centroids, &bias, d);
@@ -187,7 +202,7 @@ pub(crate) fn kmeans(
                 }
             }
         }
-        progress(it + 1, iters);
+        progress(LLOYD, it + 1, iters);
     }
     centroids
 }
@@ -218,8 +233,8 @@ mod tests {
             let jitter = (i as f32 * 0.37).sin() * 0.1;
             pts.extend([c[0] + jitter, c[1] - jitter, c[2] + jitter * 0.5]);
         }
-        let a = kmeans(&pts, 3, 3, 10, 7, &|_, _| {});
-        let b = kmeans(&pts, 3, 3, 10, 7, &|_, _| {});
+        let a = kmeans(&pts, 3, 3, 10, 7, &|_, _, _| {});
+        let b = kmeans(&pts, 3, 3, 10, 7, &|_, _, _| {});
         assert_eq!(a, b);
         for c in centers {
             let near = a.chunks_exact(3).any(|x| sq_dist(x, &c) < 0.05);
@@ -228,9 +243,31 @@ mod tests {
     }
 
     #[test]
+    fn progress_follows_seeding_then_the_iterations() {
+        let pts: Vec<f32> = (0..200).map(|i| (i as f32 * 0.7).sin()).collect();
+        let seen = std::sync::Mutex::new(Vec::new());
+        kmeans(&pts, 2, 9, 3, 0, &|stage, done, total| {
+            seen.lock().unwrap().push((stage.to_string(), done, total));
+        });
+        let seen = seen.into_inner().unwrap();
+        let seeding: Vec<usize> = seen
+            .iter()
+            .filter(|s| s.0 == SEEDING)
+            .map(|s| s.1)
+            .collect();
+        assert_eq!(seeding, (1..=9).collect::<Vec<_>>(), "{seen:?}");
+        let lloyd: Vec<usize> = seen.iter().filter(|s| s.0 == LLOYD).map(|s| s.1).collect();
+        assert_eq!(lloyd, vec![0, 1, 2, 3]);
+        assert!(
+            seen.iter()
+                .all(|s| s.2 == if s.0 == SEEDING { 9 } else { 3 })
+        );
+    }
+
+    #[test]
     fn more_centroids_than_points() {
         let pts = [1.0f32, 2.0, 3.0, 4.0];
-        let c = kmeans(&pts, 2, 5, 3, 1, &|_, _| {});
+        let c = kmeans(&pts, 2, 5, 3, 1, &|_, _, _| {});
         assert_eq!(c.len(), 10);
         let ids = assign(&pts, &c, &half_neg_norms(&c, 2), 2);
         assert_eq!(ids.len(), 2);

@@ -156,6 +156,9 @@ pub struct CompressedCorpus {
     /// fp8 only: whether the codes were scanned for NaN encodings.
     finite: FiniteCheck,
     fp8_table: Option<Arc<[f32; 256]>>,
+    /// The rerank depth k' chosen when the corpus was compressed (metadata `rerank_k`), the
+    /// default of a search that reranks it exactly.
+    rerank_k: Option<usize>,
 }
 
 /// Progress of [`compress`]: the stage and `done` of `total` steps.
@@ -251,6 +254,7 @@ impl CompressedCorpus {
             aux,
             finite: FiniteCheck::NotChecked,
             fp8_table,
+            rerank_k: None,
         })
     }
 
@@ -316,6 +320,26 @@ impl CompressedCorpus {
         check_ids(&ids, self.len())?;
         self.doc_ids = Some(ids);
         Ok(self)
+    }
+
+    /// Scan every value a decode reads (ids, scales and, for fp8, each code for NaN), even when
+    /// the file records that its codes were scanned when written.
+    pub fn check_finite(&self) -> Result<()> {
+        self.check_codes(None, true)
+    }
+
+    /// Record the depth `k'` of exact reranking for this corpus (kept in its file).
+    pub fn with_rerank_k(mut self, k: usize) -> Result<Self> {
+        if k == 0 {
+            return Err(Error::Argument("rerank k' must be at least 1".into()));
+        }
+        self.rerank_k = Some(k);
+        Ok(self)
+    }
+
+    /// The rerank depth `k'` recorded with this corpus, if any.
+    pub fn rerank_k(&self) -> Option<usize> {
+        self.rerank_k
     }
 
     pub fn codec(&self) -> &Codec {
@@ -430,6 +454,27 @@ impl CompressedCorpus {
     }
 }
 
+/// Tokens assigned to centroids per progress report while compressing.
+const ASSIGN_CHUNK: usize = 1 << 16;
+
+impl CodecSpec {
+    /// Check the options against the corpus's `dim`, before any work.
+    pub fn check(&self, dim: usize) -> Result<()> {
+        match self {
+            CodecSpec::Residual(o) if !matches!(o.nbits, 1 | 2 | 4) => Err(Error::Argument(
+                format!("residual codec: nbits must be 1, 2 or 4, got {}", o.nbits),
+            )),
+            CodecSpec::Residual(o) if o.centroids == Some(0) => Err(Error::Argument(
+                "residual codec: centroids must be at least 1".into(),
+            )),
+            CodecSpec::Pq(o) if o.m == 0 || !dim.is_multiple_of(o.m) => Err(Error::Argument(
+                format!("product quantization: M = {} must divide d = {dim}", o.m),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Compress an exact corpus with `spec`, training the codec on its tokens (seeded: the same
 /// corpus, spec and seed give the same file). The residual codec needs L2-normalized tokens
 /// (it reconstructs unit vectors, as PLAID does). `progress` is told each stage's advance.
@@ -441,6 +486,7 @@ pub fn compress(
 ) -> Result<CompressedCorpus> {
     let d = corpus.dim();
     let t = corpus.num_tokens();
+    spec.check(d)?;
     corpus.check_finite()?;
     let tokens = corpus.tokens().to_f32_vec();
     let (codec, codes, aux) = match spec {
@@ -453,13 +499,19 @@ pub fn compress(
             {
                 let j = corpus.offsets().partition_point(|&o| o <= row) - 1;
                 return Err(Error::Argument(format!(
-                    "the residual codec (PLAID) reconstructs unit vectors, but token {} of document {j} has norm {norm}; normalize the corpus first",
+                    "the residual codec (PLAID) reconstructs unit vectors, but token {} of document {j} has norm {norm}; normalize the tokens first (`corpus compress --normalize`, `compress(..., normalize=True)` in Python)",
                     row - corpus.offsets()[j]
                 )));
             }
-            let r =
-                ResidualCodec::train(&tokens, d, opts, seed, &|a, b| progress("k-means", a, b))?;
-            let ids = r.assign(&tokens);
+            let r = ResidualCodec::train(&tokens, d, opts, seed, progress)?;
+            // Every token's centroid, in chunks so the stage shows progress.
+            let step = ASSIGN_CHUNK * d;
+            let mut ids = Vec::with_capacity(t);
+            progress("assign centroids", 0, t);
+            for part in tokens.chunks(step) {
+                ids.extend(r.assign(part));
+                progress("assign centroids", ids.len(), t);
+            }
             let rb = r.row_bytes();
             let mut codes = vec![0u8; t * rb];
             let chunk = 4096;
@@ -478,7 +530,7 @@ pub fn compress(
             (Codec::Residual(r), codes, Some(ids))
         }
         CodecSpec::Pq(opts) => {
-            let p = PqCodec::train(&tokens, d, opts, seed, &|a, b| progress("k-means", a, b))?;
+            let p = PqCodec::train(&tokens, d, opts, seed, progress)?;
             progress("encode", 0, t);
             let codes = p.encode(&tokens);
             progress("encode", t, t);

@@ -118,7 +118,7 @@ impl PqCodec {
         dim: usize,
         opts: &PqOptions,
         seed: u64,
-        progress: &(dyn Fn(usize, usize) + Sync),
+        progress: super::Progress<'_>,
     ) -> Result<Self> {
         let m = opts.m;
         if m == 0 || dim == 0 || !dim.is_multiple_of(m) {
@@ -147,9 +147,9 @@ impl PqCodec {
                     PQ_CENTROIDS,
                     opts.kmeans_iters,
                     seed.wrapping_add(s as u64),
-                    &|_, _| {},
+                    &|_, _, _| {},
                 );
-                progress(s + 1, m);
+                progress("k-means per sub-space", s + 1, m);
                 book
             })
             .collect();

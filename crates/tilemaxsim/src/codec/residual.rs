@@ -210,7 +210,7 @@ impl ResidualCodec {
         dim: usize,
         opts: &ResidualOptions,
         seed: u64,
-        progress: &(dyn Fn(usize, usize) + Sync),
+        progress: super::Progress<'_>,
     ) -> Result<Self> {
         if !matches!(opts.nbits, 1 | 2 | 4) {
             return Err(Error::Argument(format!(

@@ -2,7 +2,8 @@
 //! - `.npy`: one packed `[T, d]` matrix plus a `[N]` lengths vector, or one `[Nd, d]` file per
 //!   document (ids from the file names);
 //! - safetensors written by Python (`safetensors.torch.save_file` / `numpy.save_file`): an
-//!   embeddings tensor plus offsets or lengths under configurable names, or one 2-D tensor per
+//!   embeddings tensor, packed `[T, d]` with offsets or lengths or padded `[B, L, d]` with
+//!   lengths or a mask (PyLate's layout), under configurable names, or one 2-D tensor per
 //!   document (ids from the tensor names).
 //!
 //! f64 inputs become f32; `dtype` converts to the stored type (round to nearest even).
@@ -11,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use half::f16;
 use npyz::NpyFile;
-use safetensors::tensor::Dtype as StDtype;
+use safetensors::SafeTensors;
+use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::format::{copy_elements, from_st_dtype, map_file, parse, read_ints, to_offsets};
 use super::{Corpus, offsets_from_lengths};
@@ -259,12 +261,16 @@ pub fn from_npy_files(files: &[PathBuf], dtype: Option<DType>) -> Result<Corpus>
 /// Tensor names to look for in a safetensors file written by another tool.
 #[derive(Clone, Debug)]
 pub struct SafetensorsKeys {
-    /// The `[T, d]` embeddings (default `embeddings`).
+    /// The embeddings (default `embeddings`): packed `[T, d]`, or padded `[B, L, d]`.
     pub embeddings: String,
-    /// `[N + 1]` offsets (default `offsets`); used when present.
+    /// `[N + 1]` offsets of packed embeddings (default `offsets`); used when present.
     pub offsets: String,
-    /// `[N]` lengths (default `lengths`); used when there are no offsets.
+    /// `[N]` lengths (default `lengths`): of packed documents when there are no offsets, or
+    /// the number of leading rows of each padded document that are tokens.
     pub lengths: String,
+    /// `[B, L]` mask of padded embeddings (default `mask`; nonzero: a token, holes allowed);
+    /// used when there are no lengths.
+    pub mask: String,
 }
 
 impl Default for SafetensorsKeys {
@@ -273,13 +279,55 @@ impl Default for SafetensorsKeys {
             embeddings: "embeddings".into(),
             offsets: "offsets".into(),
             lengths: "lengths".into(),
+            mask: "mask".into(),
         }
     }
 }
 
-/// A corpus from a safetensors file: either the packed layout (embeddings plus offsets or
-/// lengths, under `keys`) or, when there is no embeddings tensor, one 2-D tensor per document
-/// (ordered by name, numbers compared as numbers; ids are the names).
+/// The tensors of a file, for error messages: `emb F32 [10, 128], lens I32 [3]`.
+fn listing(st: &SafeTensors<'_>) -> String {
+    let mut names: Vec<&str> = st.names();
+    names.sort_unstable();
+    names
+        .iter()
+        .filter_map(|n| {
+            st.tensor(n)
+                .ok()
+                .map(|t| format!("`{n}` {:?} {:?}", t.dtype(), t.shape()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether a mask value marks a token (any nonzero value of an integer, bool or float mask).
+fn mask_values(path: &Path, name: &str, t: &TensorView<'_>) -> Result<Vec<bool>> {
+    let data = t.data();
+    Ok(match t.dtype() {
+        StDtype::BOOL | StDtype::U8 | StDtype::I8 => data.iter().map(|&b| b != 0).collect(),
+        StDtype::F32 => data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("chunk size")) != 0.0)
+            .collect(),
+        StDtype::F64 => data
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("chunk size")) != 0.0)
+            .collect(),
+        StDtype::F16 | StDtype::BF16 => data
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]) & 0x7fff != 0)
+            .collect(),
+        _ => read_ints(path, name, t)?
+            .into_iter()
+            .map(|v| v != 0)
+            .collect(),
+    })
+}
+
+/// A corpus from a safetensors file: packed embeddings `[T, d]` plus offsets or lengths;
+/// padded embeddings `[B, L, d]` plus lengths or a mask (PyLate's layout; masked rows are
+/// dropped, holes included); or, when there is no embeddings tensor, one 2-D tensor per
+/// document (ordered by name, numbers compared as numbers; ids are the names). Errors list the
+/// tensors the file holds and the flags that name them.
 pub fn from_safetensors(
     path: &Path,
     keys: &SafetensorsKeys,
@@ -287,6 +335,12 @@ pub fn from_safetensors(
 ) -> Result<Corpus> {
     let map = map_file(path)?;
     let st = parse(path, &map)?;
+    let found = || {
+        format!(
+            "the file holds {}; name yours with --embeddings-key, --offsets-key, --lengths-key or --mask-key",
+            listing(&st)
+        )
+    };
     let floats = |name: &str| -> Result<(OwnedElements, Vec<usize>)> {
         let t = st
             .tensor(name)
@@ -302,7 +356,10 @@ pub fn from_safetensors(
             (None, other) => {
                 return Err(Error::format(
                     path,
-                    format!("tensor `{name}` has dtype {other:?}; expected F32, F16, BF16 or F64"),
+                    format!(
+                        "tensor `{name}` has dtype {other:?}; expected F32, F16, BF16 or F64 embeddings ({})",
+                        found()
+                    ),
                 ));
             }
         };
@@ -311,45 +368,23 @@ pub fn from_safetensors(
     let names = st.names();
     if names.iter().any(|n| **n == keys.embeddings) {
         let (elems, shape) = floats(&keys.embeddings)?;
-        let [rows, dim] = shape[..] else {
-            return Err(Error::format(
-                path,
-                format!(
-                    "`{}` must be 2-D [T, d], has shape {shape:?}",
-                    keys.embeddings
-                ),
-            ));
-        };
-        if dim == 0 {
+        if shape.last() == Some(&0) {
             return Err(Error::format(
                 path,
                 format!("`{}` has d = 0", keys.embeddings),
             ));
         }
-        let offsets = if let Ok(t) = st.tensor(&keys.offsets) {
-            to_offsets(path, &keys.offsets, read_ints(path, &keys.offsets, &t)?)?
-        } else if let Ok(t) = st.tensor(&keys.lengths) {
-            offsets_from_lengths(&to_lengths(path, read_ints(path, &keys.lengths, &t)?)?)?
-        } else {
-            return Err(Error::format(
+        return match shape[..] {
+            [rows, dim] => packed(path, &st, keys, elems, rows, dim, &found),
+            [b, l, dim] => padded(path, &st, keys, elems, [b, l, dim], &found),
+            _ => Err(Error::format(
                 path,
                 format!(
-                    "found `{}` but neither `{}` nor `{}`; name the tensor that splits it into documents",
-                    keys.embeddings, keys.offsets, keys.lengths
-                ),
-            ));
-        };
-        if offsets.last() != Some(&rows) {
-            return Err(Error::format(
-                path,
-                format!(
-                    "offsets end at {:?} but `{}` has {rows} rows",
-                    offsets.last(),
+                    "`{}` must be packed [T, d] or padded [B, L, d], has shape {shape:?}",
                     keys.embeddings
                 ),
-            ));
-        }
-        return Corpus::new(elems, dim, offsets);
+            )),
+        };
     }
     // One tensor per document.
     let mut doc_names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
@@ -357,9 +392,19 @@ pub fn from_safetensors(
         return Err(Error::format(path, "the file holds no tensors"));
     }
     doc_names.sort_by(|a, b| natural_cmp(a, b));
+    let not_documents = || {
+        Error::format(
+            path,
+            format!(
+                "no `{}` tensor, and not one 2-D float tensor per document: {}",
+                keys.embeddings,
+                found()
+            ),
+        )
+    };
     let docs = doc_names
         .iter()
-        .map(|n| floats(n))
+        .map(|n| floats(n).map_err(|_| not_documents()))
         .collect::<Result<Vec<_>>>()?;
     let mut dtype0 = None;
     let mats = docs
@@ -367,13 +412,7 @@ pub fn from_safetensors(
         .zip(&doc_names)
         .map(|((e, shape), name)| {
             let [rows, dim] = shape[..] else {
-                return Err(Error::format(
-                    path,
-                    format!(
-                        "no `{}` tensor, and `{name}` is not a 2-D document [Nd, d]",
-                        keys.embeddings
-                    ),
-                ));
+                return Err(not_documents());
             };
             if rows == 0 || dim == 0 {
                 return Err(Error::format(
@@ -391,6 +430,124 @@ pub fn from_safetensors(
         })
         .collect::<Result<Vec<_>>>()?;
     Corpus::from_docs(&mats)?.with_doc_ids(doc_names)
+}
+
+/// Packed `[rows, dim]` embeddings split by offsets or lengths.
+fn packed(
+    path: &Path,
+    st: &SafeTensors<'_>,
+    keys: &SafetensorsKeys,
+    elems: OwnedElements,
+    rows: usize,
+    dim: usize,
+    found: &dyn Fn() -> String,
+) -> Result<Corpus> {
+    let offsets = if let Ok(t) = st.tensor(&keys.offsets) {
+        to_offsets(path, &keys.offsets, read_ints(path, &keys.offsets, &t)?)?
+    } else if let Ok(t) = st.tensor(&keys.lengths) {
+        offsets_from_lengths(&to_lengths(path, read_ints(path, &keys.lengths, &t)?)?)?
+    } else {
+        return Err(Error::format(
+            path,
+            format!(
+                "found packed `{}` [{rows}, {dim}] but neither `{}` nor `{}` to split it into documents; {}",
+                keys.embeddings,
+                keys.offsets,
+                keys.lengths,
+                found()
+            ),
+        ));
+    };
+    if offsets.last() != Some(&rows) {
+        return Err(Error::format(
+            path,
+            format!(
+                "offsets end at {:?} but `{}` has {rows} rows",
+                offsets.last(),
+                keys.embeddings
+            ),
+        ));
+    }
+    Corpus::new(elems, dim, offsets)
+}
+
+/// Padded `[b, l, dim]` embeddings: each document's first `lengths[i]` rows, or its rows
+/// where the mask is nonzero (in order).
+fn padded(
+    path: &Path,
+    st: &SafeTensors<'_>,
+    keys: &SafetensorsKeys,
+    elems: OwnedElements,
+    [b, l, dim]: [usize; 3],
+    found: &dyn Fn() -> String,
+) -> Result<Corpus> {
+    let keep: Vec<bool> = if let Ok(t) = st.tensor(&keys.lengths) {
+        let lens = to_lengths(path, read_ints(path, &keys.lengths, &t)?)?;
+        if lens.len() != b {
+            return Err(Error::format(
+                path,
+                format!(
+                    "`{}` has {} lengths for {b} padded documents",
+                    keys.lengths,
+                    lens.len()
+                ),
+            ));
+        }
+        if let Some((i, n)) = lens.iter().enumerate().find(|(_, n)| **n > l) {
+            return Err(Error::format(
+                path,
+                format!(
+                    "`{}`[{i}] = {n} exceeds the padded length {l}",
+                    keys.lengths
+                ),
+            ));
+        }
+        lens.iter()
+            .flat_map(|&n| (0..l).map(move |r| r < n))
+            .collect()
+    } else if let Ok(t) = st.tensor(&keys.mask) {
+        if t.shape() != [b, l] {
+            return Err(Error::format(
+                path,
+                format!(
+                    "`{}` has shape {:?}; the padded embeddings need [{b}, {l}]",
+                    keys.mask,
+                    t.shape()
+                ),
+            ));
+        }
+        mask_values(path, &keys.mask, &t)?
+    } else {
+        return Err(Error::format(
+            path,
+            format!(
+                "found padded `{}` [{b}, {l}, {dim}] but neither `{}` ([{b}]) nor `{}` ([{b}, {l}]) to tell tokens from padding; {}",
+                keys.embeddings,
+                keys.lengths,
+                keys.mask,
+                found()
+            ),
+        ));
+    };
+    let lengths: Vec<usize> = keep
+        .chunks(l.max(1))
+        .map(|r| r.iter().filter(|&&k| k).count())
+        .collect();
+    if let Some(i) = lengths.iter().position(|&n| n == 0) {
+        return Err(Error::EmptyDocument { index: i });
+    }
+    let e = elems.as_elements();
+    let rows: Vec<usize> = keep
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k)
+        .map(|(r, _)| r)
+        .collect();
+    let v: Vec<f32> = rows
+        .iter()
+        .flat_map(|&r| (r * dim..(r + 1) * dim).map(|i| e.get_f32(i)))
+        .collect();
+    Corpus::from_lengths(OwnedElements::from_f32(&v, e.dtype()), dim, &lengths)
 }
 
 /// Compare names with embedded numbers by value: `doc2` < `doc10`.

@@ -354,6 +354,28 @@ impl Corpus {
         })
     }
 
+    /// This corpus with every token scaled to unit L2 norm (in f32, then rounded to this
+    /// corpus's dtype), as ColBERT's encoders output and the residual codec needs; a token of
+    /// norm 0 stays 0. Ids are kept; values must be finite.
+    pub fn normalized(&self) -> Result<Corpus> {
+        self.check_finite()?;
+        let d = self.dim;
+        let mut v = self.tokens().to_f32_vec();
+        v.par_chunks_exact_mut(d).for_each(|row| {
+            let n = row.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if n > 0.0 {
+                row.iter_mut().for_each(|x| *x /= n);
+            }
+        });
+        let mut c = Corpus::new(
+            OwnedElements::from_f32(&v, self.dtype()),
+            d,
+            self.offsets.clone(),
+        )?;
+        c.doc_ids = self.doc_ids.clone();
+        Ok(c)
+    }
+
     /// Whether the token matrix is memory-mapped from a file (rather than owned in memory).
     pub fn is_mapped(&self) -> bool {
         matches!(self.storage, Storage::Mapped { .. })
