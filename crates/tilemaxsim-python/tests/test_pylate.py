@@ -186,24 +186,29 @@ def _features(rng, batch, length):
     return {"input_ids": ids, "attention_mask": attention}
 
 
-def _loss_and_grads(make_loss, features, labels, patched):
+def _loss_and_grads(make_loss, features, labels, patched, monkeypatch):
     from pylate import losses  # noqa: F401 (imported before the patch, as a training script does)
 
     torch.manual_seed(0)
     model = StandIn().to(DEVICE)
-    if patched:
-        dropin.patch()
-    try:
-        loss_fn = make_loss(model)
-        loss = loss_fn(features, labels)
-        loss.backward()
-    finally:
-        dropin.unpatch()
+    with monkeypatch.context() as env:
+        if patched:
+            dropin.patch()
+        else:
+            # PyLate's own scoring on its torch path (on CUDA its "auto" would take an installed
+            # flash-maxsim or LIK instead).
+            env.setenv("PYLATE_SCORES_BACKEND", "torch")
+        try:
+            loss_fn = make_loss(model)
+            loss = loss_fn(features, labels)
+            loss.backward()
+        finally:
+            dropin.unpatch()
     return loss.detach(), [p.grad.detach().clone() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("name", ["Contrastive", "CachedContrastive", "Distillation"])
-def test_pylate_losses_patched_match_unpatched(rng, name):
+def test_pylate_losses_patched_match_unpatched(rng, name, monkeypatch):
     from pylate import losses
 
     batch = 4
@@ -216,8 +221,8 @@ def test_pylate_losses_patched_match_unpatched(rng, name):
         labels = None
         kw = {"mini_batch_size": 2} if name == "CachedContrastive" else {}
         make = lambda m: getattr(losses, name)(model=m, **kw)  # noqa: E731
-    want, want_grads = _loss_and_grads(make, features, labels, patched=False)
-    got, got_grads = _loss_and_grads(make, features, labels, patched=True)
+    want, want_grads = _loss_and_grads(make, features, labels, False, monkeypatch)
+    got, got_grads = _loss_and_grads(make, features, labels, True, monkeypatch)
     np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-5, atol=1e-6)
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(g.cpu().numpy(), w.cpu().numpy(), rtol=1e-4, atol=1e-5)
