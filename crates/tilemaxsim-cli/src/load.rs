@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use tilemaxsim::Corpus;
 use tilemaxsim::Matrix;
 use tilemaxsim::corpus::import::read_ids;
 use tilemaxsim::corpus::{FiniteCheck, OpenOptions};
+use tilemaxsim::{AnyCorpus, Corpus};
 
 /// The value check of every command that scores or searches a corpus file.
 #[derive(clap::Args, Debug, Clone, Copy)]
@@ -70,9 +70,32 @@ fn in_terms_of(e: tilemaxsim::Error, what: &str, path: &Path) -> anyhow::Error {
     }
 }
 
-/// Open the corpus file of a scoring or search command.
+/// Open an exact corpus file (the second stage of a search, a corpus to compress).
 pub fn corpus(path: &Path, ids: Option<&PathBuf>, check: CheckArgs) -> Result<Corpus> {
     open(path, ids, !check.no_check_finite, "corpus")
+}
+
+/// Open the corpus file of a scoring or search command: exact or compressed, through the one
+/// reader of both formats; ids attached, then the values checked (as [`corpus`] does).
+pub fn any(path: &Path, ids: Option<&PathBuf>, check: CheckArgs) -> Result<Box<dyn AnyCorpus>> {
+    let mut c = OpenOptions::new()
+        .check_finite(false)
+        .open_any(path)
+        .context("cannot open the corpus file")?;
+    if let Some(ids_path) = ids {
+        c = c
+            .with_ids(read_ids(ids_path)?)
+            .with_context(|| format!("ids from {}", ids_path.display()))?;
+    }
+    if !check.no_check_finite {
+        c.ensure_finite().with_context(|| {
+            format!(
+                "{} holds a non-finite value (--no-check-finite skips this check)",
+                path.display()
+            )
+        })?;
+    }
+    Ok(c)
 }
 
 /// Open a query file. Its values are not scanned here: every scorer checks each query it is
@@ -82,7 +105,7 @@ pub fn query_file(path: &Path, ids: Option<&PathBuf>) -> Result<Corpus> {
 }
 
 /// The id of item `i`: the stored id, or the 0-based index.
-pub fn id(c: &Corpus, i: usize) -> String {
+pub fn id(c: &dyn AnyCorpus, i: usize) -> String {
     c.doc_ids()
         .map_or_else(|| i.to_string(), |ids| ids[i].clone())
 }

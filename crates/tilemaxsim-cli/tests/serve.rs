@@ -265,17 +265,25 @@ fn bad_input_400_big_body_413_unknown_path_404() {
     assert_error(status, &r.json().unwrap(), 405, "takes POST");
 }
 
-/// A corpus the server cannot serve (a compressed file, a missing one) ends it with status 1
-/// and a message, before it listens.
+/// A compressed corpus is served through the same path as an exact one: its codes searched on
+/// the CPU, and with `--rerank` its top k' rescored exactly, as `tilemaxsim search` does.
 #[test]
-fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
+fn a_compressed_corpus_is_served_with_its_second_stage() {
     let dir = tempfile::tempdir().unwrap();
-    let exact = synth(dir.path(), "s.safetensors", 20, "8", 16, "f16", 1);
+    let exact_path = synth(dir.path(), "s.safetensors", 60, "1:20", 16, "f16", 3);
     let packed = dir.path().join("s8.safetensors");
     let out = bin()
-        .args(["corpus", "compress", "--corpus"])
-        .arg(&exact)
-        .args(["--codec", "int8", "-o"])
+        .args([
+            "corpus",
+            "compress",
+            "--codec",
+            "int8",
+            "--rerank-k",
+            "9",
+            "--corpus",
+        ])
+        .arg(&exact_path)
+        .arg("-o")
         .arg(&packed)
         .output()
         .expect("the binary runs");
@@ -284,10 +292,67 @@ fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let codes = tilemaxsim::CompressedCorpus::open(&packed).unwrap();
+    let exact = Corpus::open(&exact_path).unwrap();
+    let q = query_json(5, 16, 4);
+    let rows = query_values(5, 16, 4);
+    let m = Matrix::new(&rows[..], 16).unwrap();
+    let cpu = tilemaxsim::CpuScorer::new();
+    // Codes alone: the CPU engine on the codes.
+    let server = Server::start(&packed, &["--device", "cpu"]);
+    let info: Value = http()
+        .get(server.at("/v1/info"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(info["dtype"], "int8");
+    let (status, body) = server.post(&json!({"queries": [{"embeddings": q}], "k": 4}));
+    assert_eq!(status, 200, "{body}");
+    let want: Vec<_> = cpu
+        .top_k(m, &codes, 4)
+        .unwrap()
+        .iter()
+        .map(|h| (h.doc.to_string(), h.doc, h.score))
+        .collect();
+    assert_eq!(hits(&body["results"][0]), want);
+    drop(server);
+    // With the second stage: the top 9 (the file's depth) rescored exactly.
+    let server = Server::start(
+        &packed,
+        &["--device", "cpu", "--rerank", exact_path.to_str().unwrap()],
+    );
+    let (status, body) = server.post(&json!({"queries": [{"embeddings": q}], "k": 4}));
+    assert_eq!(status, 200, "{body}");
+    let first: Vec<usize> = cpu
+        .top_k(m, &codes, 9)
+        .unwrap()
+        .iter()
+        .map(|h| h.doc)
+        .collect();
+    let want: Vec<_> = cpu
+        .top_k_subset(m, &exact, &first, 4)
+        .unwrap()
+        .iter()
+        .map(|h| (h.doc.to_string(), h.doc, h.score))
+        .collect();
+    assert_eq!(hits(&body["results"][0]), want);
+}
+
+/// A corpus the server cannot serve (a missing file, a file that is no corpus, a second stage
+/// for an exact corpus) ends it with status 1 and a message, before it listens.
+#[test]
+fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let exact = synth(dir.path(), "s.safetensors", 20, "8", 16, "f16", 1);
+    let junk = dir.path().join("junk.safetensors");
+    std::fs::write(&junk, b"not a safetensors file").unwrap();
     let missing = dir.path().join("none.safetensors");
-    for (corpus, needle) in [
-        (&packed, "is a compressed corpus"),
-        (&missing, "none.safetensors"),
+    let rerank = ["--rerank", exact.to_str().unwrap()];
+    for (corpus, extra, needle) in [
+        (&missing, &[][..], "none.safetensors"),
+        (&junk, &[][..], "junk.safetensors"),
+        (&exact, &rerank[..], "--rerank needs a compressed --corpus"),
     ] {
         let mut child = bin()
             .args([
@@ -299,6 +364,7 @@ fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
                 "--corpus",
             ])
             .arg(corpus)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -8,14 +8,9 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tilemaxsim::codec::{
-    Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualCodec, ResidualOptions,
-};
-use tilemaxsim::corpus::OpenOptions;
-use tilemaxsim::{
-    CompressedSearch, Device, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
-    scorer_for, searcher_for,
-};
+use tilemaxsim::codec::{Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualCodec, ResidualOptions};
+use tilemaxsim::corpus::{CorpusKind, OpenOptions};
+use tilemaxsim::{AnyCorpus, Device, Rerank, Residency, SearchOptions, Searcher, searcher_for};
 
 use crate::errors::to_py;
 use crate::tensor::{Place, Tensor, matrices};
@@ -23,106 +18,77 @@ use crate::tensor::{Place, Tensor, matrices};
 /// The rerank depth k' when neither the call nor the file gives one.
 const DEFAULT_RERANK_K: usize = 100;
 
-/// What a `Corpus` holds: exact documents, or codes (with the exact corpus of its rerank).
-enum Held {
-    Exact(Box<tilemaxsim::Corpus>),
-    Compressed {
-        codes: Box<CompressedCorpus>,
-        /// Only kept alive: the searcher's rerank stage borrows it.
-        _rerank: Option<Box<tilemaxsim::Corpus>>,
-    },
-}
-
 #[pyclass(frozen, module = "tilemaxsim._native")]
 pub struct Corpus {
-    // Declared before `held`, so dropped first: it borrows the boxed corpora.
+    // Declared before the corpora, so dropped first: it borrows them.
     searcher: Mutex<Box<dyn Searcher + 'static>>,
-    held: Held,
+    /// The documents: exact or codes.
+    held: Box<dyn AnyCorpus>,
+    /// Only kept alive: the exact second stage the searcher borrows.
+    _rerank: Option<Box<tilemaxsim::Corpus>>,
     device: String,
     notice: Option<String>,
     /// The device asked for (a corpus compressed from this one is searched there too).
     asked: String,
 }
 
-impl Corpus {
-    fn with_searcher(
-        corpus: tilemaxsim::Corpus,
-        device: &str,
-        devices: Option<Vec<usize>>,
-        residency: &str,
-    ) -> PyResult<Self> {
-        let device: Device = device.parse().map_err(to_py)?;
-        let residency: Residency = residency.parse().map_err(to_py)?;
-        let options = SearchOptions {
-            devices: devices.unwrap_or_default(),
-            residency,
-            ..SearchOptions::default()
-        };
-        let corpus = Box::new(corpus);
-        // SAFETY: the searcher borrows the corpus at its heap address, which the box keeps
-        // fixed; the corpus is never moved out of the box or changed, and the searcher is
-        // dropped before it (field order).
-        let borrowed: &'static tilemaxsim::Corpus =
-            unsafe { &*(corpus.as_ref() as *const tilemaxsim::Corpus) };
-        let (searcher, notice) = searcher_for(device, borrowed, &options).map_err(to_py)?;
-        Ok(Corpus {
-            device: searcher.name(),
-            searcher: Mutex::new(searcher),
-            held: Held::Exact(corpus),
-            notice,
-            asked: device.to_string(),
-        })
-    }
+/// Where and how to search.
+struct Setup<'a> {
+    device: &'a str,
+    devices: Option<Vec<usize>>,
+    residency: &'a str,
+    rerank_k: usize,
+}
 
-    /// A compressed corpus searched on `device` (the CPU until the GPU kernels exist), its
-    /// top `rerank_k` reranked exactly against `rerank` when given.
-    fn compressed(
-        codes: CompressedCorpus,
-        device: &str,
+impl Corpus {
+    /// `held` (any codec) with the searcher of `setup`, reranked exactly against `rerank`
+    /// when given: one path, `tilemaxsim::searcher_for`.
+    fn new(
+        held: Box<dyn AnyCorpus>,
         rerank: Option<tilemaxsim::Corpus>,
-        rerank_k: usize,
+        setup: Setup<'_>,
     ) -> PyResult<Self> {
-        let dev: Device = device.parse().map_err(to_py)?;
-        let codes = Box::new(codes);
+        let device: Device = setup.device.parse().map_err(to_py)?;
+        let residency: Residency = setup.residency.parse().map_err(to_py)?;
         let rerank = rerank.map(Box::new);
-        // SAFETY: as in `with_searcher`: both boxes keep their heap addresses, are never
-        // changed, and outlive the searcher (field order).
-        let c: &'static CompressedCorpus = unsafe { &*(codes.as_ref() as *const CompressedCorpus) };
+        // SAFETY: the searcher borrows the corpora at their heap addresses, which the boxes
+        // keep fixed; they are never moved out of the boxes or changed, and the searcher is
+        // dropped before them (field order).
+        let corpus: &'static dyn AnyCorpus = unsafe { &*(held.as_ref() as *const dyn AnyCorpus) };
         let exact: Option<&'static tilemaxsim::Corpus> = rerank
             .as_ref()
             .map(|e| unsafe { &*(e.as_ref() as *const tilemaxsim::Corpus) });
-        let (scorer, mut notice) = compressed_scorer_for(dev).map_err(to_py)?;
-        let second = match exact {
-            Some(e) => {
-                let (s, n) = scorer_for(dev).map_err(to_py)?;
-                notice = notice.or(n);
-                Some(Rerank {
-                    exact: e,
-                    candidates: rerank_k,
-                    scorer: s,
-                })
-            }
-            None => None,
+        let options = SearchOptions {
+            devices: setup.devices.unwrap_or_default(),
+            residency,
+            rerank: exact.map(|exact| Rerank {
+                exact,
+                candidates: setup.rerank_k,
+            }),
+            ..SearchOptions::default()
         };
-        let searcher: Box<dyn Searcher + 'static> =
-            Box::new(CompressedSearch::new(scorer, c, second).map_err(to_py)?);
+        let (searcher, notice) = searcher_for(device, corpus, &options).map_err(to_py)?;
         Ok(Corpus {
             device: searcher.name(),
             searcher: Mutex::new(searcher),
-            held: Held::Compressed {
-                codes,
-                _rerank: rerank,
-            },
+            held,
+            _rerank: rerank,
             notice,
             asked: device.to_string(),
         })
     }
 
-    fn len(&self) -> usize {
-        match &self.held {
-            Held::Exact(c) => c.len(),
-            Held::Compressed { codes, .. } => codes.len(),
+    fn exact_setup(device: &str) -> Setup<'_> {
+        Setup {
+            device,
+            devices: None,
+            residency: "auto",
+            rerank_k: DEFAULT_RERANK_K,
         }
+    }
+
+    fn len(&self) -> usize {
+        self.held.len()
     }
 }
 
@@ -145,33 +111,31 @@ impl Corpus {
         rerank_k: Option<usize>,
     ) -> PyResult<Self> {
         let options = OpenOptions::new().check_finite(check_finite);
-        if tilemaxsim::codec::is_compressed_file(&path) {
-            if documents.is_some() {
-                return Err(PyValueError::new_err(
-                    "documents: shards are opened from exact corpus files (this one is compressed)",
-                ));
-            }
-            let codes = py
-                .detach(|| options.open_compressed(&path))
-                .map_err(to_py)?;
-            let exact = match rerank {
-                Some(p) => Some(py.detach(|| options.open(&p)).map_err(to_py)?),
-                None => None,
-            };
-            let depth = rerank_k.or(codes.rerank_k()).unwrap_or(DEFAULT_RERANK_K);
-            return Self::compressed(codes, device, exact, depth);
-        }
-        if rerank.is_some() {
-            return Err(PyValueError::new_err(
-                "rerank: only a compressed corpus is reranked (this file is exact)",
-            ));
-        }
-        let options = match documents {
+        let shard = match documents {
             Some((start, end)) => options.documents(start..end),
             None => options,
         };
-        let corpus = py.detach(|| options.open(&path)).map_err(to_py)?;
-        Self::with_searcher(corpus, device, devices, residency)
+        let held = py.detach(|| shard.open_any(&path)).map_err(to_py)?;
+        let exact = match rerank {
+            None => None,
+            Some(_) if held.as_exact().is_some() => {
+                return Err(PyValueError::new_err(
+                    "rerank: only a compressed corpus is reranked (this file is exact)",
+                ));
+            }
+            Some(p) => Some(py.detach(|| options.open(&p)).map_err(to_py)?),
+        };
+        let recorded = match held.kind() {
+            CorpusKind::Compressed(c) => c.rerank_k(),
+            CorpusKind::Exact(_) => None,
+        };
+        let setup = Setup {
+            device,
+            devices,
+            residency,
+            rerank_k: rerank_k.or(recorded).unwrap_or(DEFAULT_RERANK_K),
+        };
+        Self::new(held, exact, setup)
     }
 
     /// A corpus from host token rows `[T, d]` (float32/16/bf16) and `B + 1` offsets.
@@ -201,7 +165,13 @@ impl Corpus {
         if let Some(ids) = doc_ids {
             corpus = corpus.with_doc_ids(ids).map_err(to_py)?;
         }
-        Self::with_searcher(corpus, device, devices, residency)
+        let setup = Setup {
+            device,
+            devices,
+            residency,
+            rerank_k: DEFAULT_RERANK_K,
+        };
+        Self::new(Box::new(corpus), None, setup)
     }
 
     /// A residual (ColBERTv2/PLAID) corpus from an index's tensors as they lie on disk, without
@@ -255,7 +225,7 @@ impl Corpus {
             Some(ids),
         )
         .map_err(to_py)?;
-        Self::compressed(corpus, device, None, DEFAULT_RERANK_K)
+        Self::new(Box::new(corpus), None, Self::exact_setup(device))
     }
 
     /// The `k` best documents of each query of `queries` (`[A, Lq, d]` host memory, query i its
@@ -327,7 +297,7 @@ impl Corpus {
         rerank_k: Option<usize>,
         normalize: bool,
     ) -> PyResult<Self> {
-        let Held::Exact(exact) = &self.held else {
+        let CorpusKind::Exact(exact) = self.held.kind() else {
             return Err(PyValueError::new_err(
                 "compress: this corpus is already compressed",
             ));
@@ -359,7 +329,7 @@ impl Corpus {
                 } else {
                     None
                 };
-                let source = normalized.as_ref().unwrap_or(exact.as_ref());
+                let source = normalized.as_ref().unwrap_or(exact);
                 let codes = tilemaxsim::codec::compress(source, &spec, seed, &|_, _, _| {})?;
                 match rerank_k {
                     Some(k) => codes.with_rerank_k(k),
@@ -367,20 +337,19 @@ impl Corpus {
                 }
             })
             .map_err(to_py)?;
-        let rerank = rerank_k.map(|_| exact.as_ref().clone());
-        Self::compressed(
-            codes,
-            &self.asked,
-            rerank,
-            rerank_k.unwrap_or(DEFAULT_RERANK_K),
-        )
+        let rerank = rerank_k.map(|_| exact.clone());
+        let setup = Setup {
+            rerank_k: rerank_k.unwrap_or(DEFAULT_RERANK_K),
+            ..Self::exact_setup(&self.asked)
+        };
+        Self::new(Box::new(codes), rerank, setup)
     }
 
     /// Write the corpus (exact or compressed) to a safetensors file.
     fn save(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        py.detach(|| match &self.held {
-            Held::Exact(c) => c.save(&path),
-            Held::Compressed { codes, .. } => codes.save(&path),
+        py.detach(|| match self.held.kind() {
+            CorpusKind::Exact(c) => c.save(&path),
+            CorpusKind::Compressed(c) => c.save(&path),
         })
         .map_err(to_py)
     }
@@ -391,62 +360,44 @@ impl Corpus {
 
     #[getter]
     fn dim(&self) -> usize {
-        match &self.held {
-            Held::Exact(c) => c.dim(),
-            Held::Compressed { codes, .. } => codes.dim(),
-        }
+        self.held.dim()
     }
 
     /// The element type (`f32`, `f16`, `bf16`), or the codec of a compressed corpus.
     #[getter]
     fn dtype(&self) -> String {
-        match &self.held {
-            Held::Exact(c) => c.dtype().to_string(),
-            Held::Compressed { codes, .. } => codes.codec().name().to_string(),
-        }
+        self.held.storage_name()
     }
 
     /// A description of the codec (`None` for an exact corpus).
     #[getter]
     fn codec(&self) -> Option<String> {
-        match &self.held {
-            Held::Exact(_) => None,
-            Held::Compressed { codes, .. } => Some(codes.codec().describe()),
+        match self.held.kind() {
+            CorpusKind::Exact(_) => None,
+            CorpusKind::Compressed(c) => Some(c.codec().describe()),
         }
     }
 
     /// Bytes stored per token.
     #[getter]
     fn bytes_per_token(&self) -> usize {
-        match &self.held {
-            Held::Exact(c) => c.dim() * c.dtype().size(),
-            Held::Compressed { codes, .. } => codes.codec().bytes_per_token(codes.dim()),
-        }
+        self.held.bytes_per_token()
     }
 
     #[getter]
     fn num_tokens(&self) -> usize {
-        match &self.held {
-            Held::Exact(c) => c.num_tokens(),
-            Held::Compressed { codes, .. } => codes.num_tokens(),
-        }
+        self.held.num_tokens()
     }
 
     /// The `N + 1` document offsets into the token rows.
     #[getter]
     fn offsets(&self) -> Vec<usize> {
-        match &self.held {
-            Held::Exact(c) => c.offsets().to_vec(),
-            Held::Compressed { codes, .. } => codes.offsets().to_vec(),
-        }
+        self.held.offsets().to_vec()
     }
 
     #[getter]
     fn doc_ids(&self) -> Option<Vec<String>> {
-        match &self.held {
-            Held::Exact(c) => c.doc_ids().map(|d| d.to_vec()),
-            Held::Compressed { codes, .. } => codes.doc_ids().map(|d| d.to_vec()),
-        }
+        self.held.doc_ids().map(<[String]>::to_vec)
     }
 
     /// The searcher in use, e.g. `cpu-avx512` or `cuda:0 resident`.

@@ -44,17 +44,14 @@ pub mod scorer;
 pub mod search;
 pub mod topk;
 
-pub use codec::{Codec, CodecSpec, CompressedCorpus};
-pub use corpus::Corpus;
+pub use codec::{Codec, CodecKind, CodecSpec, CompressedCorpus};
+pub use corpus::{AnyCorpus, Corpus, CorpusKind};
 pub use cpu::{CpuScorer, Isa};
 pub use error::{Error, Result};
 pub use matrix::{DType, Elements, Matrix, OwnedElements};
 pub use reference::ReferenceScorer;
 pub use scorer::{Docs, Scorer};
-pub use search::{
-    CompressedSearch, Rerank, Residency, SearchOptions, Searcher, compressed_scorer_for,
-    searcher_for,
-};
+pub use search::{Rerank, Residency, SearchOptions, Searcher, searcher_for};
 pub use topk::Hit;
 
 /// Where to score.
@@ -102,14 +99,34 @@ impl std::fmt::Display for Device {
     }
 }
 
-/// A scorer for `device`, plus a notice when `Auto` had to fall back (for the CLI to show).
-pub fn scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
+/// A scorer for `device` that scores corpora stored with `codec`, plus a notice when it is not
+/// the device asked for (for the CLI to show): `Auto` takes a GPU when one is usable and
+/// [supports](Scorer::supports) the codec, else the CPU. An explicit GPU that does not support
+/// the codec is an error naming the codec.
+pub fn scorer_for(device: Device, codec: CodecKind) -> Result<(Box<dyn Scorer>, Option<String>)> {
     match device {
         Device::Cpu => Ok((Box::new(cpu_scorer()?), None)),
         Device::Reference => Ok((Box::new(ReferenceScorer), None)),
-        Device::Cuda(n) => Ok((gpu_scorer(n)?, None)),
+        Device::Cuda(n) => {
+            let gpu = gpu_scorer(n)?;
+            if gpu.supports(codec) {
+                Ok((gpu, None))
+            } else {
+                Err(Error::DeviceUnavailable(format!(
+                    "{} has no kernels for {codec} corpora yet; use --device cpu (or auto)",
+                    gpu.name()
+                )))
+            }
+        }
         Device::Auto => match gpu_scorer(0) {
-            Ok(s) => Ok((s, None)),
+            Ok(s) if s.supports(codec) => Ok((s, None)),
+            Ok(s) => Ok((
+                Box::new(cpu_scorer()?),
+                Some(format!(
+                    "{} has no kernels for {codec} corpora yet; scoring on the CPU",
+                    s.name()
+                )),
+            )),
             Err(e) => Ok((
                 Box::new(cpu_scorer()?),
                 Some(format!("no usable GPU ({e}); scoring on the CPU")),

@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
-use crate::codec::CompressedCorpus;
-use crate::corpus::Corpus;
+use crate::codec::CodecKind;
+use crate::corpus::{AnyCorpus, CorpusKind};
 use crate::error::Result;
 use crate::matrix::{Elements, Matrix};
 use crate::scorer::{Docs, Scorer};
@@ -42,10 +42,16 @@ impl Scorer for ReferenceScorer {
         "reference-f64".into()
     }
 
+    /// Every codec: a compressed document is decoded, then scored in f64 (the twin of every
+    /// compressed path).
+    fn supports(&self, _codec: CodecKind) -> bool {
+        true
+    }
+
     fn score_into(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> Result<()> {
@@ -54,40 +60,24 @@ impl Scorer for ReferenceScorer {
         if n == 0 {
             return Ok(());
         }
-        out.par_chunks_mut(n)
-            .zip(queries.par_iter())
-            .for_each(|(row, q)| {
-                row.par_iter_mut()
-                    .enumerate()
-                    .for_each(|(i, s)| *s = maxsim_f64(*q, corpus.doc(docs.index(i))) as f32);
-            });
-        Ok(())
-    }
-
-    /// Decode each document, then score it in f64: the twin of every compressed path.
-    fn score_compressed_into(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &CompressedCorpus,
-        docs: Docs<'_>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        self.check_compressed(queries, corpus, &docs, out.len())?;
-        let n = docs.count_of(corpus.len());
-        if n == 0 {
-            return Ok(());
-        }
         let d = corpus.dim();
+        let kind = corpus.kind();
         out.par_chunks_mut(n)
             .zip(queries.par_iter())
             .for_each(|(row, q)| {
                 row.par_iter_mut()
                     .enumerate()
                     .for_each_init(Vec::new, |buf, (i, s)| {
-                        corpus.decode_doc_into(docs.index(i), buf);
-                        let doc =
-                            Matrix::new(Elements::F32(buf), d).expect("decoded rows are whole");
-                        *s = maxsim_f64(*q, doc) as f32;
+                        let j = docs.index(i);
+                        *s = match kind {
+                            CorpusKind::Exact(c) => maxsim_f64(*q, c.doc(j)),
+                            CorpusKind::Compressed(c) => {
+                                c.decode_doc_into(j, buf);
+                                let doc = Matrix::new(Elements::F32(buf), d)
+                                    .expect("decoded rows are whole");
+                                maxsim_f64(*q, doc)
+                            }
+                        } as f32;
                     });
             });
         Ok(())

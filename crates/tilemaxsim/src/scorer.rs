@@ -1,9 +1,11 @@
-//! The one scoring API every backend implements. A backend implements `score_into` (scores of
-//! a batch of queries against a selection of documents); scoring one query, a candidate subset
-//! and top-k are built on it here, once, so every backend behaves the same at the edges.
+//! The one scoring API every backend implements, over a corpus of any codec (`&dyn
+//! AnyCorpus`: an exact corpus or a compressed one). A backend implements `supports` (which
+//! codecs it scores) and `score_into` (scores of a batch of queries against a selection of
+//! documents); scoring one query, a candidate subset and top-k are built on it here, once, so
+//! every backend behaves the same at the edges.
 
-use crate::codec::CompressedCorpus;
-use crate::corpus::Corpus;
+use crate::codec::CodecKind;
+use crate::corpus::AnyCorpus;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
 use crate::topk::{Hit, merge_top_k, top_k_of};
@@ -21,7 +23,7 @@ pub enum Docs<'a> {
 
 impl Docs<'_> {
     /// How many documents are selected, once checked against `corpus`.
-    pub fn count(&self, corpus: &Corpus) -> usize {
+    pub fn count(&self, corpus: &dyn AnyCorpus) -> usize {
         self.count_of(corpus.len())
     }
 
@@ -44,10 +46,6 @@ impl Docs<'_> {
         }
     }
 
-    pub(crate) fn check(&self, corpus: &Corpus) -> Result<()> {
-        self.check_len(corpus.len())
-    }
-
     pub(crate) fn check_len(&self, len: usize) -> Result<()> {
         match self {
             Docs::All => Ok(()),
@@ -68,18 +66,9 @@ impl Docs<'_> {
     }
 }
 
-/// Check queries against a corpus: at least one query, each with at least one token, the
-/// corpus's d, and finite values (queries are small, so this is always on).
-pub fn check_queries(queries: &[Matrix<'_>], corpus: &Corpus) -> Result<()> {
-    check_queries_dim(queries, corpus.dim())
-}
-
-/// [`check_queries`] against a compressed corpus.
-pub fn check_queries_compressed(queries: &[Matrix<'_>], corpus: &CompressedCorpus) -> Result<()> {
-    check_queries_dim(queries, corpus.dim())
-}
-
-fn check_queries_dim(queries: &[Matrix<'_>], dim: usize) -> Result<()> {
+/// Check queries against a corpus of `dim` columns: at least one query, each with at least
+/// one token, that d, and finite values (queries are small, so this is always on).
+pub fn check_queries(queries: &[Matrix<'_>], dim: usize) -> Result<()> {
     if queries.is_empty() {
         return Err(Error::Argument("no queries given".into()));
     }
@@ -147,31 +136,44 @@ pub fn alloc_scores(len: usize) -> Result<Vec<f32>> {
 /// Largest number of scores a top-k pass holds at once (per batch, all queries together).
 const TOP_K_BLOCK_SCORES: usize = 1 << 24;
 
-/// MaxSim scoring: `score(Q, D) = Σ_i max_j ⟨q_i, d_j⟩`, accumulated in f32.
+/// MaxSim scoring: `score(Q, D) = Σ_i max_j ⟨q_i, d_j⟩`, accumulated in f32, over a corpus of
+/// any codec the backend [`supports`](Scorer::supports).
 pub trait Scorer: Send + Sync {
     /// A short name for reports (`cpu-avx512`, `reference-f64`, …).
     fn name(&self) -> String;
+
+    /// Whether this backend scores corpora stored with `codec`. [`crate::scorer_for`] and
+    /// [`crate::searcher_for`] ask it before they hand a backend a corpus.
+    fn supports(&self, codec: CodecKind) -> bool;
 
     /// The backend's one job: `out[q * n + i] = score(queries[q], corpus doc docs.index(i))`,
     /// where `n = docs.count(corpus)`. Implementations call [`Scorer::check`] first.
     fn score_into(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> Result<()>;
 
-    /// Validate the arguments of `score_into`.
+    /// Validate the arguments of `score_into`: a codec this backend scores, the queries, the
+    /// selection and the output's length.
     fn check(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: &Docs<'_>,
         out_len: usize,
     ) -> Result<()> {
-        check_queries(queries, corpus)?;
-        docs.check(corpus)?;
+        let codec = corpus.codec_kind();
+        if !self.supports(codec) {
+            return Err(Error::DeviceUnavailable(format!(
+                "{} does not score {codec} corpora (scorer_for picks a backend that does)",
+                self.name()
+            )));
+        }
+        check_queries(queries, corpus.dim())?;
+        docs.check_len(corpus.len())?;
         let want = queries.len() * docs.count(corpus);
         if out_len != want {
             return Err(Error::Argument(format!(
@@ -182,26 +184,31 @@ pub trait Scorer: Send + Sync {
     }
 
     /// Scores of one query against every document: `N` scores.
-    fn score(&self, query: Matrix<'_>, corpus: &Corpus) -> Result<Vec<f32>> {
+    fn score(&self, query: Matrix<'_>, corpus: &dyn AnyCorpus) -> Result<Vec<f32>> {
         self.score_batch(&[query], corpus)
     }
 
     /// Scores of a batch of queries against every document: `Q × N`, row-major by query.
-    fn score_batch(&self, queries: &[Matrix<'_>], corpus: &Corpus) -> Result<Vec<f32>> {
+    fn score_batch(&self, queries: &[Matrix<'_>], corpus: &dyn AnyCorpus) -> Result<Vec<f32>> {
         let mut out = alloc_scores(queries.len().saturating_mul(corpus.len()))?;
         self.score_into(queries, corpus, Docs::All, &mut out)?;
         Ok(out)
     }
 
     /// Scores of one query against a candidate list of documents, in the list's order.
-    fn score_subset(&self, query: Matrix<'_>, corpus: &Corpus, docs: &[usize]) -> Result<Vec<f32>> {
+    fn score_subset(
+        &self,
+        query: Matrix<'_>,
+        corpus: &dyn AnyCorpus,
+        docs: &[usize],
+    ) -> Result<Vec<f32>> {
         let mut out = alloc_scores(docs.len())?;
         self.score_into(&[query], corpus, Docs::List(docs), &mut out)?;
         Ok(out)
     }
 
     /// The `k` best documents for one query, best first; ties go to the lower doc index.
-    fn top_k(&self, query: Matrix<'_>, corpus: &Corpus, k: usize) -> Result<Vec<Hit>> {
+    fn top_k(&self, query: Matrix<'_>, corpus: &dyn AnyCorpus, k: usize) -> Result<Vec<Hit>> {
         Ok(self
             .top_k_batch(&[query], corpus, k)?
             .pop()
@@ -212,7 +219,7 @@ pub trait Scorer: Send + Sync {
     fn top_k_subset(
         &self,
         query: Matrix<'_>,
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: &[usize],
         k: usize,
     ) -> Result<Vec<Hit>> {
@@ -229,77 +236,18 @@ pub trait Scorer: Send + Sync {
         ))
     }
 
-    /// The `k` best documents for each query. The corpus is scored in blocks, so memory stays
-    /// bounded however large `queries.len() × N` is.
+    /// The `k` best documents for each query (every document when the corpus has fewer). The
+    /// corpus is scored in blocks, so memory stays bounded however large `queries.len() × N`
+    /// is.
     fn top_k_batch(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         k: usize,
     ) -> Result<Vec<Vec<Hit>>> {
-        check_queries(queries, corpus)?;
+        check_queries(queries, corpus.dim())?;
         top_k_blocks(queries.len(), corpus.len(), k, |range, out| {
             self.score_into(queries, corpus, Docs::Range(range), out)
-        })
-    }
-
-    /// Scores of a batch of queries against a selection of a compressed corpus's documents,
-    /// laid out as in [`Scorer::score_into`]. Backends without a compressed path say so.
-    fn score_compressed_into(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &CompressedCorpus,
-        docs: Docs<'_>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        let _ = (queries, docs, out);
-        Err(Error::DeviceUnavailable(format!(
-            "{} cannot score {}-coded corpora yet; use the CPU (--device cpu)",
-            self.name(),
-            corpus.codec().name()
-        )))
-    }
-
-    /// Validate the arguments of `score_compressed_into`.
-    fn check_compressed(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &CompressedCorpus,
-        docs: &Docs<'_>,
-        out_len: usize,
-    ) -> Result<()> {
-        check_queries_compressed(queries, corpus)?;
-        docs.check_len(corpus.len())?;
-        let want = queries.len() * docs.count_of(corpus.len());
-        if out_len != want {
-            return Err(Error::Argument(format!(
-                "output has {out_len} elements, expected {want}"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Scores of a batch of queries against every document of a compressed corpus: `Q × N`.
-    fn score_batch_compressed(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &CompressedCorpus,
-    ) -> Result<Vec<f32>> {
-        let mut out = alloc_scores(queries.len().saturating_mul(corpus.len()))?;
-        self.score_compressed_into(queries, corpus, Docs::All, &mut out)?;
-        Ok(out)
-    }
-
-    /// The `k` best documents of a compressed corpus for each query (as [`Scorer::top_k_batch`]).
-    fn top_k_batch_compressed(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &CompressedCorpus,
-        k: usize,
-    ) -> Result<Vec<Vec<Hit>>> {
-        check_queries_compressed(queries, corpus)?;
-        top_k_blocks(queries.len(), corpus.len(), k, |range, out| {
-            self.score_compressed_into(queries, corpus, Docs::Range(range), out)
         })
     }
 }

@@ -1,35 +1,88 @@
-//! Top-k search over a corpus prepared once. [`Searcher`] is what a search engine calls;
-//! [`ScorerSearch`] runs it on any [`Scorer`] (the CPU engine, the reference), and with the
-//! `cuda` feature `cuda::GpuIndex` keeps the corpus on one or more GPUs (resident or streamed).
-//! [`searcher_for`] picks one for a [`Device`].
+//! Top-k search over a corpus prepared once, of any codec. [`Searcher`] is what a search
+//! engine calls; [`searcher_for`] picks one for a [`Device`] and a corpus: a [`Scorer`] over
+//! the corpus in host memory (the CPU engine, the reference, any codec), or with the `cuda`
+//! feature `cuda::GpuIndex`, which keeps an exact corpus on one or more GPUs (resident or
+//! streamed). Two-stage search is an option of it ([`SearchOptions::rerank`]): the first
+//! stage's top `k'` of each query rescored exactly, keeping the best `k`.
 
-use crate::codec::CompressedCorpus;
-use crate::corpus::Corpus;
+use crate::codec::CodecKind;
+use crate::corpus::{AnyCorpus, Corpus};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
 use crate::scorer::Scorer;
 use crate::topk::{Hit, top_k_of};
-use crate::{Device, ReferenceScorer, cpu_scorer};
+use crate::{Device, scorer_for};
 
 /// The `k` best documents of a fixed corpus for each query, best first, ties to the lower
-/// document index.
+/// document index; every document when the corpus holds fewer than `k` (the rule of the CLI,
+/// the server and Python too). `k = 0` is an error.
 pub trait Searcher: Send + Sync {
     fn name(&self) -> String;
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>>;
 }
 
-/// Search with a [`Scorer`] over a corpus in host memory.
-pub struct ScorerSearch<'c> {
-    pub scorer: Box<dyn Scorer>,
-    pub corpus: &'c Corpus,
+/// Search with a [`Scorer`] over a corpus in host memory (any codec the scorer supports).
+struct ScorerSearch<'c> {
+    scorer: Box<dyn Scorer>,
+    corpus: &'c dyn AnyCorpus,
 }
 
 impl Searcher for ScorerSearch<'_> {
     fn name(&self) -> String {
-        self.scorer.name()
+        match self.corpus.codec_kind() {
+            CodecKind::Exact => self.scorer.name(),
+            codec => format!("{} on {codec} codes", self.scorer.name()),
+        }
     }
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
         self.scorer.top_k_batch(queries, self.corpus, k)
+    }
+}
+
+/// The exact second stage of a search ([`SearchOptions::rerank`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Rerank<'c> {
+    /// The same documents, in the same order, uncompressed.
+    pub exact: &'c Corpus,
+    /// Candidates per query taken from the first stage (`k'`; raised to `k` when below it).
+    pub candidates: usize,
+}
+
+/// A first stage, then its top `k'` rescored exactly.
+struct Reranked<'c> {
+    first: Box<dyn Searcher + 'c>,
+    exact: &'c Corpus,
+    candidates: usize,
+    scorer: Box<dyn Scorer>,
+}
+
+impl Searcher for Reranked<'_> {
+    fn name(&self) -> String {
+        format!(
+            "{}, top-{} reranked exactly by {}",
+            self.first.name(),
+            self.candidates,
+            self.scorer.name()
+        )
+    }
+
+    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let first = self.first.search(queries, self.candidates.max(k))?;
+        queries
+            .iter()
+            .zip(first)
+            .map(|(q, hits)| {
+                let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
+                let scores = self.scorer.score_subset(*q, self.exact, &docs)?;
+                Ok(top_k_of(
+                    scores
+                        .iter()
+                        .zip(&docs)
+                        .map(|(&score, &doc)| Hit { doc, score }),
+                    k,
+                ))
+            })
+            .collect()
     }
 }
 
@@ -59,9 +112,10 @@ impl std::str::FromStr for Residency {
     }
 }
 
-/// GPU search settings (ignored on the CPU).
+/// Search settings: the GPUs and how they hold the corpus (ignored on the CPU), and an
+/// optional exact second stage.
 #[derive(Clone, Debug)]
-pub struct SearchOptions {
+pub struct SearchOptions<'c> {
     /// GPUs to shard the corpus over; empty: the one the [`Device`] names (GPU 0 for `Auto`).
     pub devices: Vec<usize>,
     pub residency: Residency,
@@ -72,48 +126,81 @@ pub struct SearchOptions {
     /// that is off or fails (a map larger than RAM), chunks are staged through pinned buffers
     /// by the host cores, which can be slower than the copy engine.
     pub pin_corpus: bool,
+    /// Rescore each query's top `k'` exactly against this corpus (the same documents: checked).
+    pub rerank: Option<Rerank<'c>>,
 }
 
-impl Default for SearchOptions {
+impl Default for SearchOptions<'_> {
     fn default() -> Self {
         SearchOptions {
             devices: Vec::new(),
             residency: Residency::Auto,
             chunk_bytes: 256 << 20,
             pin_corpus: true,
+            rerank: None,
         }
     }
 }
 
-/// A searcher for `device` over `corpus`, plus a notice when `Auto` fell back to the CPU.
+/// A searcher for `device` over `corpus` (any codec), plus a notice when it is not on the
+/// device asked for (`Auto` without a usable GPU, or a codec the GPU does not score yet). An
+/// explicit GPU that cannot score the corpus's codec is an error. The rerank stage, when
+/// asked for, scores on the same device.
 pub fn searcher_for<'c>(
     device: Device,
-    corpus: &'c Corpus,
-    options: &SearchOptions,
+    corpus: &'c dyn AnyCorpus,
+    options: &SearchOptions<'c>,
 ) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
-    let host = |scorer: Box<dyn Scorer>| -> Box<dyn Searcher + 'c> {
-        Box::new(ScorerSearch { scorer, corpus })
-    };
-    match device {
-        Device::Cpu => Ok((host(Box::new(cpu_scorer()?)), None)),
-        Device::Reference => Ok((host(Box::new(ReferenceScorer)), None)),
-        Device::Cuda(n) => Ok((gpu_searcher(corpus, n, options)?, None)),
-        Device::Auto => match gpu_searcher(corpus, 0, options) {
-            Ok(s) => Ok((s, None)),
-            Err(e @ Error::DeviceUnavailable(_)) => Ok((
-                host(Box::new(cpu_scorer()?)),
-                Some(format!("no usable GPU ({e}); searching on the CPU")),
-            )),
-            Err(e) => Err(e),
+    let codec = corpus.codec_kind();
+    let (first, notice): (Box<dyn Searcher + 'c>, _) = match (device, corpus.as_exact()) {
+        (Device::Cuda(n), Some(exact)) => (gpu_searcher(exact, n, options)?, None),
+        (Device::Auto, Some(exact)) => match gpu_searcher(exact, 0, options) {
+            Ok(s) => (s, None),
+            Err(e @ Error::DeviceUnavailable(_)) => {
+                let scorer = scorer_for(Device::Cpu, codec)?.0;
+                let note = format!("no usable GPU ({e}); searching on the CPU");
+                (Box::new(ScorerSearch { scorer, corpus }), Some(note))
+            }
+            Err(e) => return Err(e),
         },
+        _ => {
+            let (scorer, note) = scorer_for(device, codec)?;
+            (Box::new(ScorerSearch { scorer, corpus }), note)
+        }
+    };
+    let Some(r) = options.rerank else {
+        return Ok((first, notice));
+    };
+    if r.exact.len() != corpus.len() || r.exact.dim() != corpus.dim() {
+        return Err(Error::Argument(format!(
+            "the rerank corpus has {} documents of d = {}, the searched one {} of d = {}; \
+             they must be the same documents",
+            r.exact.len(),
+            r.exact.dim(),
+            corpus.len(),
+            corpus.dim()
+        )));
     }
+    if r.candidates == 0 {
+        return Err(Error::Argument(
+            "rerank candidates k' must be at least 1".into(),
+        ));
+    }
+    let (scorer, second_notice) = scorer_for(device, CodecKind::Exact)?;
+    let searcher = Reranked {
+        first,
+        exact: r.exact,
+        candidates: r.candidates,
+        scorer,
+    };
+    Ok((Box::new(searcher), notice.or(second_notice)))
 }
 
 #[cfg(feature = "cuda")]
 fn gpu_searcher<'c>(
     corpus: &'c Corpus,
     ordinal: usize,
-    options: &SearchOptions,
+    options: &SearchOptions<'_>,
 ) -> Result<Box<dyn Searcher + 'c>> {
     let mut o = options.clone();
     if o.devices.is_empty() {
@@ -126,122 +213,9 @@ fn gpu_searcher<'c>(
 fn gpu_searcher<'c>(
     _corpus: &'c Corpus,
     ordinal: usize,
-    _options: &SearchOptions,
+    _options: &SearchOptions<'_>,
 ) -> Result<Box<dyn Searcher + 'c>> {
     Err(Error::DeviceUnavailable(format!(
         "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"
     )))
-}
-
-/// Search over a compressed corpus, optionally in two stages: the compressed top-`k'` of each
-/// query rescored exactly against the same documents of an exact corpus, keeping the best `k`.
-pub struct CompressedSearch<'c> {
-    scorer: Box<dyn Scorer>,
-    corpus: &'c CompressedCorpus,
-    rerank: Option<Rerank<'c>>,
-}
-
-/// The exact second stage of a [`CompressedSearch`].
-pub struct Rerank<'c> {
-    /// The same documents, in the same order, uncompressed.
-    pub exact: &'c Corpus,
-    /// Candidates per query taken from the compressed stage (`k'`).
-    pub candidates: usize,
-    /// The scorer of the exact stage (any device).
-    pub scorer: Box<dyn Scorer>,
-}
-
-impl<'c> CompressedSearch<'c> {
-    /// Search `corpus` with `scorer`, reranked by `rerank` when given (checked to hold the same
-    /// number of documents with the same d, and `k' ≥ 1`).
-    pub fn new(
-        scorer: Box<dyn Scorer>,
-        corpus: &'c CompressedCorpus,
-        rerank: Option<Rerank<'c>>,
-    ) -> Result<Self> {
-        if let Some(r) = &rerank {
-            if r.exact.len() != corpus.len() || r.exact.dim() != corpus.dim() {
-                return Err(Error::Argument(format!(
-                    "the rerank corpus has {} documents of d = {}, the compressed one {} of d = {}; \
-                     they must be the same documents",
-                    r.exact.len(),
-                    r.exact.dim(),
-                    corpus.len(),
-                    corpus.dim()
-                )));
-            }
-            if r.candidates == 0 {
-                return Err(Error::Argument(
-                    "rerank candidates k' must be at least 1".into(),
-                ));
-            }
-        }
-        Ok(CompressedSearch {
-            scorer,
-            corpus,
-            rerank,
-        })
-    }
-}
-
-impl Searcher for CompressedSearch<'_> {
-    fn name(&self) -> String {
-        match &self.rerank {
-            Some(r) => format!(
-                "{} on {} codes, top-{} reranked exactly by {}",
-                self.scorer.name(),
-                self.corpus.codec().name(),
-                r.candidates,
-                r.scorer.name()
-            ),
-            None => format!(
-                "{} on {} codes",
-                self.scorer.name(),
-                self.corpus.codec().name()
-            ),
-        }
-    }
-
-    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
-        let Some(r) = &self.rerank else {
-            return self.scorer.top_k_batch_compressed(queries, self.corpus, k);
-        };
-        let first =
-            self.scorer
-                .top_k_batch_compressed(queries, self.corpus, r.candidates.max(k))?;
-        queries
-            .iter()
-            .zip(first)
-            .map(|(q, hits)| {
-                let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
-                let scores = r.scorer.score_subset(*q, r.exact, &docs)?;
-                Ok(top_k_of(
-                    scores
-                        .iter()
-                        .zip(&docs)
-                        .map(|(&score, &doc)| Hit { doc, score }),
-                    k,
-                ))
-            })
-            .collect()
-    }
-}
-
-/// The scorer for compressed corpora on `device`, plus a notice when it is not the device
-/// asked for. Compressed corpora are scored on the CPU (decode + SIMD kernel) or by the
-/// reference; the fused GPU kernels are not built yet, so `cuda` is an error and `auto` the CPU.
-pub fn compressed_scorer_for(device: Device) -> Result<(Box<dyn Scorer>, Option<String>)> {
-    match device {
-        Device::Cpu => Ok((Box::new(cpu_scorer()?), None)),
-        Device::Reference => Ok((Box::new(ReferenceScorer), None)),
-        Device::Cuda(n) => Err(Error::DeviceUnavailable(format!(
-            "cuda:{n}: compressed corpora have no GPU scorer yet; use --device cpu"
-        ))),
-        Device::Auto => {
-            let notice = (crate::gpu_count() > 0).then(|| {
-                "compressed corpora are scored on the CPU (no GPU kernel yet)".to_string()
-            });
-            Ok((Box::new(cpu_scorer()?), notice))
-        }
-    }
 }

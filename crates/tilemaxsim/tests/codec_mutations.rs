@@ -56,7 +56,7 @@ fn exercise(c: &CompressedCorpus) {
     let q = vec![0.5f32; 2 * c.dim()];
     let q = Matrix::new(&q[..], c.dim()).expect("whole rows");
     let scores = CpuScorer::new()
-        .score_batch_compressed(&[q], c)
+        .score_batch(&[q], c)
         .expect("a valid corpus scores");
     assert_eq!(scores.len(), c.len());
 }

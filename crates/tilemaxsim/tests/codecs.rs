@@ -57,8 +57,7 @@ fn check_scores(label: &str, c: &CompressedCorpus, queries: &[Matrix<'_>]) {
     let n = c.len();
     let cpu = CpuScorer::new();
     let mut out = vec![f32::NAN; queries.len() * n];
-    cpu.score_compressed_into(queries, c, Docs::All, &mut out)
-        .unwrap();
+    cpu.score_into(queries, c, Docs::All, &mut out).unwrap();
     let all: Vec<usize> = (0..n).collect();
     for (q, query) in queries.iter().enumerate() {
         assert_close(label, *query, &decoded, &all, &out[q * n..(q + 1) * n]);
@@ -72,16 +71,16 @@ fn check_scores(label: &str, c: &CompressedCorpus, queries: &[Matrix<'_>]) {
     );
     let list: Vec<usize> = (0..n).rev().step_by(2).chain([0, 0]).collect();
     let mut sub = vec![f32::NAN; list.len()];
-    cpu.score_compressed_into(&queries[..1], c, Docs::List(&list), &mut sub)
+    cpu.score_into(&queries[..1], c, Docs::List(&list), &mut sub)
         .unwrap();
     assert_close(label, queries[0], &decoded, &list, &sub);
-    let reference = ReferenceScorer.score_batch_compressed(queries, c).unwrap();
+    let reference = ReferenceScorer.score_batch(queries, c).unwrap();
     assert_eq!(
         reference,
         ReferenceScorer.score_batch(queries, &decoded).unwrap()
     );
     let k = 3.min(n);
-    let hits = cpu.top_k_batch_compressed(queries, c, k).unwrap();
+    let hits = cpu.top_k_batch(queries, c, k).unwrap();
     assert_eq!(
         hits,
         cpu.top_k_batch(queries, &decoded, k).unwrap(),
@@ -351,6 +350,6 @@ fn bad_inputs_are_errors() {
     .unwrap();
     let q = [1.0f32; 6];
     let q = Matrix::new(&q[..], 3).unwrap();
-    assert!(CpuScorer::new().score_batch_compressed(&[q], &c).is_err());
-    assert!(CpuScorer::new().score_batch_compressed(&[], &c).is_err());
+    assert!(CpuScorer::new().score_batch(&[q], &c).is_err());
+    assert!(CpuScorer::new().score_batch(&[], &c).is_err());
 }

@@ -934,6 +934,7 @@ fn gpu_index_resident_streamed_and_sharded_agree() {
                 residency,
                 chunk_bytes: 1000 * row,
                 pin_corpus,
+                rerank: None,
             };
             let index = GpuIndex::new(&corpus, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
             let streamed = index.shards().iter().filter(|s| s.2).count();

@@ -583,10 +583,13 @@ impl Scorer for Recording {
     fn name(&self) -> String {
         "recording".into()
     }
+    fn supports(&self, codec: tilemaxsim::CodecKind) -> bool {
+        codec == tilemaxsim::CodecKind::Exact
+    }
     fn score_into(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn tilemaxsim::AnyCorpus,
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> tilemaxsim::Result<()> {

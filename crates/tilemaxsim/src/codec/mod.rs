@@ -43,6 +43,37 @@ pub enum Codec {
     Fp8,
 }
 
+/// Which codec a corpus is stored with, without its parameters: what a backend is asked
+/// whether it scores ([`crate::Scorer::supports`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CodecKind {
+    /// Token matrices (f32, f16, bf16): [`crate::Corpus`].
+    Exact,
+    Residual,
+    Pq,
+    Int8,
+    Fp8,
+}
+
+impl CodecKind {
+    /// `exact`, `residual`, `pq`, `int8` or `fp8`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CodecKind::Exact => "exact",
+            CodecKind::Residual => "residual",
+            CodecKind::Pq => "pq",
+            CodecKind::Int8 => "int8",
+            CodecKind::Fp8 => "fp8",
+        }
+    }
+}
+
+impl std::fmt::Display for CodecKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What to compress with, and how to train it.
 #[derive(Clone, Copy, Debug)]
 pub enum CodecSpec {
@@ -53,14 +84,19 @@ pub enum CodecSpec {
 }
 
 impl Codec {
+    /// Which codec this is.
+    pub fn kind(&self) -> CodecKind {
+        match self {
+            Codec::Residual(_) => CodecKind::Residual,
+            Codec::Pq(_) => CodecKind::Pq,
+            Codec::Int8 => CodecKind::Int8,
+            Codec::Fp8 => CodecKind::Fp8,
+        }
+    }
+
     /// `residual`, `pq`, `int8` or `fp8`.
     pub fn name(&self) -> &'static str {
-        match self {
-            Codec::Residual(_) => "residual",
-            Codec::Pq(_) => "pq",
-            Codec::Int8 => "int8",
-            Codec::Fp8 => "fp8",
-        }
+        self.kind().name()
     }
 
     /// Bytes of `codes` per token.

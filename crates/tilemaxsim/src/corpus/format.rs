@@ -83,6 +83,11 @@ impl OpenOptions {
         self.check_finite
     }
 
+    /// The documents asked for, if only a shard is opened.
+    pub(crate) fn shard(&self) -> Option<(usize, usize)> {
+        self.documents
+    }
+
     /// Open a corpus file with these options, memory-mapped.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Corpus> {
         let path = path.as_ref();

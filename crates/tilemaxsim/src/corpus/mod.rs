@@ -8,9 +8,11 @@
 //! Values are checked for NaN and infinities when a corpus file is opened (see [`OpenOptions`]):
 //! a NaN token would otherwise drop out of its document's max without a trace.
 
+mod any;
 pub(crate) mod format;
 pub mod import;
 
+pub use any::{AnyCorpus, CorpusKind, open};
 pub use format::OpenOptions;
 
 use std::path::Path;

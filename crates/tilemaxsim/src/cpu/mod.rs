@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::corpus::Corpus;
+use crate::codec::CodecKind;
+use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::{Elements, Matrix};
 use crate::scorer::{Docs, Scorer, alloc_scores};
@@ -329,26 +330,23 @@ impl Scorer for CpuScorer {
         format!("cpu-{}", self.isa)
     }
 
+    /// Every codec: compressed documents are decoded into the SIMD kernel (`compressed.rs`).
+    fn supports(&self, _codec: CodecKind) -> bool {
+        true
+    }
+
     fn score_into(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> Result<()> {
         self.check(queries, corpus, &docs, out.len())?;
-        self.run(queries, corpus, docs, out)
-    }
-
-    fn score_compressed_into(
-        &self,
-        queries: &[Matrix<'_>],
-        corpus: &crate::codec::CompressedCorpus,
-        docs: Docs<'_>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        self.check_compressed(queries, corpus, &docs, out.len())?;
-        self.run_compressed(queries, corpus, docs, out)
+        match corpus.kind() {
+            CorpusKind::Exact(c) => self.run(queries, c, docs, out),
+            CorpusKind::Compressed(c) => self.run_compressed(queries, c, docs, out),
+        }
     }
 }
 

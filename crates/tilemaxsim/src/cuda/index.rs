@@ -210,7 +210,7 @@ impl Searcher for GpuIndex<'_> {
         if k == 0 {
             return Err(Error::Argument("k must be at least 1".into()));
         }
-        check_queries(queries, self.corpus)?;
+        check_queries(queries, self.corpus.dim())?;
         let pinned = self.pinned.is_some();
         let per_shard: Vec<Vec<Vec<Hit>>> = if self.shards.len() == 1 {
             vec![self.shards[0].search(self.corpus, queries, k, pinned)?]

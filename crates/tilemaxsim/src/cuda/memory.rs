@@ -257,7 +257,7 @@ impl CudaScorer {
         corpus: &Corpus,
         docs: std::ops::Range<usize>,
     ) -> Result<DeviceCorpus> {
-        Docs::Range(docs.clone()).check(corpus)?;
+        Docs::Range(docs.clone()).check_len(corpus.len())?;
         let offsets = corpus.offsets();
         let row = corpus.dim() * corpus.dtype().size();
         let (first, last) = (offsets[docs.start], offsets[docs.end]);

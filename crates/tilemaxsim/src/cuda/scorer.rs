@@ -12,7 +12,8 @@ use super::launch::Occupancy;
 use super::memory::{DeviceCorpus, DeviceQueries};
 use super::plan::*;
 use super::topk::TopKBuffers;
-use crate::corpus::Corpus;
+use crate::codec::CodecKind;
+use crate::corpus::{AnyCorpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
 use crate::scorer::{Docs, Scorer};
@@ -170,14 +171,22 @@ impl Scorer for CudaScorer {
         )
     }
 
+    /// Exact corpora (the fused compressed kernels are not built yet).
+    fn supports(&self, codec: CodecKind) -> bool {
+        codec == CodecKind::Exact
+    }
+
     fn score_into(
         &self,
         queries: &[Matrix<'_>],
-        corpus: &Corpus,
+        corpus: &dyn AnyCorpus,
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> Result<()> {
         self.check(queries, corpus, &docs, out.len())?;
+        let CorpusKind::Exact(corpus) = corpus.kind() else {
+            unreachable!("check() admits only the codecs supports() names: exact");
+        };
         let n = docs.count(corpus);
         if n == 0 {
             return Ok(());

@@ -14,6 +14,7 @@ mod cases;
 mod gpu;
 mod report;
 mod roofline;
+pub mod search;
 
 pub use cases::BenchArgs;
 use cases::{Case, case_name, cases};

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::corpus_args::CorpusArgs;
+use crate::args::CorpusArgs;
 use metrics::Metrics;
 use queue::{BatchLimits, Queue};
 use router::{AppState, RequestLimits};
@@ -69,6 +69,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
         tilemaxsim::cuda::check_available(n)?;
     }
     let corpus = a.corpus.open()?;
+    if let tilemaxsim::Device::Cuda(_) = device {
+        // A GPU that cannot score this codec: refused now, not after listening.
+        tilemaxsim::scorer_for(device, corpus.corpus.codec_kind())?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -76,7 +80,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
     runtime.block_on(serve(a, corpus))
 }
 
-async fn serve(a: ServeArgs, corpus: tilemaxsim::Corpus) -> Result<()> {
+async fn serve(a: ServeArgs, corpus: crate::args::Opened) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(a.addr)
         .await
         .with_context(|| format!("cannot listen on {}", a.addr))?;

@@ -7,12 +7,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Result;
-use tilemaxsim::{Corpus, Matrix};
+use tilemaxsim::Matrix;
 
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Answer, Queue};
-use crate::corpus_args::CorpusArgs;
+use crate::args::{CorpusArgs, Opened};
 
 /// What `/v1/info` reports and requests are checked against, known once the corpus is loaded.
 pub struct Loaded {
@@ -34,18 +34,21 @@ impl Loaded {
     }
 }
 
-/// Prepare the search of `corpus` (opened and checked before the server listened), announce
-/// readiness through `ready`, then serve batches until the queue is closed and empty. An error
-/// here (the GPU runs out of memory) ends the server.
+/// Prepare the search of `opened` (opened and checked before the server listened: exact or
+/// compressed, with its second stage), announce readiness through `ready`, then serve batches
+/// until the queue is closed and empty. An error here (the GPU runs out of memory) ends the
+/// server.
 pub fn run(
     args: &CorpusArgs,
-    corpus: Corpus,
+    opened: Opened,
     queue: &Queue,
     metrics: &Metrics,
     ready: &OnceLock<Loaded>,
 ) -> Result<()> {
     let (device, options) = args.search_setup()?;
-    let (searcher, notice) = tilemaxsim::searcher_for(device, &corpus, &options)?;
+    let options = args.with_rerank(options, &opened, None);
+    let corpus = opened.corpus.as_ref();
+    let (searcher, notice) = tilemaxsim::searcher_for(device, corpus, &options)?;
     for n in notice.into_iter().chain(args.cpu_notice(&searcher.name())) {
         eprintln!("notice: {n}");
     }
@@ -62,7 +65,7 @@ pub fn run(
         dim: corpus.dim(),
         documents: corpus.len(),
         tokens: corpus.num_tokens(),
-        dtype: corpus.dtype().to_string(),
+        dtype: corpus.storage_name(),
         engine: searcher.name(),
         devices,
         doc_ids: corpus.doc_ids().map(Arc::from),

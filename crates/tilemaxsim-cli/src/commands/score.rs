@@ -1,12 +1,12 @@
 //! `tilemaxsim score`: every query against every document (or a candidate list); writes the
-//! `Q × N` scores as `.npy` or as `qid docid score` lines. A compressed corpus is scored on its
-//! codes.
+//! `Q × N` scores as `.npy` or as `qid docid score` lines. The corpus may be exact or compressed
+//! (scored on its codes); the scorer is the device's for its codec (`tilemaxsim::scorer_for`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use tilemaxsim::{CompressedCorpus, Corpus, Device, Docs, Matrix, Scorer};
+use tilemaxsim::{AnyCorpus, Device, Docs};
 
 use crate::load;
 
@@ -35,57 +35,9 @@ pub struct ScoreArgs {
     device: Device,
 }
 
-/// The documents scored: exact, or codes.
-enum Target {
-    Exact(Corpus),
-    Compressed(CompressedCorpus),
-}
-
-impl Target {
-    fn len(&self) -> usize {
-        match self {
-            Target::Exact(c) => c.len(),
-            Target::Compressed(c) => c.len(),
-        }
-    }
-    fn doc_ids(&self) -> Option<&[String]> {
-        match self {
-            Target::Exact(c) => c.doc_ids(),
-            Target::Compressed(c) => c.doc_ids(),
-        }
-    }
-    fn score_into(
-        &self,
-        s: &dyn Scorer,
-        q: &[Matrix<'_>],
-        docs: Docs<'_>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        match self {
-            Target::Exact(c) => s.score_into(q, c, docs, out)?,
-            Target::Compressed(c) => s.score_compressed_into(q, c, docs, out)?,
-        }
-        Ok(())
-    }
-}
-
 pub fn run(a: ScoreArgs) -> Result<()> {
-    let (corpus, (scorer, notice)) = if tilemaxsim::codec::is_compressed_file(&a.corpus) {
-        let mut c =
-            CompressedCorpus::open(&a.corpus).context("cannot open the compressed corpus")?;
-        if let Some(p) = &a.doc_ids {
-            c = c
-                .with_doc_ids(tilemaxsim::corpus::import::read_ids(p)?)
-                .with_context(|| format!("ids from {}", p.display()))?;
-        }
-        (
-            Target::Compressed(c),
-            tilemaxsim::compressed_scorer_for(a.device)?,
-        )
-    } else {
-        let c = load::corpus(&a.corpus, a.doc_ids.as_ref(), a.check)?;
-        (Target::Exact(c), tilemaxsim::scorer_for(a.device)?)
-    };
+    let corpus = load::any(&a.corpus, a.doc_ids.as_ref(), a.check)?;
+    let (scorer, notice) = tilemaxsim::scorer_for(a.device, corpus.codec_kind())?;
     if let Some(n) = notice {
         eprintln!("notice: {n}");
     }
@@ -94,7 +46,7 @@ pub fn run(a: ScoreArgs) -> Result<()> {
     let candidates: Option<Vec<usize>> = match &a.candidates {
         None => None,
         Some(p) => Some(resolve_candidates(
-            &corpus,
+            corpus.as_ref(),
             &tilemaxsim::corpus::import::read_ids(p)?,
         )?),
     };
@@ -114,7 +66,7 @@ pub fn run(a: ScoreArgs) -> Result<()> {
             None => Docs::Range(start..end),
         };
         let out = &mut part[..queries.len() * (end - start)];
-        corpus.score_into(scorer.as_ref(), &queries, docs, out)?;
+        scorer.score_into(&queries, corpus.as_ref(), docs, out)?;
         for (q, row) in out.chunks_exact(end - start).enumerate() {
             scores[q * n + start..q * n + end].copy_from_slice(row);
         }
@@ -170,7 +122,7 @@ fn write_lines(
 }
 
 /// Candidate ids (or indices, for a corpus without ids) to corpus indices.
-fn resolve_candidates(corpus: &Target, ids: &[String]) -> Result<Vec<usize>> {
+fn resolve_candidates(corpus: &dyn AnyCorpus, ids: &[String]) -> Result<Vec<usize>> {
     let lookup: Option<std::collections::HashMap<&str, usize>> = corpus
         .doc_ids()
         .map(|v| v.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect());

@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use super::report::Report;
 
 /// DejaVu Sans Mono (assets/DejaVu-LICENSE.txt): embedded so the picture needs no system fonts.
-static FONT: &[u8] = include_bytes!("../../assets/DejaVuSansMono.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSansMono.ttf");
 const FAMILY: &str = "sans-serif";
 
 fn font_ready() -> Result<()> {
