@@ -28,9 +28,9 @@ use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
 use crate::corpus::format::{
-    DOC_IDS, OFFSETS, map_file, parse, parse_ids, read_ints, to_offsets, write_atomically,
+    DOC_IDS, Layout, OFFSETS, map_file, parse, read_layout, write_atomically,
 };
-use crate::corpus::{FiniteCheck, OpenOptions, check_ids};
+use crate::corpus::{FiniteCheck, OpenOptions};
 use crate::error::{Error, Result};
 
 const FORMAT: (&str, &str) = ("format", "tilemaxsim.compressed");
@@ -158,9 +158,11 @@ fn words(map: &Arc<memmap2::Mmap>, data: &[u8]) -> Words {
 fn open_structure(path: &Path) -> Result<CompressedCorpus> {
     let map = Arc::new(map_file(path)?);
     let st = parse(path, &map)?;
-    let (_, header) = SafeTensors::read_metadata(&map)
-        .map_err(|e| Error::format(path, format!("not a valid safetensors file ({e})")))?;
-    let meta = header.metadata().clone().unwrap_or_default();
+    let Layout {
+        offsets,
+        doc_ids,
+        meta,
+    } = read_layout(path, &map)?;
     if meta.get(FORMAT.0).map(String::as_str) != Some(FORMAT.1) {
         return Err(Error::format(
             path,
@@ -185,16 +187,6 @@ fn open_structure(path: &Path) -> Result<CompressedCorpus> {
     if dim == 0 {
         return Err(Error::format(path, "metadata `dim` is 0"));
     }
-    let off = st
-        .tensor(OFFSETS)
-        .map_err(|_| Error::format(path, "tensor `offsets` [N+1] is missing"))?;
-    if off.shape().len() != 1 {
-        return Err(Error::format(
-            path,
-            format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
-        ));
-    }
-    let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
     let t = *offsets.last().unwrap_or(&0);
     let codes_t = tensor(path, &st, "codes", &codec_name)?;
     let codes_bytes = |data: &[u8]| Bytes::Mapped {
@@ -295,11 +287,7 @@ fn open_structure(path: &Path) -> Result<CompressedCorpus> {
     };
     let mut c = CompressedCorpus::from_parts(codec, dim, offsets, codes, aux)
         .map_err(|e| Error::format(path, e.to_string()))?;
-    if let Ok(ids) = st.tensor(DOC_IDS) {
-        let ids = parse_ids(path, ids.data())?;
-        check_ids(&ids, c.len()).map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
-        c.doc_ids = Some(ids);
-    }
+    c.doc_ids = doc_ids;
     if let Some(v) = meta.get(RERANK_K) {
         match v.parse::<usize>() {
             Ok(k) if k > 0 => c.rerank_k = Some(k),

@@ -204,9 +204,51 @@ impl Corpus {
     }
 }
 
+/// What every corpus file holds besides its tokens or codes, read and checked the same way for
+/// both formats (the exact reader below, the compressed one in `codec/format.rs`): the `N + 1`
+/// offsets (1-D, non-negative), the ids (UTF-8, one per document) and the metadata.
+pub(crate) struct Layout {
+    pub offsets: Vec<usize>,
+    pub doc_ids: Option<Vec<String>>,
+    pub meta: HashMap<String, String>,
+}
+
+/// The [`Layout`] of the file mapped at `map`; the caller checks the offsets against its own
+/// rows.
+pub(crate) fn read_layout(path: &Path, map: &[u8]) -> Result<Layout> {
+    let st = parse(path, map)?;
+    let off = st
+        .tensor(OFFSETS)
+        .map_err(|_| Error::format(path, "tensor `offsets` [N+1] is missing"))?;
+    if off.shape().len() != 1 {
+        return Err(Error::format(
+            path,
+            format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
+        ));
+    }
+    let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
+    let doc_ids = match st.tensor(DOC_IDS) {
+        Ok(t) => {
+            let ids = parse_ids(path, t.data())?;
+            check_ids(&ids, offsets.len().saturating_sub(1))
+                .map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
+            Some(ids)
+        }
+        Err(_) => None,
+    };
+    // The header again, for its metadata (SafeTensors keeps it private); already validated.
+    let (_, header) = SafeTensors::read_metadata(map)
+        .map_err(|e| Error::format(path, format!("not a valid safetensors file ({e})")))?;
+    Ok(Layout {
+        offsets,
+        doc_ids,
+        meta: header.metadata().clone().unwrap_or_default(),
+    })
+}
+
 /// Open a corpus file, checking everything but the values.
 fn open_structure(path: &Path) -> Result<Corpus> {
-    let map = map_file(path)?;
+    let map = Arc::new(map_file(path)?);
     let st = parse(path, &map)?;
     let names = st.names();
     if st.tensor(EMBEDDINGS).is_err() || st.tensor(OFFSETS).is_err() {
@@ -244,42 +286,21 @@ fn open_structure(path: &Path) -> Result<Corpus> {
     if dim == 0 {
         return Err(Error::format(path, "`embeddings` has d = 0"));
     }
-    let off = st
-        .tensor(OFFSETS)
-        .map_err(|e| Error::format(path, e.to_string()))?;
-    if off.shape().len() != 1 {
-        return Err(Error::format(
-            path,
-            format!("`offsets` must be 1-D [N+1], has shape {:?}", off.shape()),
-        ));
-    }
-    let offsets = to_offsets(path, OFFSETS, read_ints(path, OFFSETS, &off)?)?;
+    let Layout {
+        offsets,
+        doc_ids,
+        meta,
+    } = read_layout(path, &map)?;
     check_offsets(&offsets, rows).map_err(|e| Error::format(path, e.to_string()))?;
-
-    let doc_ids = match st.tensor(DOC_IDS) {
-        Ok(t) => {
-            let ids = parse_ids(path, t.data())?;
-            check_ids(&ids, offsets.len() - 1)
-                .map_err(|e| Error::format(path, format!("`doc_ids`: {e}")))?;
-            Some(ids)
-        }
-        Err(_) => None,
-    };
-
-    // The header again, for its metadata (SafeTensors keeps it private); already validated.
-    let (_, header) = SafeTensors::read_metadata(&map)
-        .map_err(|e| Error::format(path, format!("not a valid safetensors file ({e})")))?;
-    let recorded = header.metadata().as_ref().is_some_and(|m| {
-        [FORMAT, VERSION, VALUES_FINITE]
-            .iter()
-            .all(|(k, v)| m.get(*k).map(String::as_str) == Some(*v))
-    });
+    let recorded = [FORMAT, VERSION, VALUES_FINITE]
+        .iter()
+        .all(|(k, v)| meta.get(*k).map(String::as_str) == Some(*v));
     let data = emb.data();
     let start = data.as_ptr() as usize - map.as_ptr() as usize;
     let aligned = (data.as_ptr() as usize).is_multiple_of(dtype.size());
     let storage = if aligned {
         Storage::Mapped {
-            map: Arc::new(map),
+            map: Arc::clone(&map),
             start,
             len: rows * dim,
             dtype,
