@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 use rayon::prelude::*;
 
-use super::{CudaScorer, DeviceCorpus, TopKBuffers, drv, grow, hits_from};
+use super::device::drv;
+use super::memory::{DeviceCorpus, grow};
+use super::scorer::CudaScorer;
+use super::topk::{TopKBuffers, hits_from};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -151,7 +154,7 @@ impl<'c> GpuIndex<'c> {
             .find(|s| s.resident.is_none() && !s.docs.is_empty())
         {
             Some(s) if options.pin_corpus => {
-                PinnedInPlace::new(&s.scorer.ctx, corpus.tokens().elements().as_bytes())
+                PinnedInPlace::new(&s.scorer.gpu().ctx, corpus.tokens().elements().as_bytes())
             }
             _ => None,
         };
@@ -277,7 +280,11 @@ impl Shard {
         let offsets = corpus.offsets();
         let bytes = (offsets[docs.end] - offsets[docs.start]) * row;
         let fits = || -> Result<bool> {
-            let (free, _) = scorer.ctx.mem_get_info().map_err(drv("memory info"))?;
+            let (free, _) = scorer
+                .gpu()
+                .ctx
+                .mem_get_info()
+                .map_err(drv("memory info"))?;
             Ok(
                 bytes + docs.len() * 8 + SCORES_PER_PASS.min(docs.len() * 64) * 4 + HEADROOM
                     <= free,
@@ -361,9 +368,7 @@ impl Shard {
         k: usize,
     ) -> Result<()> {
         let stride = nq * k.min(chunks.iter().map(|c| c.len()).max().unwrap_or(1));
-        let stream = self.scorer.stream();
-        let index = grow(stream, &mut hits.index, chunks.len() * stride)?;
-        let score = grow(stream, &mut hits.score, chunks.len() * stride)?;
+        let (index, score) = hits.reserve(self.scorer.stream(), chunks.len() * stride)?;
         let (n, kc) = (chunks[i].len(), k.min(chunks[i].len()));
         let at = i * stride..i * stride + nq * kc;
         self.scorer.top_k_enqueue(
@@ -385,19 +390,7 @@ impl Shard {
         k: usize,
     ) -> Result<Vec<Vec<Hit>>> {
         let stride = nq * k.min(chunks.iter().map(|c| c.len()).max().unwrap_or(1));
-        let (Some(index), Some(score)) = (&hits.index, &hits.score) else {
-            return Err(Error::DeviceUnavailable("top-k buffers missing".into()));
-        };
-        let stream = self.scorer.stream();
-        let total = chunks.len() * stride;
-        let mut ix = vec![0i32; total];
-        let mut sc = vec![0f32; total];
-        stream
-            .memcpy_dtoh(&index.slice(..total), &mut ix)
-            .map_err(drv("top-k download"))?;
-        stream
-            .memcpy_dtoh(&score.slice(..total), &mut sc)
-            .map_err(drv("top-k download"))?;
+        let (ix, sc) = hits.download(self.scorer.stream(), chunks.len() * stride)?;
         self.scorer.synchronize()?;
         let mut best = vec![Vec::new(); nq];
         for (i, chunk) in chunks.iter().enumerate() {
@@ -469,38 +462,21 @@ impl Staging {
             .max()
             .unwrap_or(row)
             .max(1);
-        let copy = scorer.ctx.new_stream().map_err(drv("copy stream"))?;
-        let split_ok = super::split_ok(corpus, 0..offsets[corpus.len()]);
-        let lengths = super::DocLengths::of(offsets);
+        let copy = scorer.gpu().ctx.new_stream().map_err(drv("copy stream"))?;
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
             let staged = if pinned { 1 } else { max_bytes };
-            let tokens = unsafe { scorer.ctx.alloc_pinned::<u8>(staged) }
+            let tokens = unsafe { scorer.gpu().ctx.alloc_pinned::<u8>(staged) }
                 .map_err(drv("pinned staging buffer"))?;
-            let offsets = unsafe { scorer.ctx.alloc_pinned::<i64>(max_docs + 1) }
+            let offsets = unsafe { scorer.gpu().ctx.alloc_pinned::<i64>(max_docs + 1) }
                 .map_err(drv("pinned staging buffer"))?;
-            let device = DeviceCorpus {
-                // SAFETY: each chunk's bytes are copied in before it is scored.
-                tokens: super::Mem::owned(
-                    unsafe { scorer.stream.alloc::<u8>(max_bytes) }.map_err(drv("chunk buffer"))?,
-                ),
-                offsets: super::Mem::owned(
-                    unsafe { scorer.stream.alloc::<i64>(max_docs + 1) }
-                        .map_err(drv("chunk buffer"))?,
-                ),
-                dtype: corpus.dtype(),
-                dim: corpus.dim(),
-                len: 0,
-                bytes: 0,
-                split_ok,
-                lengths,
-            };
+            let device = DeviceCorpus::chunk_room(scorer.stream(), corpus, max_docs, max_bytes)?;
             Ok(Slot {
                 tokens,
                 offsets,
                 device,
-                copied: scorer.ctx.new_event(None).map_err(drv("event"))?,
-                scored: scorer.ctx.new_event(None).map_err(drv("event"))?,
+                copied: scorer.gpu().ctx.new_event(None).map_err(drv("event"))?,
+                scored: scorer.gpu().ctx.new_event(None).map_err(drv("event"))?,
             })
         };
         let slots = [slot()?, slot()?];
@@ -540,8 +516,7 @@ impl Slot {
         for (d, &o) in off.iter_mut().zip(&offsets[docs.start..=docs.end]) {
             *d = (o - first) as i64;
         }
-        self.device.len = docs.len();
-        self.device.bytes = src.len();
+        self.device.hold(docs.len(), src.len());
         copy.wait(&self.scored).map_err(drv("stream wait"))?;
         let (dt, _g1) = self.device.tokens.device_ptr(copy);
         let (dof, _g2) = self.device.offsets.device_ptr(copy);

@@ -2,13 +2,13 @@
 //! ([`DeviceCorpus`], [`DeviceQueries`] with their 32-row blocks for the tensor cores), their
 //! uploads and downloads, and the f32 split (an f32 as f16 high and low parts) `maxsim_ring` scores.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 
 use super::device::drv;
 use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance};
-use super::scorer::CudaScorer;
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
@@ -245,18 +245,13 @@ impl DeviceQueries {
     }
 }
 
-impl CudaScorer {
-    /// Copy a corpus to the GPU.
-    pub fn upload(&self, corpus: &Corpus) -> Result<DeviceCorpus> {
-        self.upload_range(corpus, 0..corpus.len())
-    }
-
+impl DeviceCorpus {
     /// Copy documents `docs` of a corpus to the GPU (as a corpus of `docs.len()` documents).
-    pub fn upload_range(
-        &self,
+    pub(super) fn upload(
+        stream: &Arc<CudaStream>,
         corpus: &Corpus,
-        docs: std::ops::Range<usize>,
-    ) -> Result<DeviceCorpus> {
+        docs: Range<usize>,
+    ) -> Result<Self> {
         Docs::Range(docs.clone()).check_len(corpus.len())?;
         let offsets = corpus.offsets();
         let row = corpus.dim() * corpus.dtype().size();
@@ -269,12 +264,8 @@ impl CudaScorer {
             .map(|&o| (o - first) as i64)
             .collect();
         Ok(DeviceCorpus {
-            tokens: Mem::owned(
-                self.stream
-                    .clone_htod(bytes)
-                    .map_err(drv("corpus upload"))?,
-            ),
-            offsets: Mem::owned(self.stream.clone_htod(&rel).map_err(drv("corpus upload"))?),
+            tokens: Mem::owned(stream.clone_htod(bytes).map_err(drv("corpus upload"))?),
+            offsets: Mem::owned(stream.clone_htod(&rel).map_err(drv("corpus upload"))?),
             dtype: corpus.dtype(),
             dim: corpus.dim(),
             len: docs.len(),
@@ -284,8 +275,48 @@ impl CudaScorer {
         })
     }
 
-    /// Copy queries to the GPU (as f32). Checks them like every scorer does.
-    pub fn upload_queries(&self, queries: &[Matrix<'_>], dim: usize) -> Result<DeviceQueries> {
+    /// Room for a streamed chunk of `corpus`: up to `max_docs` documents in `max_bytes` bytes
+    /// of tokens, holding no document until a chunk is copied in ([`DeviceCorpus::hold`]).
+    /// What the kernel choice needs of the lengths is taken from the whole corpus.
+    pub(super) fn chunk_room(
+        stream: &Arc<CudaStream>,
+        corpus: &Corpus,
+        max_docs: usize,
+        max_bytes: usize,
+    ) -> Result<Self> {
+        let offsets = corpus.offsets();
+        Ok(DeviceCorpus {
+            // SAFETY: each chunk's bytes are copied in before it is scored.
+            tokens: Mem::owned(
+                unsafe { stream.alloc::<u8>(max_bytes) }.map_err(drv("chunk buffer"))?,
+            ),
+            offsets: Mem::owned(
+                unsafe { stream.alloc::<i64>(max_docs + 1) }.map_err(drv("chunk buffer"))?,
+            ),
+            dtype: corpus.dtype(),
+            dim: corpus.dim(),
+            len: 0,
+            bytes: 0,
+            split_ok: split_ok(corpus, 0..offsets[corpus.len()]),
+            lengths: DocLengths::of(offsets),
+        })
+    }
+
+    /// Mark the chunk copied into this room: `docs` documents, `bytes` bytes of tokens.
+    pub(super) fn hold(&mut self, docs: usize, bytes: usize) {
+        self.len = docs;
+        self.bytes = bytes;
+    }
+}
+
+impl DeviceQueries {
+    /// Copy queries to the GPU (as f32, and in 32-row blocks where the tensor cores take them).
+    /// Checks them like every scorer does.
+    pub(super) fn upload(
+        stream: &Arc<CudaStream>,
+        queries: &[Matrix<'_>],
+        dim: usize,
+    ) -> Result<Self> {
         let mut tokens = Vec::new();
         let mut offsets = vec![0i64];
         for (i, q) in queries.iter().enumerate() {
@@ -303,58 +334,45 @@ impl CudaScorer {
             tokens.extend(q.to_f32_vec());
             offsets.push((tokens.len() / dim) as i64);
         }
+        let up = |what| drv(what);
         let mma = match query_blocks(queries, dim) {
             Some(b) => Some(DeviceBlocks {
                 dtype: b.dtype,
                 blocks: b.rows.len(),
-                tokens: self
-                    .stream
-                    .clone_htod(&b.tokens)
-                    .map_err(drv("query upload"))?,
-                rows: Mem::owned(
-                    self.stream
-                        .clone_htod(&b.rows)
-                        .map_err(drv("query upload"))?,
-                ),
-                start: Mem::owned(
-                    self.stream
-                        .clone_htod(&b.start)
-                        .map_err(drv("query upload"))?,
-                ),
+                tokens: stream.clone_htod(&b.tokens).map_err(up("query upload"))?,
+                rows: Mem::owned(stream.clone_htod(&b.rows).map_err(up("query upload"))?),
+                start: Mem::owned(stream.clone_htod(&b.start).map_err(up("query upload"))?),
             }),
             None => None,
         };
         Ok(DeviceQueries {
             mma,
             _meta: None,
-            tokens: self
-                .stream
-                .clone_htod(&tokens)
-                .map_err(drv("query upload"))?,
-            offsets: Mem::owned(
-                self.stream
-                    .clone_htod(&offsets)
-                    .map_err(drv("query upload"))?,
-            ),
+            tokens: stream.clone_htod(&tokens).map_err(up("query upload"))?,
+            offsets: Mem::owned(stream.clone_htod(&offsets).map_err(up("query upload"))?),
             len: queries.len(),
             dim,
         })
     }
+}
 
-    /// Allocate `len` f32 on the device (for scores).
-    pub fn alloc_scores(&self, len: usize) -> Result<CudaSlice<f32>> {
-        // SAFETY: every element is written by a scoring launch before it is read.
-        unsafe { self.stream.alloc::<f32>(len.max(1)) }.map_err(drv("score buffer"))
-    }
+/// `len` f32 on the device (for scores), uninitialized.
+pub(super) fn alloc_scores(stream: &Arc<CudaStream>, len: usize) -> Result<CudaSlice<f32>> {
+    // SAFETY: every element is written by a scoring launch before it is read.
+    unsafe { stream.alloc::<f32>(len.max(1)) }.map_err(drv("score buffer"))
+}
 
-    /// Copy scores back to the host.
-    pub fn download(&self, scores: &CudaSlice<f32>, out: &mut [f32]) -> Result<()> {
-        let view = scores.slice(0..out.len());
-        self.stream
-            .memcpy_dtoh(&view, out)
-            .map_err(drv("score download"))?;
-        self.synchronize()
-    }
+/// Copy the first `out.len()` scores back to the host, waiting for the stream.
+pub(super) fn download(
+    stream: &Arc<CudaStream>,
+    scores: &CudaSlice<f32>,
+    out: &mut [f32],
+) -> Result<()> {
+    let view = scores.slice(0..out.len());
+    stream
+        .memcpy_dtoh(&view, out)
+        .map_err(drv("score download"))?;
+    stream.synchronize().map_err(drv("synchronize"))
 }
 
 /// A device buffer of at least `len` elements held in `slot`, reallocated (uninitialized) when

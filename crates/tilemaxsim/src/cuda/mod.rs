@@ -8,20 +8,22 @@
 //! on device memory the caller owns (raw pointers and a stream, as PyTorch hands them over), in
 //! the device's primary context.
 //!
-//! One job a file:
+//! One job a file, and the edges between them run one way (scorer → launch, topk, memory,
+//! timing, raw → context → device; index → scorer), which `tests/module_graph.rs` checks:
 //! - `device.rs`: the GPUs, whether one can be used, the driver's errors;
-//! - `memory.rs`: device buffers, the corpus and queries on the device, uploads, the f32 split;
+//! - `compile.rs`: NVRTC and the on-disk cache; `functions.rs`: the program's functions by family;
+//! - `context.rs`: [`GpuContext`], one GPU's context, stream, kernels and occupancy;
 //! - `plan.rs`: which kernel runs which shape (pure functions and their tests), tile constants;
-//! - `functions.rs`: the compiled program's functions by family;
-//! - `launch.rs`: one launch per kernel family, arguments as structs;
-//! - `topk.rs`: top-k selection on the device;
-//! - `timing.rs`: CUDA-event timing, the read ceiling, the host-to-device rate;
-//! - `scorer.rs`: [`CudaScorer`] and its `Scorer` impl;
-//! - `raw.rs`: [`CudaScorer::score_raw`], device memory the engine borrows;
-//! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
-//! - `compile.rs`: NVRTC and the on-disk cache.
+//! - `memory.rs`: device buffers, the corpus and queries on the device, uploads, the f32 split;
+//! - `launch/`: one small type per kernel family, each a `Launch`;
+//! - `topk.rs`: top-k selection on the device; `timing.rs`: CUDA-event timing and ceilings;
+//! - `raw.rs`: device memory the engine borrows, made ready for `score_raw`;
+//! - `scorer.rs`: [`CudaScorer`]: the kernel choice and the sequence of a call, and its
+//!   `Scorer` impl;
+//! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora.
 
 mod compile;
+mod context;
 mod device;
 mod functions;
 mod index;
@@ -34,6 +36,7 @@ mod timing;
 mod topk;
 
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
+pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};
 pub use index::GpuIndex;
 pub use memory::{DeviceCorpus, DeviceQueries};
@@ -42,10 +45,3 @@ pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 pub use scorer::CudaScorer;
 pub use timing::median;
 pub use topk::hits_from;
-
-// What the sibling modules share (raw.rs and index.rs name them through `super::`).
-use device::drv;
-use launch::{DocRows, GeneralArgs, Target};
-use memory::{DeviceBlocks, Mem, block_layout, blocks_dim_ok, grow, split_ok};
-use plan::{DocLengths, QBLOCK, queries_dim_ok};
-use topk::TopKBuffers;

@@ -1,6 +1,7 @@
-//! Scoring device memory the engine does not own ([`CudaScorer::score_raw`]): tensors as
-//! PyTorch hands them over (data pointer, dtype, shape, strides in elements), on the caller's
-//! stream, in the device's primary context. Nothing is copied to the host and nothing waits.
+//! Device memory the engine does not own, made ready for `CudaScorer::score_raw` (which
+//! chooses and enqueues): tensors as PyTorch hands them over (data pointer, dtype, shape,
+//! strides in elements), on the caller's stream, in the device's primary context. Nothing is
+//! copied to the host and nothing waits.
 //!
 //! - Queries (small, their token counts known on the host) are gathered on the device by
 //!   `pack_queries_*` (kernels/utility.cu) into the engine's own layout: contiguous f32 rows
@@ -13,13 +14,13 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{
-    CudaScorer, DeviceBlocks, DeviceCorpus, DeviceQueries, DocLengths, DocRows, GeneralArgs,
-    Kernel, Mem, QBLOCK, Target, block_layout, blocks_dim_ok, drv, queries_dim_ok,
-};
+use super::context::GpuContext;
+use super::device::drv;
+use super::launch::DocRows;
+use super::memory::{DeviceBlocks, DeviceCorpus, DeviceQueries, Mem, block_layout, blocks_dim_ok};
+use super::plan::{DocLengths, QBLOCK, queries_dim_ok};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -106,240 +107,192 @@ pub struct RawArgs<'a> {
     pub out: u64,
 }
 
-impl CudaScorer {
-    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's),
-    /// without waiting for it; returns the kernel it enqueued. Shapes are checked here (dims,
-    /// empty queries, null pointers, sizes); values are not (NaN and Inf propagate into the
-    /// scores), nor is memory the host cannot see (offsets, lengths, candidate indices).
-    ///
-    /// # Safety
-    /// Every pointer must be live device memory of this device's primary context, holding what
-    /// `args` describes: the query spans' rows, the documents' rows, their offsets or lengths,
-    /// the candidate indices (each below `docs.len()`), and room for `Q × n` f32 at `out`,
-    /// until the work enqueued on `stream` has run. Every document has at least one row.
-    /// `stream` must belong to this context.
-    pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs<'_>) -> Result<Kernel> {
-        let RawArgs {
-            queries: q,
-            docs,
-            candidates,
-            out,
-        } = args;
-        check(&q, &docs, candidates, out)?;
-        let borrowed;
-        let stream: &Arc<CudaStream> = match stream {
-            // SAFETY: the caller guarantees the stream belongs to this context and outlives
-            // the work enqueued on it.
-            Some(s) => {
-                borrowed = unsafe { self.ctx.wrap_borrowed_stream(s) };
-                &borrowed
-            }
-            None => &self.stream,
-        };
-        let n = candidates.map_or(docs.len(), |c| c.1);
-        let target = Target {
-            stream,
-            doc_index: candidates.map_or(0, |c| c.0),
-            n,
-            out,
-        };
-        if q.spans.is_empty() || n == 0 {
-            return Ok(Kernel::Tiled);
-        }
-        // SAFETY: the query spans lie in the caller's memory (this function's contract).
-        let queries = unsafe { self.gather_queries(stream, &q, docs.dtype) }?;
-        if let Some(corpus) = self.borrow_corpus(stream, &docs)? {
-            let kernel = self.kernel_to_run(&queries, &corpus, candidates.is_some());
-            // SAFETY: the corpus borrows the caller's rows and offsets, the target its
-            // candidates and output (this function's contract); all on `stream`.
-            unsafe { self.enqueue(&queries, &corpus, target) }?;
-            return Ok(kernel);
-        }
-        let kernel = match self.force {
-            Some(k @ (Kernel::V1 | Kernel::V2)) => k,
-            _ => Kernel::Tiled,
-        };
-        let args = GeneralArgs {
-            q_tokens: queries.tokens.device_ptr(stream).0,
-            q_offsets: queries.offsets.device_ptr(stream).0,
-            num_queries: queries.len,
-            docs: DocRows::of_raw(&docs),
-            dim: docs.dim,
-            dtype: docs.dtype,
-        };
-        // SAFETY: the gathered queries are ours, the rest the caller's (this function's
-        // contract), all on `stream`.
-        unsafe { self.launch_general(kernel, target, args) }?;
-        Ok(kernel)
-    }
-
-    /// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
-    /// f32 rows, and 32-row blocks where the tensor cores can take them against `doc_dtype`.
-    /// What the gather and the kernels need to know of the spans goes up in one copy.
-    ///
-    /// # Safety
-    /// Every span's rows must be live device memory of `q.dtype` in this context.
-    unsafe fn gather_queries(
-        &self,
-        stream: &Arc<CudaStream>,
-        q: &RawQueries<'_>,
-        doc_dtype: DType,
-    ) -> Result<DeviceQueries> {
-        let (dim, count) = (q.dim, q.spans.len());
-        let blocks_ok =
-            q.dtype == doc_dtype && q.dtype != DType::F32 && blocks_dim_ok(q.dtype, dim);
-        // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
-        // (i32, one per block), each query's first block (i32, Q + 1).
-        let mut meta = Meta::default();
-        let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
-        let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
-            *t += s.1 as i64;
-            Some(*t)
-        })));
-        let (rows, start) =
-            block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| too_many("query blocks"))?;
-        let rows_at = meta.i32s(&rows);
-        // Query q's first block is start[q]: the gather's `dst_block`.
-        let start_at = meta.i32s(&start);
-        let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
-        let up = stream
-            .clone_htod(&meta.bytes)
-            .map_err(drv("query upload"))?;
-        let base = up.device_ptr(stream).0;
-        // Device addresses of the sections of `up` (the DeviceQueries keeps it).
-        let view = |at: usize| base + at as u64;
-        // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats and, with
-        // blocks, every element of every query's blocks.
-        let tokens = unsafe { stream.alloc::<f32>((tokens_total * dim).max(1)) }
-            .map_err(drv("query buffer"))?;
-        let mma = if blocks_ok {
-            Some(DeviceBlocks {
-                dtype: q.dtype,
-                blocks: rows.len(),
-                // SAFETY: as `tokens`.
-                tokens: unsafe { stream.alloc::<u16>((rows.len() * QBLOCK * dim).max(1)) }
-                    .map_err(drv("query buffer"))?,
-                // SAFETY: sections of `up` (one i32 per block, Q + 1 block starts).
-                rows: unsafe { Mem::borrowed(stream, view(rows_at), rows.len()) },
-                start: unsafe { Mem::borrowed(stream, view(start_at), count + 1) },
-            })
-        } else {
-            None
-        };
-        let func = self
-            .kernels
-            .pack_queries
-            .iter()
-            .find(|(t, _)| *t == q.dtype)
-            .map(|(_, f)| f)
-            .ok_or_else(|| Error::Argument(format!("no query gather for {}", q.dtype)))?;
-        let longest = q
-            .spans
-            .iter()
-            .map(|s| s.1.div_ceil(QBLOCK) * QBLOCK)
-            .max()
-            .unwrap_or(1);
-        let cfg = LaunchConfig {
-            grid_dim: (count as u32, longest.min(65_535) as u32, 1),
-            block_dim: (128, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let (row_stride, d) = (q.row_stride as i64, dim as i32);
-        let (tp, bp) = (
-            tokens.device_ptr(stream).0,
-            mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
-        );
-        let (sp, op, fp) = (view(src), view(offsets), view(start_at));
-        let mut b = stream.launch_builder(func);
-        b.arg(&q.tokens)
-            .arg(&sp)
-            .arg(&row_stride)
-            .arg(&op)
-            .arg(&fp)
-            .arg(&d)
-            .arg(&tp)
-            .arg(&bp);
-        // SAFETY: the arguments match `pack_queries_*` in kernels/utility.cu: one source start
-        // per query, Q + 1 offsets and Q + 1 first blocks (sections of `up`), `tp` holds the offsets'
-        // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
-        // are the caller's (this function's contract).
-        unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
-        Ok(DeviceQueries {
-            tokens,
-            // SAFETY: a section of `up` (Q + 1 i64).
-            offsets: unsafe { Mem::borrowed(stream, view(offsets), count + 1) },
-            len: count,
-            dim,
-            mma,
-            _meta: Some(up),
+/// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
+/// f32 rows, and 32-row blocks where the tensor cores can take them against `doc_dtype`.
+/// What the gather and the kernels need to know of the spans goes up in one copy.
+///
+/// # Safety
+/// Every span's rows must be live device memory of `q.dtype` in this context.
+pub(super) unsafe fn gather_queries(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    q: &RawQueries<'_>,
+    doc_dtype: DType,
+) -> Result<DeviceQueries> {
+    let (dim, count) = (q.dim, q.spans.len());
+    let blocks_ok = q.dtype == doc_dtype && q.dtype != DType::F32 && blocks_dim_ok(q.dtype, dim);
+    // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
+    // (i32, one per block), each query's first block (i32, Q + 1).
+    let mut meta = Meta::default();
+    let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
+    let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
+        *t += s.1 as i64;
+        Some(*t)
+    })));
+    let (rows, start) =
+        block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| too_many("query blocks"))?;
+    let rows_at = meta.i32s(&rows);
+    // Query q's first block is start[q]: the gather's `dst_block`.
+    let start_at = meta.i32s(&start);
+    let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
+    let up = stream
+        .clone_htod(&meta.bytes)
+        .map_err(drv("query upload"))?;
+    let base = up.device_ptr(stream).0;
+    // Device addresses of the sections of `up` (the DeviceQueries keeps it).
+    let view = |at: usize| base + at as u64;
+    // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats and, with
+    // blocks, every element of every query's blocks.
+    let tokens =
+        unsafe { stream.alloc::<f32>((tokens_total * dim).max(1)) }.map_err(drv("query buffer"))?;
+    let mma = if blocks_ok {
+        Some(DeviceBlocks {
+            dtype: q.dtype,
+            blocks: rows.len(),
+            // SAFETY: as `tokens`.
+            tokens: unsafe { stream.alloc::<u16>((rows.len() * QBLOCK * dim).max(1)) }
+                .map_err(drv("query buffer"))?,
+            // SAFETY: sections of `up` (one i32 per block, Q + 1 block starts).
+            rows: unsafe { Mem::borrowed(stream, view(rows_at), rows.len()) },
+            start: unsafe { Mem::borrowed(stream, view(start_at), count + 1) },
         })
-    }
+    } else {
+        None
+    };
+    let func = gpu
+        .kernels
+        .pack_queries
+        .iter()
+        .find(|(t, _)| *t == q.dtype)
+        .map(|(_, f)| f)
+        .ok_or_else(|| Error::Argument(format!("no query gather for {}", q.dtype)))?;
+    let longest = q
+        .spans
+        .iter()
+        .map(|s| s.1.div_ceil(QBLOCK) * QBLOCK)
+        .max()
+        .unwrap_or(1);
+    let cfg = LaunchConfig {
+        grid_dim: (count as u32, longest.min(65_535) as u32, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (row_stride, d) = (q.row_stride as i64, dim as i32);
+    let (tp, bp) = (
+        tokens.device_ptr(stream).0,
+        mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
+    );
+    let (sp, op, fp) = (view(src), view(offsets), view(start_at));
+    let mut b = stream.launch_builder(func);
+    b.arg(&q.tokens)
+        .arg(&sp)
+        .arg(&row_stride)
+        .arg(&op)
+        .arg(&fp)
+        .arg(&d)
+        .arg(&tp)
+        .arg(&bp);
+    // SAFETY: the arguments match `pack_queries_*` in kernels/utility.cu: one source start
+    // per query, Q + 1 offsets and Q + 1 first blocks (sections of `up`), `tp` holds the offsets'
+    // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
+    // are the caller's (this function's contract).
+    unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
+    Ok(DeviceQueries {
+        tokens,
+        // SAFETY: a section of `up` (Q + 1 i64).
+        offsets: unsafe { Mem::borrowed(stream, view(offsets), count + 1) },
+        len: count,
+        dim,
+        mma,
+        _meta: Some(up),
+    })
+}
 
-    /// The documents as a `DeviceCorpus` over the caller's memory, when the packed-corpus
-    /// kernels can read them in place: contiguous rows, packed by offsets or a dense batch
-    /// (every document `max_len` rows, given offsets `i × max_len` made here). `None`: only the
-    /// general kernel can (other strides, or per-document lengths of a padded batch).
-    fn borrow_corpus(
-        &self,
-        stream: &Arc<CudaStream>,
-        docs: &RawDocs,
-    ) -> Result<Option<DeviceCorpus>> {
-        if docs.row_stride != docs.dim {
-            return Ok(None);
-        }
-        let count = docs.len();
-        let bytes = docs.extent() * docs.dtype.size();
-        let (offsets, lengths) = match docs.layout {
-            RawLayout::Packed { offsets, rows, .. } => (
-                // SAFETY: the caller's `docs + 1` offsets (score_raw's contract).
-                unsafe { Mem::borrowed(stream, offsets, count + 1) },
-                DocLengths::mean(count, rows),
-            ),
-            RawLayout::Padded {
-                max_len,
-                batch_stride,
-                lengths: 0,
-                ..
-            } if batch_stride == max_len * docs.dim => (
-                Mem::owned(self.dense_offsets(stream, count, max_len)?),
-                DocLengths::mean(count, count * max_len),
-            ),
-            RawLayout::Padded { .. } => return Ok(None),
-        };
-        Ok(Some(DeviceCorpus {
-            // SAFETY: the caller's rows (score_raw's contract), `bytes` of them.
-            tokens: unsafe { Mem::borrowed(stream, docs.tokens, bytes) },
-            offsets,
-            dtype: docs.dtype,
-            dim: docs.dim,
-            len: count,
-            bytes,
-            // f32 documents the host cannot check for the split's range: the exact CUDA-core kernel.
-            split_ok: false,
+/// The documents as a `DeviceCorpus` over the caller's memory, when the packed-corpus
+/// kernels can read them in place: contiguous rows, packed by offsets or a dense batch
+/// (every document `max_len` rows, given offsets `i × max_len` made here). `None`: only the
+/// general kernel can (other strides, or per-document lengths of a padded batch).
+pub(super) fn borrow_corpus(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    docs: &RawDocs,
+) -> Result<Option<DeviceCorpus>> {
+    if docs.row_stride != docs.dim {
+        return Ok(None);
+    }
+    let count = docs.len();
+    let bytes = docs.extent() * docs.dtype.size();
+    let (offsets, lengths) = match docs.layout {
+        RawLayout::Packed { offsets, rows, .. } => (
+            // SAFETY: the caller's `docs + 1` offsets (score_raw's contract).
+            unsafe { Mem::borrowed(stream, offsets, count + 1) },
+            DocLengths::mean(count, rows),
+        ),
+        RawLayout::Padded {
+            max_len,
+            batch_stride,
+            lengths: 0,
+            ..
+        } if batch_stride == max_len * docs.dim => (
+            Mem::owned(dense_offsets(gpu, stream, count, max_len)?),
+            DocLengths::mean(count, count * max_len),
+        ),
+        RawLayout::Padded { .. } => return Ok(None),
+    };
+    Ok(Some(DeviceCorpus {
+        // SAFETY: the caller's rows (score_raw's contract), `bytes` of them.
+        tokens: unsafe { Mem::borrowed(stream, docs.tokens, bytes) },
+        offsets,
+        dtype: docs.dtype,
+        dim: docs.dim,
+        len: count,
+        bytes,
+        // f32 documents the host cannot check for the split's range: the exact CUDA-core kernel.
+        split_ok: false,
+        lengths,
+    }))
+}
+
+/// `0, step, 2 step, …, count × step` on the device (`iota_offsets`), on `stream`.
+fn dense_offsets(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    count: usize,
+    step: usize,
+) -> Result<CudaSlice<i64>> {
+    // SAFETY: `iota_offsets` writes all count + 1 of them.
+    let out = unsafe { stream.alloc::<i64>(count + 1) }.map_err(drv("offsets buffer"))?;
+    let cfg = LaunchConfig {
+        grid_dim: ((count + 1).div_ceil(256).min(4096) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (p, c, s) = (out.device_ptr(stream).0, count as i64, step as i64);
+    let mut b = stream.launch_builder(&gpu.kernels.iota_offsets);
+    b.arg(&p).arg(&c).arg(&s);
+    // SAFETY: `iota_offsets(out, count, step)` writes count + 1 i64 into `out`, which holds them.
+    unsafe { b.launch(cfg) }.map_err(drv("offsets launch"))?;
+    Ok(out)
+}
+
+/// The general kernel's view of documents as they lie.
+pub(super) fn doc_rows(docs: &RawDocs) -> DocRows {
+    let (offsets, lengths, batch_stride, max_len) = match docs.layout {
+        RawLayout::Packed { offsets, .. } => (offsets, 0, 0, 0),
+        RawLayout::Padded {
+            max_len,
+            batch_stride,
             lengths,
-        }))
-    }
-
-    /// `0, step, 2 step, …, count × step` on the device (`iota_offsets`), on `stream`.
-    fn dense_offsets(
-        &self,
-        stream: &Arc<CudaStream>,
-        count: usize,
-        step: usize,
-    ) -> Result<CudaSlice<i64>> {
-        // SAFETY: `iota_offsets` writes all count + 1 of them.
-        let out = unsafe { stream.alloc::<i64>(count + 1) }.map_err(drv("offsets buffer"))?;
-        let cfg = LaunchConfig {
-            grid_dim: ((count + 1).div_ceil(256).min(4096) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let (p, c, s) = (out.device_ptr(stream).0, count as i64, step as i64);
-        let mut b = stream.launch_builder(&self.kernels.iota_offsets);
-        b.arg(&p).arg(&c).arg(&s);
-        // SAFETY: `iota_offsets(out, count, step)` writes count + 1 i64 into `out`, which holds them.
-        unsafe { b.launch(cfg) }.map_err(drv("offsets launch"))?;
-        Ok(out)
+            ..
+        } => (0, lengths, batch_stride as i64, max_len as i64),
+    };
+    DocRows {
+        tokens: docs.tokens,
+        offsets,
+        lengths,
+        row_stride: docs.row_stride as i64,
+        batch_stride,
+        max_len,
     }
 }
 
@@ -372,7 +325,7 @@ fn too_many(what: &str) -> Error {
 }
 
 /// The checks the host can make of a raw call.
-fn check(
+pub(super) fn check(
     q: &RawQueries<'_>,
     docs: &RawDocs,
     candidates: Option<(u64, usize)>,

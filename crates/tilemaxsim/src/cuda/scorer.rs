@@ -1,78 +1,56 @@
-//! [`CudaScorer`]: one GPU's primary context, its stream and compiled kernels, the settings of its
-//! kernel choice, and its [`Scorer`] impl (upload, score, download per call).
+//! [`CudaScorer`]: the GPU engine on one device, reduced to choosing and sequencing. It holds a
+//! [`GpuContext`] and the settings of its kernel choice; it picks a kernel family for each shape
+//! (`plan.rs` decides, the settings fix or force it), and sequences the steps of a call: uploads
+//! (`memory.rs`), the launch (`launch/`), top-k (`topk.rs`), downloads. It also takes device
+//! memory it does not own (`score_raw`, prepared by `raw.rs`), times work (`timing.rs`), and is
+//! the [`Scorer`] of exact corpora on the host (upload, score, download per call).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DevicePtr};
 
-use super::compile::{self, arch_name};
-use super::device::{GpuInfo, check_available, drv, info};
-use super::functions::Kernels;
-use super::launch::Occupancy;
-use super::memory::{DeviceCorpus, DeviceQueries};
-use super::plan::*;
-use super::topk::TopKBuffers;
+use super::compile::arch_name;
+use super::context::GpuContext;
+use super::device::{GpuInfo, drv};
+use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
+use super::memory::{self, DeviceCorpus, DeviceQueries};
+use super::plan::{
+    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, bulk_dim,
+    bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok, ring_layout,
+};
+use super::raw::{self, RawArgs};
+use super::timing;
+use super::topk::{self, TopKBuffers};
 use crate::codec::CodecKind;
-use crate::corpus::{AnyCorpus, CorpusKind};
+use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
 use crate::scorer::{Docs, Scorer};
+use crate::topk::Hit;
 
 /// The GPU scorer on one device.
 pub struct CudaScorer {
-    pub(super) ctx: Arc<CudaContext>,
-    pub(super) stream: Arc<CudaStream>,
-    pub(super) _module: Arc<CudaModule>,
-    pub(super) kernels: Kernels,
-    pub(super) info: GpuInfo,
-    pub(super) cache_hit: bool,
-    /// The tensor-core kernel's task counter (zeroed before each launch, on the stream).
-    pub(super) task_counter: std::sync::Mutex<CudaSlice<u64>>,
+    gpu: GpuContext,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
-    pub(super) topk_scratch: std::sync::Mutex<TopKBuffers>,
-    /// Resident blocks per SM and dynamic shared memory allowed, per kernel: `blocks_per_sm`.
-    pub(super) occupancy: std::sync::Mutex<Occupancy>,
-    pub(super) shape: KernelShape,
-    pub(super) force: Option<Kernel>,
+    topk_scratch: Mutex<TopKBuffers>,
+    shape: KernelShape,
+    force: Option<Kernel>,
     /// `maxsim_bulk`'s (stages, tasks per block) when fixed (`bulk_shape`, TILEMAXSIM_BULK).
-    pub(super) bulk: Option<(usize, usize)>,
+    bulk: Option<(usize, usize)>,
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
-    pub(super) span: Option<bool>,
+    span: Option<bool>,
 }
 
 impl CudaScorer {
     /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the cache).
     pub fn new(ordinal: usize) -> Result<Self> {
-        check_available(ordinal)?;
-        let ctx = CudaContext::new(ordinal).map_err(drv("context"))?;
-        // One stream, ordered by us: cudarc's per-buffer event tracking is not needed.
-        // SAFETY: every buffer of this scorer is used on `stream` only.
-        unsafe { ctx.disable_event_tracking() };
-        let info = info(&ctx)?;
-        let (major, minor) = info.compute_capability;
-        if major < 8 {
-            return Err(Error::DeviceUnavailable(format!(
-                "cuda:{ordinal} is sm_{major}{minor}; tilemaxsim needs sm_80 or newer"
-            )));
-        }
-        let (ptx, cache_hit) = compile::compile(arch_name(major, minor))?;
-        let module = ctx.load_module(ptx).map_err(drv("loading the kernels"))?;
-        let kernels = Kernels::load(&module, arch_name(major, minor))?;
+        let gpu = GpuContext::open(ordinal)?;
         let shape = KernelShape::parse(std::env::var("TILEMAXSIM_KERNEL_DEFINES").ok().as_deref())?;
-        let stream = ctx.default_stream();
-        let task_counter =
-            std::sync::Mutex::new(stream.alloc_zeros::<u64>(1).map_err(drv("task counter"))?);
         Ok(CudaScorer {
-            ctx,
-            stream,
-            _module: module,
-            kernels,
-            info,
-            cache_hit,
-            task_counter,
-            topk_scratch: std::sync::Mutex::new(TopKBuffers::default()),
-            occupancy: std::sync::Mutex::new(Occupancy::default()),
+            gpu,
+            topk_scratch: Mutex::new(TopKBuffers::default()),
             shape,
             force: None,
             bulk: bulk_shape_env(),
@@ -114,10 +92,35 @@ impl CudaScorer {
         self
     }
 
+    pub fn info(&self) -> &GpuInfo {
+        &self.gpu.info
+    }
+
+    /// Whether the kernels came from the on-disk cache (no NVRTC compile at this start).
+    pub fn kernels_from_cache(&self) -> bool {
+        self.gpu.cache_hit
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.gpu.stream
+    }
+
+    /// The device's context, stream and kernels (for the GPU index's streams and buffers).
+    pub(super) fn gpu(&self) -> &GpuContext {
+        &self.gpu
+    }
+
+    pub fn synchronize(&self) -> Result<()> {
+        self.gpu.synchronize()
+    }
+
+    // Choosing.
+
     /// The kernel `score_device` will use for these queries on this corpus.
     pub fn kernel_for(&self, queries: &DeviceQueries, corpus: &DeviceCorpus) -> Kernel {
         let f32 = corpus.dtype == DType::F32;
-        let aligned = corpus.tokens.device_ptr(&self.stream).0 % 16 == 0;
+        let aligned = corpus.tokens.device_ptr(&self.gpu.stream).0 % 16 == 0;
+        let kernels = &self.gpu.kernels;
         choose_kernel(
             self.force,
             LaunchShape {
@@ -132,42 +135,275 @@ impl CudaScorer {
                 queries: queries.len,
                 dim: corpus.dim,
                 f32,
-                bulk_available: !self.kernels.bulk.is_empty() && aligned,
-                wgmma_available: !self.kernels.wgmma.is_empty() && aligned,
+                bulk_available: !kernels.bulk.is_empty() && aligned,
+                wgmma_available: !kernels.wgmma.is_empty() && aligned,
                 fills_tiles: corpus.lengths.fills_tiles(),
                 ring_available: aligned
-                    && ring_layout(corpus.dim, f32, self.info.smem_per_block, self.shape).is_some(),
+                    && ring_layout(corpus.dim, f32, self.gpu.info.smem_per_block, self.shape)
+                        .is_some(),
             },
         )
     }
 
-    pub fn info(&self) -> &GpuInfo {
-        &self.info
+    /// The kernel `enqueue` runs: `kernel_for`'s choice, but with a candidate list at a d
+    /// only `maxsim_span_any` takes (≤ 128, no multiple of 32; it scores every document) the
+    /// general kernel.
+    fn kernel_to_run(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        candidates: bool,
+    ) -> Kernel {
+        match self.kernel_for(queries, corpus) {
+            Kernel::Bulk if !bulk_dim(corpus.dim) && candidates => Kernel::Tiled,
+            k => k,
+        }
     }
 
-    /// Whether the kernels came from the on-disk cache (no NVRTC compile at this start).
-    pub fn kernels_from_cache(&self) -> bool {
-        self.cache_hit
+    /// The launch family of `kernel`, with this scorer's settings.
+    fn family(&self, kernel: Kernel) -> Box<dyn Launch> {
+        match kernel {
+            Kernel::Mma => Box::new(Mma),
+            Kernel::Bulk => Box::new(Bulk {
+                stages_group: self.bulk,
+                span: self.span,
+            }),
+            Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
+                wgmma: kernel == Kernel::Wgmma,
+                shape: self.shape,
+            }),
+            Kernel::Ring => Box::new(Ring { shape: self.shape }),
+            Kernel::Tiled | Kernel::V1 | Kernel::V2 => Box::new(General { kernel }),
+        }
     }
 
-    pub fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+    /// Enqueue the kernel `kernel_to_run` picks, on `t.stream`; returns it.
+    ///
+    /// # Safety
+    /// `t.doc_index` is 0 or `t.n` indices < corpus.len, `t.out` holds Q × `t.n` floats, all
+    /// usable on `t.stream`, as are the queries' and the corpus's buffers.
+    unsafe fn enqueue(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<Kernel> {
+        queries_dim_ok(queries.dim, corpus.dim)?;
+        let kernel = self.kernel_to_run(queries, corpus, t.doc_index != 0);
+        if t.n == 0 || queries.len == 0 {
+            return Ok(kernel);
+        }
+        if matches!(
+            kernel,
+            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
+        ) {
+            // The tensor-core kernels take counts as i32 (query blocks ≥ queries).
+            launch_size_ok(t.n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { self.family(kernel).launch(&self.gpu, queries, corpus, t) }?;
+        Ok(kernel)
     }
 
-    pub fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(drv("synchronize"))
+    // Sequencing.
+
+    /// Copy a corpus to the GPU.
+    pub fn upload(&self, corpus: &Corpus) -> Result<DeviceCorpus> {
+        self.upload_range(corpus, 0..corpus.len())
+    }
+
+    /// Copy documents `docs` of a corpus to the GPU (as a corpus of `docs.len()` documents).
+    pub fn upload_range(
+        &self,
+        corpus: &Corpus,
+        docs: std::ops::Range<usize>,
+    ) -> Result<DeviceCorpus> {
+        DeviceCorpus::upload(&self.gpu.stream, corpus, docs)
+    }
+
+    /// Copy queries to the GPU (as f32). Checks them like every scorer does.
+    pub fn upload_queries(&self, queries: &[Matrix<'_>], dim: usize) -> Result<DeviceQueries> {
+        DeviceQueries::upload(&self.gpu.stream, queries, dim)
+    }
+
+    /// Allocate `len` f32 on the device (for scores).
+    pub fn alloc_scores(&self, len: usize) -> Result<CudaSlice<f32>> {
+        memory::alloc_scores(&self.gpu.stream, len)
+    }
+
+    /// Copy scores back to the host.
+    pub fn download(&self, scores: &CudaSlice<f32>, out: &mut [f32]) -> Result<()> {
+        memory::download(&self.gpu.stream, scores, out)
+    }
+
+    /// Enqueue scoring on the scorer's stream: `out[q * n + i]` for the `n` documents `docs`
+    /// (`None`: all). Asynchronous; `out` must hold `queries.len() * n` floats.
+    pub fn score_device(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<&CudaSlice<i64>>,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        let n = docs.map_or(corpus.len, |d| d.len());
+        if out.len() < queries.len * n {
+            return Err(Error::Argument(format!(
+                "score buffer holds {} floats, needs {}",
+                out.len(),
+                queries.len * n
+            )));
+        }
+        let stream = &self.gpu.stream;
+        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
+        let target = Target {
+            stream,
+            doc_index: docs.map_or(0, |d| d.device_ptr(stream).0),
+            n,
+            out: out.device_ptr(stream).0,
+        };
+        // SAFETY: the candidate list holds `n` indices (checked < corpus.len by the callers
+        // that build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
+        unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
+    }
+
+    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's),
+    /// without waiting for it; returns the kernel it enqueued. Shapes are checked here (dims,
+    /// empty queries, null pointers, sizes); values are not (NaN and Inf propagate into the
+    /// scores), nor is memory the host cannot see (offsets, lengths, candidate indices).
+    ///
+    /// # Safety
+    /// Every pointer must be live device memory of this device's primary context, holding what
+    /// `args` describes: the query spans' rows, the documents' rows, their offsets or lengths,
+    /// the candidate indices (each below `docs.len()`), and room for `Q × n` f32 at `out`,
+    /// until the work enqueued on `stream` has run. Every document has at least one row.
+    /// `stream` must belong to this context.
+    pub unsafe fn score_raw(&self, stream: Option<CUstream>, args: RawArgs<'_>) -> Result<Kernel> {
+        let RawArgs {
+            queries: q,
+            docs,
+            candidates,
+            out,
+        } = args;
+        raw::check(&q, &docs, candidates, out)?;
+        let borrowed;
+        let stream: &Arc<CudaStream> = match stream {
+            // SAFETY: the caller guarantees the stream belongs to this context and outlives
+            // the work enqueued on it.
+            Some(s) => {
+                borrowed = unsafe { self.gpu.ctx.wrap_borrowed_stream(s) };
+                &borrowed
+            }
+            None => &self.gpu.stream,
+        };
+        let n = candidates.map_or(docs.len(), |c| c.1);
+        let target = Target {
+            stream,
+            doc_index: candidates.map_or(0, |c| c.0),
+            n,
+            out,
+        };
+        if q.spans.is_empty() || n == 0 {
+            return Ok(Kernel::Tiled);
+        }
+        // SAFETY: the query spans lie in the caller's memory (this function's contract).
+        let queries = unsafe { raw::gather_queries(&self.gpu, stream, &q, docs.dtype) }?;
+        if let Some(corpus) = raw::borrow_corpus(&self.gpu, stream, &docs)? {
+            // SAFETY: the corpus borrows the caller's rows and offsets, the target its
+            // candidates and output (this function's contract); all on `stream`.
+            return unsafe { self.enqueue(&queries, &corpus, target) };
+        }
+        let kernel = match self.force {
+            Some(k @ (Kernel::V1 | Kernel::V2)) => k,
+            _ => Kernel::Tiled,
+        };
+        let args = GeneralArgs {
+            q_tokens: queries.tokens.device_ptr(stream).0,
+            q_offsets: queries.offsets.device_ptr(stream).0,
+            num_queries: queries.len,
+            docs: raw::doc_rows(&docs),
+            dim: docs.dim,
+            dtype: docs.dtype,
+        };
+        // SAFETY: the gathered queries are ours, the rest the caller's (this function's
+        // contract), all on `stream`.
+        unsafe { General { kernel }.launch_args(&self.gpu, target, args) }?;
+        Ok(kernel)
+    }
+
+    /// The `k` best of each of the `rows` rows of `n` scores in `scores` (row-major), selected on
+    /// the device (kernels/topk.cu) and returned best first, ties to the lower index. Document
+    /// indices are offset by `first_doc`. Synchronizes the stream.
+    pub fn top_k_device(
+        &self,
+        scores: &CudaSlice<f32>,
+        rows: usize,
+        n: usize,
+        k: usize,
+        first_doc: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        topk::select(&self.gpu, &self.topk_scratch, scores, rows, n, k, first_doc)
+    }
+
+    /// Enqueue the top-k selection of each of the `rows` rows of `n` scores: `rows × k` (index,
+    /// score) pairs, unsorted within a row, into `index` and `best`. Needs `1 <= k <= n`.
+    /// Asynchronous.
+    pub fn top_k_enqueue(
+        &self,
+        scores: &CudaSlice<f32>,
+        rows: usize,
+        n: usize,
+        k: usize,
+        index: &mut CudaViewMut<'_, i32>,
+        best: &mut CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        topk::enqueue(
+            &self.gpu,
+            &self.topk_scratch,
+            scores,
+            rows,
+            n,
+            k,
+            index,
+            best,
+        )
+    }
+
+    // Timing.
+
+    /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
+    /// (use several times the L2 size), median of `reps` timed runs after a warm-up.
+    pub fn measure_read_ceiling(&self, bytes: usize, reps: usize) -> Result<f64> {
+        timing::read_ceiling(&self.gpu, bytes, reps)
+    }
+
+    /// The host→device copy rate in GB/s from page-locked memory (`timing::h2d`).
+    pub fn measure_h2d(&self, bytes: usize, reps: usize) -> Result<f64> {
+        timing::h2d(&self.gpu, bytes, reps)
+    }
+
+    /// Time `work` (enqueued on the scorer's stream) with CUDA events, calls back to back
+    /// (`timing::time_ms`); milliseconds per call.
+    pub fn time_ms(&self, reps: usize, work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        timing::time_ms(&self.gpu, reps, work)
+    }
+
+    /// Time `work` as one isolated call, the host waiting for each (`timing::time_ms_isolated`).
+    pub fn time_ms_isolated(
+        &self,
+        reps: usize,
+        work: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        timing::time_ms_isolated(&self.gpu, reps, work)
     }
 }
 
 impl Scorer for CudaScorer {
     fn name(&self) -> String {
+        let info = &self.gpu.info;
         format!(
             "cuda:{}-{}",
-            self.info.ordinal,
-            arch_name(
-                self.info.compute_capability.0,
-                self.info.compute_capability.1
-            )
+            info.ordinal,
+            arch_name(info.compute_capability.0, info.compute_capability.1)
         )
     }
 
@@ -194,28 +430,20 @@ impl Scorer for CudaScorer {
         let dc = self.upload(corpus)?;
         let dq = self.upload_queries(queries, corpus.dim())?;
         let index: Vec<i64> = (0..n).map(|i| docs.index(i) as i64).collect();
+        let stream = &self.gpu.stream;
         let di = match docs {
             Docs::All => None,
-            _ => Some(
-                self.stream
-                    .clone_htod(&index)
-                    .map_err(drv("candidate upload"))?,
-            ),
+            _ => Some(stream.clone_htod(&index).map_err(drv("candidate upload"))?),
         };
         let mut scores = self.alloc_scores(out.len())?;
-        // Poisoned with NaN (all bits set) first: a score the kernel fails to write cannot pass for a result
-        // left in recycled memory by an earlier call (the tests rely on it; the cost is one
-        // write of Q × N floats beside the corpus upload this path makes anyway).
+        // Poisoned with NaN (all bits set) first: a score the kernel fails to write cannot pass
+        // for a result left in recycled memory by an earlier call (the tests rely on it; the
+        // cost is one write of Q × N floats beside the corpus upload this path makes anyway).
         {
-            let (p, _g) = scores.device_ptr(&self.stream);
+            let (p, _g) = scores.device_ptr(stream);
             // SAFETY: `p` holds at least out.len() f32 on this scorer's stream.
             unsafe {
-                cudarc::driver::result::memset_d8_async(
-                    p,
-                    0xff,
-                    out.len() * 4,
-                    self.stream.cu_stream(),
-                )
+                cudarc::driver::result::memset_d8_async(p, 0xff, out.len() * 4, stream.cu_stream())
             }
             .map_err(drv("poisoning the score buffer"))?;
         }

@@ -3,135 +3,135 @@
 
 use cudarc::driver::{CudaEvent, DevicePtr, LaunchConfig, PushKernelArg};
 
+use super::context::GpuContext;
 use super::device::drv;
-use super::scorer::CudaScorer;
 use crate::error::Result;
 
-impl CudaScorer {
-    /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
-    /// (use several times the L2 size), median of `reps` timed runs after a warm-up.
-    pub fn measure_read_ceiling(&self, bytes: usize, reps: usize) -> Result<f64> {
-        let n16 = bytes / 16;
-        let buf = self
-            .stream
-            .alloc_zeros::<u8>(n16 * 16)
-            .map_err(drv("ceiling buffer"))?;
-        let sink = self
-            .stream
-            .alloc_zeros::<u32>(1)
-            .map_err(drv("ceiling buffer"))?;
-        let (p, _g) = buf.device_ptr(&self.stream);
-        let (s, _g2) = sink.device_ptr(&self.stream);
-        let n = n16 as i64;
-        let blocks = (self.info.multiprocessors.max(1) as u32) * 32;
-        let times = self.time_ms(reps, || {
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = self.stream.launch_builder(&self.kernels.read_ceiling);
-            b.arg(&p).arg(&n).arg(&s);
-            // SAFETY: `p` holds n16 16-byte vectors, `s` one u32.
-            unsafe { b.launch(cfg) }
-                .map(|_| ())
-                .map_err(drv("read ceiling"))
-        })?;
-        Ok((n16 * 16) as f64 / median(&times) / 1e6)
-    }
+/// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
+/// (use several times the L2 size), median of `reps` timed runs after a warm-up.
+pub(super) fn read_ceiling(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
+    let n16 = bytes / 16;
+    let buf = gpu
+        .stream
+        .alloc_zeros::<u8>(n16 * 16)
+        .map_err(drv("ceiling buffer"))?;
+    let sink = gpu
+        .stream
+        .alloc_zeros::<u32>(1)
+        .map_err(drv("ceiling buffer"))?;
+    let (p, _g) = buf.device_ptr(&gpu.stream);
+    let (s, _g2) = sink.device_ptr(&gpu.stream);
+    let n = n16 as i64;
+    let blocks = (gpu.info.multiprocessors.max(1) as u32) * 32;
+    let times = time_ms(gpu, reps, || {
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = gpu.stream.launch_builder(&gpu.kernels.read_ceiling);
+        b.arg(&p).arg(&n).arg(&s);
+        // SAFETY: `p` holds n16 16-byte vectors, `s` one u32.
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(drv("read ceiling"))
+    })?;
+    Ok((n16 * 16) as f64 / median(&times) / 1e6)
+}
 
-    /// The host→device copy rate in GB/s from page-locked memory: `bytes` copied `reps` times
-    /// after a warm-up, timed with CUDA events, median.
-    pub fn measure_h2d(&self, bytes: usize, reps: usize) -> Result<f64> {
-        // SAFETY: the copied bytes are never interpreted.
-        let host =
-            unsafe { self.ctx.alloc_pinned::<u8>(bytes.max(1)) }.map_err(drv("pinned buffer"))?;
-        let mut dev =
-            unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.map_err(drv("copy buffer"))?;
-        let times = self.time_ms(reps, || {
-            self.stream
-                .memcpy_htod(&host, &mut dev)
-                .map_err(drv("host to device copy"))
-        })?;
-        Ok(bytes as f64 / median(&times) / 1e6)
-    }
+/// The host→device copy rate in GB/s from page-locked memory: `bytes` copied `reps` times
+/// after a warm-up, timed with CUDA events, median.
+pub(super) fn h2d(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
+    // SAFETY: the copied bytes are never interpreted.
+    let host = unsafe { gpu.ctx.alloc_pinned::<u8>(bytes.max(1)) }.map_err(drv("pinned buffer"))?;
+    let mut dev = unsafe { gpu.stream.alloc::<u8>(bytes.max(1)) }.map_err(drv("copy buffer"))?;
+    let times = time_ms(gpu, reps, || {
+        gpu.stream
+            .memcpy_htod(&host, &mut dev)
+            .map_err(drv("host to device copy"))
+    })?;
+    Ok(bytes as f64 / median(&times) / 1e6)
+}
 
-    /// Time `work` (enqueued on the scorer's stream) with CUDA events, calls back to back:
-    /// warm-up calls (`warm_up`), then `reps` calls, each between its own pair of events, with no
-    /// host wait between them (the stream is drained once, at the end); milliseconds per call.
-    /// This is how `triton.testing.do_bench` times the peers (bench/peers_gpu.py): a call's
-    /// figure is the device's time for it in a stream of calls, its launch overlapped with the
-    /// call before. Where the host cannot enqueue a call as fast as the device runs it, the
-    /// events see the device waiting for the host, and the figure says so (launch-bound).
-    pub fn time_ms(&self, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
-        self.warm_up(&mut work)?;
-        let events = self.event_pairs(reps)?;
-        for (start, end) in &events {
-            start.record(&self.stream).map_err(drv("event"))?;
-            work()?;
-            end.record(&self.stream).map_err(drv("event"))?;
-        }
-        self.synchronize()?;
-        events
-            .iter()
-            .map(|(s, e)| Ok(s.elapsed_ms(e).map_err(drv("event"))? as f64))
-            .collect()
-    }
-
-    /// Warm-up calls of `work` for at least 100 ms of wall time (and three calls), waiting for
-    /// the device every fourth call so the queue stays short. With three warm-up calls, in
-    /// `bench/gpu_check.sh`'s suite the case right after an f32 ring case ran 17% slow in its
-    /// back-to-back figure while its isolated figure, taken next, was normal
-    /// (bench/results/gpu_check.log, 2026-11-24 03:35; earlier suites had the same outlier);
-    /// two suites with this warm-up had none (bench/results/suite_warmup.log), which does not
-    /// prove the cause.
-    pub(super) fn warm_up(&self, work: &mut impl FnMut() -> Result<()>) -> Result<()> {
-        let start = std::time::Instant::now();
-        let mut calls = 0;
-        while calls < 3 || start.elapsed() < std::time::Duration::from_millis(100) {
-            work()?;
-            calls += 1;
-            if calls % 4 == 0 {
-                self.synchronize()?;
-            }
-        }
-        self.synchronize()
-    }
-
-    /// Time `work` as one isolated call: the host waits for each call before it enqueues the
-    /// next, so each figure includes the launch's latency (the host's call, the driver, the
-    /// device picking it up). One warm-up, then `reps` calls; milliseconds per call.
-    pub fn time_ms_isolated(
-        &self,
-        reps: usize,
-        mut work: impl FnMut() -> Result<()>,
-    ) -> Result<Vec<f64>> {
+/// Time `work` (enqueued on the scorer's stream) with CUDA events, calls back to back:
+/// warm-up calls (`warm_up`), then `reps` calls, each between its own pair of events, with no
+/// host wait between them (the stream is drained once, at the end); milliseconds per call.
+/// This is how `triton.testing.do_bench` times the peers (bench/peers_gpu.py): a call's
+/// figure is the device's time for it in a stream of calls, its launch overlapped with the
+/// call before. Where the host cannot enqueue a call as fast as the device runs it, the
+/// events see the device waiting for the host, and the figure says so (launch-bound).
+pub(super) fn time_ms(
+    gpu: &GpuContext,
+    reps: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<Vec<f64>> {
+    warm_up(gpu, &mut work)?;
+    let events = event_pairs(gpu, reps)?;
+    for (start, end) in &events {
+        start.record(&gpu.stream).map_err(drv("event"))?;
         work()?;
-        self.synchronize()?;
-        let events = self.event_pairs(reps)?;
-        let mut out = Vec::with_capacity(reps);
-        for (start, end) in &events {
-            start.record(&self.stream).map_err(drv("event"))?;
-            work()?;
-            end.record(&self.stream).map_err(drv("event"))?;
-            end.synchronize().map_err(drv("event"))?;
-            out.push(start.elapsed_ms(end).map_err(drv("event"))? as f64);
-        }
-        Ok(out)
+        end.record(&gpu.stream).map_err(drv("event"))?;
     }
+    gpu.synchronize()?;
+    events
+        .iter()
+        .map(|(s, e)| Ok(s.elapsed_ms(e).map_err(drv("event"))? as f64))
+        .collect()
+}
 
-    /// `n` pairs of timing events, made before the timed calls so making them costs no call.
-    pub(super) fn event_pairs(&self, n: usize) -> Result<Vec<(CudaEvent, CudaEvent)>> {
-        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        (0..n)
-            .map(|_| {
-                Ok((
-                    self.ctx.new_event(flags).map_err(drv("event"))?,
-                    self.ctx.new_event(flags).map_err(drv("event"))?,
-                ))
-            })
-            .collect()
+/// Warm-up calls of `work` for at least 100 ms of wall time (and three calls), waiting for
+/// the device every fourth call so the queue stays short. With three warm-up calls, in
+/// `bench/gpu_check.sh`'s suite the case right after an f32 ring case ran 17% slow in its
+/// back-to-back figure while its isolated figure, taken next, was normal
+/// (bench/results/gpu_check.log, 2026-11-24 03:35; earlier suites had the same outlier);
+/// two suites with this warm-up had none (bench/results/suite_warmup.log), which does not
+/// prove the cause.
+fn warm_up(gpu: &GpuContext, work: &mut impl FnMut() -> Result<()>) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut calls = 0;
+    while calls < 3 || start.elapsed() < std::time::Duration::from_millis(100) {
+        work()?;
+        calls += 1;
+        if calls % 4 == 0 {
+            gpu.synchronize()?;
+        }
     }
+    gpu.synchronize()
+}
+
+/// Time `work` as one isolated call: the host waits for each call before it enqueues the
+/// next, so each figure includes the launch's latency (the host's call, the driver, the
+/// device picking it up). One warm-up, then `reps` calls; milliseconds per call.
+pub(super) fn time_ms_isolated(
+    gpu: &GpuContext,
+    reps: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<Vec<f64>> {
+    work()?;
+    gpu.synchronize()?;
+    let events = event_pairs(gpu, reps)?;
+    let mut out = Vec::with_capacity(reps);
+    for (start, end) in &events {
+        start.record(&gpu.stream).map_err(drv("event"))?;
+        work()?;
+        end.record(&gpu.stream).map_err(drv("event"))?;
+        end.synchronize().map_err(drv("event"))?;
+        out.push(start.elapsed_ms(end).map_err(drv("event"))? as f64);
+    }
+    Ok(out)
+}
+
+/// `n` pairs of timing events, made before the timed calls so making them costs no call.
+fn event_pairs(gpu: &GpuContext, n: usize) -> Result<Vec<(CudaEvent, CudaEvent)>> {
+    let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    (0..n)
+        .map(|_| {
+            Ok((
+                gpu.ctx.new_event(flags).map_err(drv("event"))?,
+                gpu.ctx.new_event(flags).map_err(drv("event"))?,
+            ))
+        })
+        .collect()
 }
 
 pub fn median(v: &[f64]) -> f64 {

@@ -1,0 +1,128 @@
+//! `maxsim_bulk` (kernels/bulk.cu): one query's 128-token document tiles brought in by the
+//! copy engine, runs of tasks per block; over every document of a packed corpus with tiles cut
+//! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for d ≤ 128 that no
+//! other tensor-core kernel takes).
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
+use crate::cuda::context::GpuContext;
+use crate::cuda::device::drv;
+use crate::cuda::functions::kernel_in;
+use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
+use crate::cuda::plan::{
+    BULK_STAGES, BULK_THREADS, bulk_dim, bulk_group, bulk_smem, span_smem, wide_dim,
+};
+use crate::error::{Error, Result};
+
+/// The bulk family and its settings: tiles in flight per block and tasks per block when fixed
+/// (`stages_group`), and whether to cut tiles across documents when fixed (`span`; `None`:
+/// where documents leave tiles partly empty, `DocLengths::spans_pay`).
+pub(in crate::cuda) struct Bulk {
+    pub(in crate::cuda) stages_group: Option<(usize, usize)>,
+    pub(in crate::cuda) span: Option<bool>,
+}
+
+impl Launch for Bulk {
+    unsafe fn launch(
+        &self,
+        gpu: &GpuContext,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<()> {
+        let spans = t.doc_index == 0
+            && !wide_dim(corpus.dim)
+            && (!bulk_dim(corpus.dim) || self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
+        if spans {
+            return self.launch_span(gpu, queries, corpus, t);
+        }
+        let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
+        let qpad = same_dtype_blocks(queries, corpus)?;
+        let tasks = (queries.len * t.n) as u64;
+        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let smem = bulk_smem(stages, corpus.dim);
+        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
+        let run = corpus.lengths.bulk_run(corpus.dim);
+        let group = self
+            .stages_group
+            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
+        let cfg = LaunchConfig {
+            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
+        let (st, gr) = (stages as i32, group as i32);
+        let mut b = t.stream.launch_builder(func);
+        args.push(&mut b);
+        b.arg(&st).arg(&gr);
+        // SAFETY: the arguments match `maxsim_bulk_*` in kernels/bulk.cu: as for
+        // `maxsim_mma`, plus `d_tokens` 16-byte aligned (checked by the kernel choice) and
+        // `smem` bytes of dynamic shared memory for `stages` tiles, their barriers and the row
+        // maxima (`bulk_smem`, allowed by blocks_per_sm); the grid covers every task in runs of
+        // `group`.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk launch"))?;
+        Ok(())
+    }
+}
+
+impl Bulk {
+    /// `maxsim_span`: `maxsim_bulk` over every document with tiles cut across documents (one
+    /// query's run of consecutive documents per block).
+    fn launch_span(
+        &self,
+        gpu: &GpuContext,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<()> {
+        let dim = corpus.dim;
+        let func = if bulk_dim(dim) {
+            kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
+        } else {
+            let key = (corpus.dtype, dim.div_ceil(32), dim.is_multiple_of(8));
+            let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
+            &found
+                .ok_or_else(|| {
+                    Error::Argument(format!("no spanning kernel for {} d = {dim}", corpus.dtype))
+                })?
+                .1
+        };
+        let qpad = same_dtype_blocks(queries, corpus)?;
+        let tasks = (queries.len * t.n) as u64;
+        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let smem = span_smem(stages, corpus.dim);
+        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
+        let group = self.stages_group.map_or_else(
+            || bulk_group(tasks, resident, corpus.lengths.span_run()),
+            |f| f.1 as u64,
+        );
+        let blocks = (t.n as u64).div_ceil(group) * queries.len as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (grid_of(tasks, blocks)?, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let a = PairArgs::new(&qpad.tokens, queries, corpus, t);
+        let (st, gr, d) = (stages as i32, group as i32, dim as i32);
+        let mut b = t.stream.launch_builder(func);
+        b.arg(&a.qpad)
+            .arg(&a.q_offsets)
+            .arg(&a.d_tokens)
+            .arg(&a.d_offsets)
+            .arg(&a.num_docs)
+            .arg(&a.out)
+            .arg(&st)
+            .arg(&gr)
+            .arg(&d);
+        // SAFETY: the arguments match `maxsim_span_*` in kernels/span.cu: `qpad` holds 32 × d
+        // halves per query, the offsets cover every query and the `n` = corpus.len documents
+        // (no candidate list: checked by the caller), `out` holds Q × n floats, `d_tokens` is
+        // 16-byte aligned (the kernel choice), and `smem` bytes hold `stages` tiles, their
+        // barriers and the slots (`span_smem`, allowed by blocks_per_sm); the grid covers each
+        // query's runs.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_span launch"))?;
+        Ok(())
+    }
+}
