@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ncu evidence for the H200 targets the exact path misses (BENCHMARKS.md §2): one profiled pass
+# ncu evidence for the H200 targets the exact path misses (BENCHMARKS.md, "H200: the GPU engine beside the GPU peers"): one profiled pass
 # of each case's kernels under `tilemaxsim bench`, clocks left alone (--clock-control none, as
 # ../.library/device/METHOD.md asks), with the sections that say whether a kernel is held by
 # DRAM, by issue, by occupancy or by its launch: d = 77 packed U[32,256] (any-d target 90%),

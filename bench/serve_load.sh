@@ -9,7 +9,7 @@
 #          [--duration S] [--concurrency 1,2,...] [--pairs N] [--soak SECONDS] [--port P]
 #          [--encoding f16|f32|json]
 #   --encoding: how requests carry their query (default f16, the corpus's dtype; on a GPU an f32
-#   query against an f16 corpus runs the CUDA-core kernel, not the tensor cores: BENCHMARKS §8).
+#   query against an f16 corpus runs the CUDA-core kernel, not the tensor cores: BENCHMARKS.md, "Serving on the H200").
 #   --pairs N: after the sweep, N pairs of (engine bench, server at concurrency 2 x 32) back to
 #   back, the ratio taken per pair: on a machine shared with other work the rate moves between
 #   minutes, and only neighbouring measurements compare.

@@ -208,7 +208,7 @@ fn table_output() {
     assert_eq!(lines[4], "2 queries evaluated");
 }
 
-/// The README's figures for the float64 reference run. Its nDCG@10 (0.3561) uses gain
+/// BENCHMARKS.md's figures for the float64 reference run (Retrieval quality on Cranfield). Its nDCG@10 (0.3561) uses gain
 /// 2^g − 1 (`shared/data/reference.py`); trec_eval's `ndcg_cut_10` (gain g) is 0.3707.
 #[test]
 fn cranfield_reference_run_gives_the_published_figures() {

@@ -24,7 +24,7 @@
 //! - **nDCG@10** (`ndcg_cut_10`): gain = the grade itself (not 2^g − 1), discount log2(rank + 1);
 //!   the ideal ranking holds all the query's positive grades in the qrels, retrieved or not.
 //!   [`Metrics::ndcg_exp_10`] is the same with gain 2^g − 1, the convention of
-//!   `shared/data/reference.py` (and of the README's Cranfield figure); trec_eval has no such
+//!   `shared/data/reference.py` (and of BENCHMARKS.md's Cranfield figure); trec_eval has no such
 //!   measure.
 //! - **MRR@10**: trec_eval's `recip_rank` on the run cut to its first 10 documents (in the order
 //!   above): 1 / rank of the first relevant document within ranks 1..=10, else 0.

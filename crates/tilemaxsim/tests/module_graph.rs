@@ -27,7 +27,10 @@ fn module_of(root: &Path, file: &Path) -> Vec<String> {
         .iter()
         .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts
@@ -188,12 +191,26 @@ fn the_library_imports_run_one_way() {
             );
         }
     }
-    let context = edges.get(&names(&["cuda", "context"])).cloned().unwrap_or_default();
-    for below in [["cuda", "launch"], ["cuda", "memory"], ["cuda", "topk"], ["cuda", "scorer"]] {
-        assert!(!context.contains(&names(&below)), "the context imports {below:?}");
+    let context = edges
+        .get(&names(&["cuda", "context"]))
+        .cloned()
+        .unwrap_or_default();
+    for below in [
+        ["cuda", "launch"],
+        ["cuda", "memory"],
+        ["cuda", "topk"],
+        ["cuda", "scorer"],
+    ] {
+        assert!(
+            !context.contains(&names(&below)),
+            "the context imports {below:?}"
+        );
     }
     // The checker sees real edges (a broken scan would find none and pass).
-    assert!(edges[&scorer].contains(&names(&["cuda", "launch"])), "{edges:?}");
+    assert!(
+        edges[&scorer].contains(&names(&["cuda", "launch"])),
+        "{edges:?}"
+    );
 }
 
 #[test]
