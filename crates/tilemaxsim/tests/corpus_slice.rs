@@ -148,3 +148,62 @@ fn only_the_shards_values_are_checked_and_named_by_file_index() {
         Err(Error::NonFinite { row: 1, col: 2, .. })
     ));
 }
+
+/// A shard of a compressed file (`OpenOptions::documents` through `open_any`, as
+/// `tilemaxsim.ray` opens one per actor): the same codes, rebased offsets, sliced ids, and
+/// scores equal to the whole file's, for every codec; mapped files stay mapped.
+#[test]
+fn compressed_files_open_as_shards_too() {
+    use tilemaxsim::codec::{CodecSpec, PqOptions, ResidualOptions, compress};
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = rng(41);
+    let lens: Vec<usize> = (0..23).map(|i| [1, 5, 9, 30][i % 4]).collect();
+    let exact = random_corpus(&mut r, &lens, 16, DType::F32, 1.0)
+        .normalized()
+        .unwrap()
+        .with_doc_ids((0..23).map(|i| format!("d{i}")).collect())
+        .unwrap();
+    let specs = [
+        CodecSpec::Residual(ResidualOptions {
+            nbits: 2,
+            centroids: Some(8),
+            ..Default::default()
+        }),
+        CodecSpec::Pq(PqOptions {
+            m: 4,
+            ..Default::default()
+        }),
+        CodecSpec::Int8,
+        CodecSpec::Fp8,
+    ];
+    let q = random_query(&mut r, 4, 16, DType::F32, 1.0);
+    let q = matrices(std::slice::from_ref(&q), 16)[0];
+    let scorer = CpuScorer::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let path = dir.path().join(format!("c{i}.safetensors"));
+        compress(&exact, spec, 3, &|_, _, _| {})
+            .unwrap()
+            .save(&path)
+            .unwrap();
+        let whole = OpenOptions::new().open_any(&path).unwrap();
+        let shard = OpenOptions::new().documents(5..17).open_any(&path).unwrap();
+        assert_eq!(shard.len(), 12);
+        assert_eq!(shard.offsets()[0], 0);
+        assert_eq!(shard.doc_ids(), whole.doc_ids().map(|ids| &ids[5..17]));
+        let all = scorer.score(q, whole.as_ref()).unwrap();
+        assert_eq!(
+            scorer.score(q, shard.as_ref()).unwrap(),
+            all[5..17].to_vec(),
+            "codec {i}"
+        );
+        let Some(tilemaxsim::CorpusKind::Compressed(c)) = Some(shard.kind()) else {
+            panic!("a compressed shard")
+        };
+        assert!(c.is_mapped(), "codec {i}: the shard shares the map");
+        let e = OpenOptions::new()
+            .documents(20..30)
+            .open_any(&path)
+            .unwrap_err();
+        assert!(matches!(e, Error::Argument(_)), "{e}");
+    }
+}

@@ -145,17 +145,20 @@ impl AnyCorpus for CompressedCorpus {
 
 impl OpenOptions {
     /// Open a corpus file of either format (exact or compressed: its metadata says which),
-    /// memory-mapped, with these options. A shard (`documents`) is taken of exact files only.
+    /// memory-mapped, with these options (a shard, `documents`, of either).
     pub fn open_any(&self, path: impl AsRef<Path>) -> Result<Box<dyn AnyCorpus>> {
         let path = path.as_ref();
         if is_compressed_file(path) {
-            if self.shard().is_some() {
-                return Err(Error::Argument(format!(
-                    "{}: shards (documents=) are opened from exact corpus files; this one is compressed",
-                    path.display()
-                )));
+            let codes = self.open_compressed(path)?;
+            match self.shard() {
+                Some((start, end)) => {
+                    Ok(Box::new(codes.slice(start..end).map_err(|e| match e {
+                        Error::Argument(m) => Error::Argument(format!("{}: {m}", path.display())),
+                        e => e,
+                    })?))
+                }
+                None => Ok(Box::new(codes)),
             }
-            Ok(Box::new(self.open_compressed(path)?))
         } else {
             Ok(Box::new(self.open(path)?))
         }
