@@ -23,7 +23,9 @@ CRANFIELD = SHARED / "cranfield"
 
 
 def server_binary():
-    candidates = [os.environ.get("TILEMAXSIM_BIN")] + [str(ROOT / "target" / p / "tilemaxsim") for p in ("debug", "release")]
+    candidates = [os.environ.get("TILEMAXSIM_BIN")] + [
+        str(ROOT / "target" / p / "tilemaxsim") for p in ("debug", "release")
+    ]
     for c in candidates:
         if c and os.access(c, os.X_OK):
             return c
@@ -38,9 +40,23 @@ def server():
     if not CRANFIELD.exists():
         pytest.skip(f"Cranfield data not found at {CRANFIELD}")
     proc = subprocess.Popen(
-        [server_binary(), "serve", "--corpus", str(CRANFIELD / "corpus.safetensors"),
-         "--doc-ids", str(CRANFIELD / "doc_ids.txt"), "--device", "cpu", "--addr", "127.0.0.1:0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            server_binary(),
+            "serve",
+            "--corpus",
+            str(CRANFIELD / "corpus.safetensors"),
+            "--doc-ids",
+            str(CRANFIELD / "doc_ids.txt"),
+            "--device",
+            "cpu",
+            "--addr",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
     log = []
     url = None
     for line in proc.stderr:
@@ -50,7 +66,9 @@ def server():
             break
     assert url, "".join(log)
     # Keep reading stderr so the server never blocks on it.
-    threading.Thread(target=lambda: log.extend(proc.stderr), daemon=True).start()
+    stderr = proc.stderr
+    reader = threading.Thread(target=lambda: log.extend(stderr), daemon=True)
+    reader.start()
     client = Client(url)
     for _ in range(600):
         if client.ready():
@@ -60,7 +78,10 @@ def server():
     assert client.ready(), "".join(log)
     yield client
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0, "".join(log)
+    status = proc.wait(timeout=60)
+    reader.join(timeout=60)  # the server has exited: its stderr ends
+    stderr.close()
+    assert status == 0, "".join(log)
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +90,10 @@ def cranfield():
 
     q = load_file(str(CRANFIELD / "queries.safetensors"))
     emb, off = q["embeddings"], q["offsets"]
-    queries = [emb[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+    queries = [emb[off[i] : off[i + 1]] for i in range(len(off) - 1)]
     corpus = tilemaxsim.Corpus.load(CRANFIELD / "corpus.safetensors", device="cpu")
-    doc_ids = [l.strip() for l in open(CRANFIELD / "doc_ids.txt")]
+    with open(CRANFIELD / "doc_ids.txt") as f:
+        doc_ids = [line.strip() for line in f]
     return queries, corpus, doc_ids
 
 

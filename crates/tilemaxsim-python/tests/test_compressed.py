@@ -22,8 +22,13 @@ def reference_topk(Q, docs, k):
 
 @pytest.mark.parametrize(
     "codec,kw",
-    [("residual", dict(nbits=2, centroids=16)), ("residual", dict(nbits=4, centroids=8)),
-     ("pq", dict(m=8)), ("int8", {}), ("fp8", {})],
+    [
+        ("residual", dict(nbits=2, centroids=16)),
+        ("residual", dict(nbits=4, centroids=8)),
+        ("pq", dict(m=8)),
+        ("int8", {}),
+        ("fp8", {}),
+    ],
 )
 def test_compress_search_save_load(tmp_path, codec, kw):
     rng = np.random.default_rng(0)
@@ -31,7 +36,7 @@ def test_compress_search_save_load(tmp_path, codec, kw):
     docs = [unit(rng, n, 32) for n in lens]
     exact = tilemaxsim.Corpus.from_tensors(docs, device="cpu", doc_ids=[f"d{i}" for i in range(7)])
     c = exact.compress(codec, seed=3, **kw)
-    assert c.dtype == codec and c.codec.startswith(codec) and len(c) == 7
+    assert c.dtype == codec and c.codec is not None and c.codec.startswith(codec) and len(c) == 7
     assert c.bytes_per_token < exact.bytes_per_token
     Q = unit(rng, 3 * 5, 32).reshape(3, 5, 32)
     s, i = c.search(Q, k=4)
@@ -62,8 +67,9 @@ def test_compressed_errors(tmp_path):
         exact.compress("zip")
     with pytest.raises(ValueError, match="divide"):
         exact.compress("pq", m=3)
-    loud = tilemaxsim.Corpus.from_tensors([rng.standard_normal((3, 16)).astype(np.float32) * 4], doc_lengths=[3],
-                                          device="cpu")
+    loud = tilemaxsim.Corpus.from_tensors(
+        [rng.standard_normal((3, 16)).astype(np.float32) * 4], doc_lengths=[3], device="cpu"
+    )
     with pytest.raises(ValueError, match="normalize"):
         loud.compress("residual")
     c = exact.compress("int8")
@@ -91,12 +97,15 @@ def test_rerank_depth_is_kept_in_the_file_and_normalize(tmp_path):
     c.save(tmp_path / "c.safetensors")
     back = tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", rerank=exact_path)
     assert "top-3 reranked" in back.device
-    assert "top-5 reranked" in tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", rerank=exact_path,
-                                                      rerank_k=5).device
+    assert (
+        "top-5 reranked"
+        in tilemaxsim.Corpus.load(tmp_path / "c.safetensors", device="cpu", rerank=exact_path, rerank_k=5).device
+    )
     plain = exact.compress("int8")
     plain.save(tmp_path / "p.safetensors")
-    assert "top-100 reranked" in tilemaxsim.Corpus.load(tmp_path / "p.safetensors", device="cpu",
-                                                        rerank=exact_path).device
+    assert (
+        "top-100 reranked" in tilemaxsim.Corpus.load(tmp_path / "p.safetensors", device="cpu", rerank=exact_path).device
+    )
     # Unnormalized tokens: the residual codec asks for normalize=True, which it then accepts;
     # a bad nbits is reported as such before the norms are looked at.
     loud = tilemaxsim.Corpus.from_tensors([d * 4 for d in docs], device="cpu")  # exactly 4x

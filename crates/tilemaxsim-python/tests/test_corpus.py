@@ -18,7 +18,7 @@ CRANFIELD = SHARED / "cranfield"
 def test_from_tensors_search_save_and_load(tmp_path, rng):
     docs = [normalized(rng, int(n), 32).cpu() for n in rng.integers(1, 50, size=30)]
     corpus = tilemaxsim.Corpus.from_tensors(docs, doc_ids=[f"d{i}" for i in range(30)], device="cpu")
-    assert len(corpus) == 30 and corpus.dim == 32 and corpus.doc_ids[3] == "d3"
+    assert len(corpus) == 30 and corpus.dim == 32 and corpus.doc_ids is not None and corpus.doc_ids[3] == "d3"
     Q = normalized(rng, 4, 7, 32).cpu()
     scores, idx = corpus.search(Q, 5)
     lens = torch.tensor([d.shape[0] for d in docs])
@@ -42,11 +42,14 @@ def test_cranfield_search_reproduces_the_reference_run():
     q = load_file(str(CRANFIELD / "queries.safetensors"))
     emb, off = q["embeddings"], q["offsets"]
     ref = {}
-    for line in open(CRANFIELD / "ref_run.trec"):
-        qid, _, doc, rank, score, _ = line.split()
-        ref.setdefault(qid, []).append((doc, float(score)))
-    qids = [l.strip() for l in open(CRANFIELD / "query_ids.txt")]
-    doc_ids = [l.strip() for l in open(CRANFIELD / "doc_ids.txt")]
+    with open(CRANFIELD / "ref_run.trec") as f:
+        for line in f:
+            qid, _, doc, rank, score, _ = line.split()
+            ref.setdefault(qid, []).append((doc, float(score)))
+    with open(CRANFIELD / "query_ids.txt") as f:
+        qids = [line.strip() for line in f]
+    with open(CRANFIELD / "doc_ids.txt") as f:
+        doc_ids = [line.strip() for line in f]
     for i in range(0, 225, 25):
         scores, idx = corpus.search(emb[off[i] : off[i + 1]], 10)
         want = ref[qids[i]][:10]
@@ -62,7 +65,7 @@ def test_load_documents_opens_a_shard_indexed_from_zero(tmp_path, rng):
     whole = tilemaxsim.Corpus.from_tensors(docs, doc_ids=[f"d{i}" for i in range(20)], device="cpu")
     whole.save(tmp_path / "c.safetensors")
     lens = [d.shape[0] for d in docs]
-    assert whole.offsets == [0, *np.cumsum(lens).tolist()]
+    assert whole.offsets == [0, *np.cumsum(lens).tolist()] and whole.doc_ids is not None
     Q = normalized(rng, 3, 5, 24).cpu()
     all_scores = tilemaxsim.maxsim(Q, torch.cat(docs), cu_seqlens=torch.tensor(whole.offsets))
     for start, end in [(0, 20), (0, 1), (19, 20), (4, 13)]:

@@ -36,8 +36,14 @@ def test_strided_views_and_offsets_are_read_in_place(rng):
     np.testing.assert_allclose(tilemaxsim.maxsim(Q, D).cpu().numpy(), reference(Q, D), atol=1e-3)
 
 
+# A call that refuses to be captured leaves the graph empty, and torch warns about that on leaving
+# the capture: expected here, not a failure.
+@pytest.mark.filterwarnings("ignore:The CUDA Graph is empty:UserWarning")
 def test_graph_capture_works_or_raises_clearly(rng):
-    Q, D = normalized(rng, 1, 32, 128, dtype=torch.float16).cuda(), normalized(rng, 512, 128, 128, dtype=torch.float16).cuda()
+    Q, D = (
+        normalized(rng, 1, 32, 128, dtype=torch.float16).cuda(),
+        normalized(rng, 512, 128, 128, dtype=torch.float16).cuda(),
+    )
     tilemaxsim.maxsim(Q, D)  # warm up outside the capture
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()

@@ -119,8 +119,7 @@ def test_any_strides(rng):
     D = normalized(rng, 24, 4, 7).permute(1, 2, 0)
     assert Q.stride(-1) != 1 and D.stride(-1) != 1
     np.testing.assert_allclose(tilemaxsim.maxsim(Q, D).cpu().numpy(), reference(Q, D), atol=1e-5)
-    np.testing.assert_allclose(tilemaxsim.maxsim_pairs(Q, D[:3]).cpu().numpy(),
-                               np.diag(reference(Q, D[:3])), atol=1e-5)
+    np.testing.assert_allclose(tilemaxsim.maxsim_pairs(Q, D[:3]).cpu().numpy(), np.diag(reference(Q, D[:3])), atol=1e-5)
     Qn = np.asfortranarray(Q.cpu().numpy())[::-1]  # negative and non-unit strides in numpy
     np.testing.assert_allclose(tilemaxsim.maxsim(Qn, D.cpu().numpy()), reference(Q, D)[::-1], atol=1e-5)
 

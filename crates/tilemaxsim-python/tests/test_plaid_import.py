@@ -19,6 +19,7 @@ import os
 import pathlib
 import subprocess
 import types
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,7 +111,12 @@ def test_colbert_ai_index(tmp_path, monkeypatch):
     centroids = embs[torch.randperm(len(embs), generator=g)[:64]].clone()
     heldout = embs[torch.randperm(len(embs), generator=g)[:200]]
     this = types.SimpleNamespace(config=config, use_gpu=False, verbose=0)
-    cutoffs, weights, avg = CollectionIndexer._compute_avg_residual(this, centroids, heldout)
+    # A stand-in `self`: the method reads only these attributes of it.
+    cutoffs, weights, avg = CollectionIndexer._compute_avg_residual(
+        this,  # pyright: ignore[reportArgumentType]
+        centroids,
+        heldout,
+    )
     codec = ResidualCodec(config, centroids, avg, cutoffs, weights)
     saver = IndexSaver(config)
     saver.save_codec(codec)
@@ -207,7 +213,7 @@ def test_maxsim_residual_refuses_bad_input():
     ok = tilemaxsim.maxsim_residual(Q, codes, res, cu, cents, w, 2)
     assert ok.shape == (2, 2) and torch.isfinite(ok).all()
     for bad, what in [
-        (dict(codes_flat=torch.tensor([0, 2, 1])), "centroid"),          # id 2 of 2 centroids
+        (dict(codes_flat=torch.tensor([0, 2, 1])), "centroid"),  # id 2 of 2 centroids
         (dict(codes_flat=torch.tensor([0, -1, 1])), "non-negative"),
         (dict(residuals_flat=torch.zeros(3, 3, dtype=torch.uint8)), "bytes"),
         (dict(cu_seqlens_d=torch.tensor([0, 1, 4])), "cu_seqlens_d ends at 4"),
@@ -218,7 +224,9 @@ def test_maxsim_residual_refuses_bad_input():
         (dict(nbits=8), "nbits"),
         (dict(normalize=False), "normalize"),
     ]:
-        kw = dict(codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2)
+        kw: dict[str, Any] = dict(
+            codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2
+        )
         kw.update(bad)
         with pytest.raises((ValueError, TypeError)) as e:
             tilemaxsim.maxsim_residual(Q, **kw)

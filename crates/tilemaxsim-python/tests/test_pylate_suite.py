@@ -21,7 +21,7 @@ SHA256 = "fe8aaa649d47f56c2b95183df9b910500f4257cf3c0c7cf353223c48a0059a0c"
 FILES = ["tests/test_colbert_scores.py", "tests/test_scores_lik.py", "tests/test_scores_flash.py"]
 REPO = Path(__file__).resolve().parents[3]
 
-CONFTEST = '''
+CONFTEST = """
 import pytest
 from tilemaxsim.integrations import pylate as dropin
 
@@ -34,7 +34,7 @@ def _still_patched():
 
     assert scores.colbert_scores is dropin.colbert_scores
     yield
-'''
+"""
 
 
 def _sdist() -> Path:
@@ -42,8 +42,23 @@ def _sdist() -> Path:
     path = Path(given) if given else REPO / "target" / "sdist" / f"pylate-{VERSION}.tar.gz"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
-                        "--no-binary", ":all:", f"pylate=={VERSION}", "-d", str(path.parent)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"pylate=={VERSION}",
+                "-d",
+                str(path.parent),
+            ],
+            check=True,
+        )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == SHA256, f"{path}: sha256 {digest}, expected pylate {VERSION}'s {SHA256}"
     return path
@@ -53,13 +68,27 @@ def test_pylate_own_tests_pass_patched(tmp_path):
     with tarfile.open(_sdist()) as tar:
         for name in FILES:
             member = tar.getmember(f"pylate-{VERSION}/{name}")
-            (tmp_path / Path(name).name).write_bytes(tar.extractfile(member).read())
+            data = tar.extractfile(member)
+            assert data is not None, f"{name}: not a file in the sdist"
+            (tmp_path / Path(name).name).write_bytes(data.read())
     (tmp_path / "conftest.py").write_text(CONFTEST)
     import pylate.scores.colbert as module
 
     # The doctests of PyLate's scoring module run against the patched module globals too.
-    args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-            *(str(tmp_path / Path(n).name) for n in FILES), "--doctest-modules", module.__file__]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        *(str(tmp_path / Path(n).name) for n in FILES),
+        "--doctest-modules",
+        module.__file__,
+    ]
     run = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out

@@ -9,6 +9,7 @@ again; and the Ray Serve application answers the same over real HTTP on the loop
 import os
 import re
 import time
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -22,8 +23,8 @@ if os.environ.get("TILEMAXSIM_REQUIRE_RAY"):
     import ray
 else:
     ray = pytest.importorskip("ray", reason="Ray is not installed here")
-from tilemaxsim.ray import ShardedSearcher, ShardError, merge, plan_shards  # noqa: E402
 from test_corpus import CRANFIELD
+from tilemaxsim.ray import ShardedSearcher, ShardError, merge, plan_shards  # noqa: E402
 
 # Ray Serve's own pydantic models warn on import; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
@@ -145,14 +146,17 @@ def test_ids_map_back_to_the_corpus_and_reproduce_the_reference_run(cluster, que
     from safetensors.numpy import load_file
 
     c = load_file(str(CORPUS))
-    doc_ids = [l.strip() for l in open(CRANFIELD / "doc_ids.txt")]
+    with open(CRANFIELD / "doc_ids.txt") as f:
+        doc_ids = [line.strip() for line in f]
     path = tmp_path / "cranfield-ids.safetensors"
     tilemaxsim.Corpus.from_tensors(c["embeddings"], c["offsets"], doc_ids=doc_ids, device="cpu").save(path)
     ref = {}
-    for line in open(CRANFIELD / "ref_run.trec"):
-        qid, _, doc, _, score, _ = line.split()
-        ref.setdefault(qid, []).append((doc, float(score)))
-    qids = [l.strip() for l in open(CRANFIELD / "query_ids.txt")]
+    with open(CRANFIELD / "ref_run.trec") as f:
+        for line in f:
+            qid, _, doc, _, score, _ = line.split()
+            ref.setdefault(qid, []).append((doc, float(score)))
+    with open(CRANFIELD / "query_ids.txt") as f:
+        qids = [line.strip() for line in f]
     Q, mask = queries
     some = np.arange(0, 225, 5)
     with ShardedSearcher(path, shards=2, num_cpus=0.25, timeout=120) as searcher:
@@ -231,7 +235,8 @@ def test_a_killed_shard_raises_until_restarted_then_answers_are_whole(cluster, q
         print(f"{refused} searches refused while the shard restarted")
         np.testing.assert_array_equal(answered[1], wi[:40])
         np.testing.assert_array_equal(answered[0], ws[:40])
-        assert ray.get(victim.info.remote())["pid"] != old_pid  # a new process holds the shard
+        # (ray.get's first overload, for a list of refs, takes the untyped handle's ref.)
+        assert cast(dict, ray.get(victim.info.remote()))["pid"] != old_pid  # a new process holds the shard
 
 
 def test_parse_request_reads_every_encoding_and_refuses_bad_input(rng):
@@ -245,32 +250,41 @@ def test_parse_request_reads_every_encoding_and_refuses_bad_input(rng):
     want = {"f32": x, "f16": x.half().float(), "bf16": x.bfloat16().float()}
     for dtype, raw in encoded.items():
         q = {"id": dtype, "embeddings_b64": base64.b64encode(raw.tobytes()).decode(), "dtype": dtype, "shape": [5, 16]}
-        ids, queries, k = parse_request(json.dumps({"queries": [q, {"embeddings": x.tolist()}], "k": 7}).encode(), 16, 100)
+        ids, queries, k = parse_request(
+            json.dumps({"queries": [q, {"embeddings": x.tolist()}], "k": 7}).encode(), 16, 100
+        )
         assert ids == [dtype, "1"] and k == 7
         np.testing.assert_array_equal(queries[0], want[dtype].numpy())
         np.testing.assert_array_equal(queries[1], x.numpy())
     ok = {"embeddings": x.tolist()}
-    for bad, what in [(b"\xff", "not JSON"), (b"[]", "expected"), (b'{"queries": [1]}', "queries[0]"),
-                      ({"queries": [ok], "k": True}, "k = True"), ({"queries": [ok], "k": 101}, "k = 101"),
-                      ({"queries": [{"embeddings": []}]}, "Lq >= 1"), ({"queries": [{"embeddings": [[1, "a"]]}]}, "numbers"),
-                      ({"queries": [{"embeddings": [[1.0] * 16, [1.0] * 15]}]}, "numbers"),
-                      ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f64", "shape": [1, 16]}]}, "dtype"),
-                      ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f32", "shape": [1, 16]}]}, "do not fill"),
-                      ({"queries": [{"embeddings_b64": "AAAA", "shape": [16]}]}, "shape")]:
+    for bad, what in [
+        (b"\xff", "not JSON"),
+        (b"[]", "expected"),
+        (b'{"queries": [1]}', "queries[0]"),
+        ({"queries": [ok], "k": True}, "k = True"),
+        ({"queries": [ok], "k": 101}, "k = 101"),
+        ({"queries": [{"embeddings": []}]}, "Lq >= 1"),
+        ({"queries": [{"embeddings": [[1, "a"]]}]}, "numbers"),
+        ({"queries": [{"embeddings": [[1.0] * 16, [1.0] * 15]}]}, "numbers"),
+        ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f64", "shape": [1, 16]}]}, "dtype"),
+        ({"queries": [{"embeddings_b64": "AAAA", "dtype": "f32", "shape": [1, 16]}]}, "do not fill"),
+        ({"queries": [{"embeddings_b64": "AAAA", "shape": [16]}]}, "shape"),
+    ]:
         body = bad if isinstance(bad, bytes) else json.dumps(bad).encode()
         with pytest.raises(BadRequest, match=re.escape(what)):
             parse_request(body, 16, 100)
 
 
-def _http(port, method, path, body=None):
+def _http(port, method, path, body=None) -> tuple[int, Any]:
     """(status, parsed JSON or text) of one real HTTP request to the loopback address."""
     import json
     import urllib.error
     import urllib.request
 
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             status, text = r.status, r.read().decode()
@@ -296,6 +310,7 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
     from concurrent.futures import ThreadPoolExecutor
 
     from ray import serve
+
     from tilemaxsim.ray.serve import build_app
 
     Q, mask = queries
@@ -326,24 +341,35 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
         assert status == 200, got
         check(got["results"], range(5))
         # The same query as base64 f16 (the file's own values) and bf16-free f32.
-        b64 = {"id": "q0", "embeddings_b64": base64.b64encode(Q[0, : lens[0]].tobytes()).decode(),
-               "dtype": "f16", "shape": [int(lens[0]), 128]}
+        b64 = {
+            "id": "q0",
+            "embeddings_b64": base64.b64encode(Q[0, : lens[0]].tobytes()).decode(),
+            "dtype": "f16",
+            "shape": [int(lens[0]), 128],
+        }
         status, got = _http(port, "POST", "/v1/search", {"queries": [b64], "k": 10})
         assert status == 200, got
         check(got["results"], [0])
         # Concurrent requests of different k, batched together by the ingress.
         with ThreadPoolExecutor(6) as pool:
-            answers = list(pool.map(lambda i: (i, _http(port, "POST", "/v1/search", body([i], k=1 + i % 10))), range(12)))
+            answers = list(
+                pool.map(lambda i: (i, _http(port, "POST", "/v1/search", body([i], k=1 + i % 10))), range(12))
+            )
         for i, (status, got) in answers:
             assert status == 200, got
             check(got["results"], [i], k=1 + i % 10)
         # Bad input: 400 with a message, the service unharmed.
         nan = body([0])
         nan["queries"][0]["embeddings"][0][0] = float("nan")
-        for bad, what in [(b"{not json", "not JSON"), ({"queries": []}, "expected"), (body([0], k=0), "k = 0"),
-                          (body([0], k=1001), "k = 1001"), (nan, "NaN"),
-                          ({"queries": [{"embeddings": [[0.5] * 64]}]}, "d = 64"),
-                          ({"queries": [{"embeddings_b64": "!!", "dtype": "f16", "shape": [1, 128]}]}, "queries[0]")]:
+        for bad, what in [
+            (b"{not json", "not JSON"),
+            ({"queries": []}, "expected"),
+            (body([0], k=0), "k = 0"),
+            (body([0], k=1001), "k = 1001"),
+            (nan, "NaN"),
+            ({"queries": [{"embeddings": [[0.5] * 64]}]}, "d = 64"),
+            ({"queries": [{"embeddings_b64": "!!", "dtype": "f16", "shape": [1, 128]}]}, "queries[0]"),
+        ]:
             status, got = _http(port, "POST", "/v1/search", bad)
             assert status == 400 and what in got["error"], (what, status, got)
         assert _http(port, "GET", "/v1/nothing")[0] == 404
@@ -351,8 +377,18 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
         # partial hits), and Serve replaces the replica; requests answer 503 or correctly
         # until then, and correctly after.
         name = serve.get_deployment_handle("shard-1", app_name="tilemaxsim").info.remote().result()["actor"]
-        every = {"queries": [{"id": f"q{i}", "embeddings_b64": base64.b64encode(Q[i, : lens[i]].tobytes()).decode(),
-                              "dtype": "f16", "shape": [int(lens[i]), 128]} for i in range(225)], "k": 10}
+        every = {
+            "queries": [
+                {
+                    "id": f"q{i}",
+                    "embeddings_b64": base64.b64encode(Q[i, : lens[i]].tobytes()).decode(),
+                    "dtype": "f16",
+                    "shape": [int(lens[i]), 128],
+                }
+                for i in range(225)
+            ],
+            "k": 10,
+        }
         # The request must outlast the kill on any machine: time Cranfield's 225 queries once,
         # repeat them until the request takes about 8 s (16 times at most), and kill the
         # replica a quarter of the way in.

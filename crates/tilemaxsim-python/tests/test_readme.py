@@ -10,7 +10,9 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 def quick_start() -> str:
     text = README.read_text()
     after = text.split("This quick start runs as written", 1)[1]
-    return re.search(r"```python\n(.*?)```", after, re.S).group(1)
+    block = re.search(r"```python\n(.*?)```", after, re.S)
+    assert block, "no python block after the quick start's sentence"
+    return block.group(1)
 
 
 def test_readme_quick_start_runs(tmp_path, monkeypatch):

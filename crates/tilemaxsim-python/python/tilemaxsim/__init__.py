@@ -13,10 +13,25 @@ in `tilemaxsim.integrations`; `tilemaxsim.client.Client(url).search(Q, k)` queri
 `tilemaxsim serve` server; sharded search on a Ray cluster (and Ray Serve) in `tilemaxsim.ray`.
 """
 
-from ._native import __version__, cuda_available, cuda_devices
+from . import client
 from ._api import maxsim, maxsim_pairs, topk
 from ._corpus import Corpus
+from ._native import __version__, cuda_available, cuda_devices
 from ._residual import maxsim_residual
-from . import client
 
-__all__ = ["Corpus", "__version__", "client", "cuda_available", "cuda_devices", "maxsim", "maxsim_pairs", "maxsim_residual", "topk"]
+__all__ = [
+    # high-level: a corpus kept for many searches, and the top-k of one call
+    "Corpus",
+    "topk",
+    # core MaxSim: every query against every document, and aligned pairs
+    "maxsim",
+    "maxsim_pairs",
+    # compressed: a PLAID residual index's tensors scored as they lie on disk
+    "maxsim_residual",
+    # integrations and clients: the HTTP client (`tilemaxsim.integrations.*`, `tilemaxsim.ray`: by name)
+    "client",
+    # utilities
+    "cuda_available",
+    "cuda_devices",
+    "__version__",
+]

@@ -1,25 +1,115 @@
 """Type stubs of tilemaxsim's public API. Arrays are torch tensors or numpy arrays."""
 
+from collections.abc import Sequence
 from os import PathLike
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any
 
 from . import client as client
 
 Array = Any  # torch.Tensor | numpy.ndarray
 
-__version__: str
+__all__ = [
+    # high-level
+    "Corpus",
+    "topk",
+    # core MaxSim
+    "maxsim",
+    "maxsim_pairs",
+    # compressed
+    "maxsim_residual",
+    # integrations and clients
+    "client",
+    # utilities
+    "cuda_available",
+    "cuda_devices",
+    "__version__",
+]
 
-def cuda_available() -> bool: ...
-def cuda_devices() -> list[str]: ...
+# high-level
+
+class Corpus:
+    @classmethod
+    def load(
+        cls,
+        path: str | PathLike,
+        device: str = "auto",
+        *,
+        devices: Sequence[int] | None = None,
+        residency: str = "auto",
+        check_finite: bool = True,
+        documents: tuple[int, int] | None = None,
+        rerank: str | PathLike | None = None,
+        rerank_k: int | None = None,
+    ) -> Corpus: ...
+    def compress(
+        self,
+        codec: str,
+        *,
+        nbits: int = 2,
+        centroids: int | None = None,
+        m: int = 16,
+        kmeans_iters: int | None = None,
+        seed: int = 0,
+        rerank_k: int | None = None,
+        normalize: bool = False,
+    ) -> Corpus: ...
+    @classmethod
+    def from_tensors(
+        cls,
+        embeddings: Array | Sequence[Array],
+        cu_seqlens: Array | None = None,
+        *,
+        doc_lengths: Array | None = None,
+        doc_ids: Sequence[str] | None = None,
+        device: str = "auto",
+        devices: Sequence[int] | None = None,
+        residency: str = "auto",
+    ) -> Corpus: ...
+    def search(self, Q: Array | Sequence[Array], k: int, *, q_mask: Array | None = None) -> tuple[Array, Array]: ...
+    def save(self, path: str | PathLike) -> None: ...
+    def __len__(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def codec(self) -> str | None: ...
+    @property
+    def bytes_per_token(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def offsets(self) -> list[int]: ...
+    @property
+    def doc_ids(self) -> list[str] | None: ...
+    @property
+    def device(self) -> str: ...
+
+def topk(
+    Q: Array,
+    D: Array,
+    k: int,
+    *,
+    q_mask: Array | None = None,
+    d_mask: Array | None = None,
+    doc_lengths: Array | None = None,
+    cu_seqlens: Array | None = None,
+    chunk: int = 65536,
+    check: bool | None = None,
+) -> tuple[Array, Array]:
+    """(scores, indices), best first, ties to the lower index."""
+
+# core MaxSim
+
 def maxsim(
     Q: Array,
     D: Array,
     *,
-    q_mask: Optional[Array] = None,
-    d_mask: Optional[Array] = None,
-    doc_lengths: Optional[Array] = None,
-    cu_seqlens: Optional[Array] = None,
-    check: Optional[bool] = None,
+    q_mask: Array | None = None,
+    d_mask: Array | None = None,
+    doc_lengths: Array | None = None,
+    cu_seqlens: Array | None = None,
+    check: bool | None = None,
 ) -> Array:
     """[B] for one query [Lq, d], else [A, B]; float32 on the inputs' device."""
 
@@ -27,13 +117,15 @@ def maxsim_pairs(
     Q: Array,
     D: Array,
     *,
-    q_mask: Optional[Array] = None,
-    d_mask: Optional[Array] = None,
-    doc_lengths: Optional[Array] = None,
-    cu_seqlens: Optional[Array] = None,
-    check: Optional[bool] = None,
+    q_mask: Array | None = None,
+    d_mask: Array | None = None,
+    doc_lengths: Array | None = None,
+    cu_seqlens: Array | None = None,
+    check: bool | None = None,
 ) -> Array:
     """[B]: query i against document i."""
+
+# compressed
 
 def maxsim_residual(
     Q: Array,
@@ -49,76 +141,9 @@ def maxsim_residual(
 ) -> Array:
     """[Nq, Nd] (or [Nd]): Q against a PLAID residual index's tensors, decoded on the fly."""
 
-def topk(
-    Q: Array,
-    D: Array,
-    k: int,
-    *,
-    q_mask: Optional[Array] = None,
-    d_mask: Optional[Array] = None,
-    doc_lengths: Optional[Array] = None,
-    cu_seqlens: Optional[Array] = None,
-    chunk: int = 65536,
-    check: Optional[bool] = None,
-) -> Tuple[Array, Array]:
-    """(scores, indices), best first, ties to the lower index."""
+# utilities
 
-class Corpus:
-    @classmethod
-    def load(
-        cls,
-        path: Union[str, PathLike],
-        device: str = "auto",
-        *,
-        devices: Optional[Sequence[int]] = None,
-        residency: str = "auto",
-        check_finite: bool = True,
-        documents: Optional[Tuple[int, int]] = None,
-        rerank: Optional[Union[str, PathLike]] = None,
-        rerank_k: Optional[int] = None,
-    ) -> "Corpus": ...
-    def compress(
-        self,
-        codec: str,
-        *,
-        nbits: int = 2,
-        centroids: Optional[int] = None,
-        m: int = 16,
-        kmeans_iters: Optional[int] = None,
-        seed: int = 0,
-        rerank_k: Optional[int] = None,
-        normalize: bool = False,
-    ) -> "Corpus": ...
-    @classmethod
-    def from_tensors(
-        cls,
-        embeddings: Union[Array, Sequence[Array]],
-        cu_seqlens: Optional[Array] = None,
-        *,
-        doc_lengths: Optional[Array] = None,
-        doc_ids: Optional[Sequence[str]] = None,
-        device: str = "auto",
-        devices: Optional[Sequence[int]] = None,
-        residency: str = "auto",
-    ) -> "Corpus": ...
-    def search(
-        self, Q: Union[Array, Sequence[Array]], k: int, *, q_mask: Optional[Array] = None
-    ) -> Tuple[Array, Array]: ...
-    def save(self, path: Union[str, PathLike]) -> None: ...
-    def __len__(self) -> int: ...
-    @property
-    def dim(self) -> int: ...
-    @property
-    def dtype(self) -> str: ...
-    @property
-    def codec(self) -> Optional[str]: ...
-    @property
-    def bytes_per_token(self) -> int: ...
-    @property
-    def num_tokens(self) -> int: ...
-    @property
-    def offsets(self) -> list[int]: ...
-    @property
-    def doc_ids(self) -> Optional[list[str]]: ...
-    @property
-    def device(self) -> str: ...
+__version__: str
+
+def cuda_available() -> bool: ...
+def cuda_devices() -> list[str]: ...

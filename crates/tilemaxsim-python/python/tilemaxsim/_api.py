@@ -1,4 +1,5 @@
-"""The functional API: `maxsim`, `maxsim_pairs` and `topk` over torch tensors or numpy arrays.
+"""The functional API: `maxsim`, `maxsim_pairs` and `topk` over torch tensors or numpy arrays,
+scored by `_engine` (through `_autograd` where an input requires a gradient).
 
 Shapes (d the embedding width):
 - queries `Q`: `[Lq, d]` (one query) or `[A, Lq, d]`;
@@ -22,149 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _float64, _native
-from ._arrays import (
-    as_array,
-    dlpack,
-    empty_scores,
-    is_float64,
-    is_torch,
-    lengths_array,
-    same_device,
-    stream_of,
-    torch,
-)
+from . import _native
+from ._arrays import Array, dlpack, is_float64, is_torch, same_device, stream_of, torch
+from ._engine import _check_finite, _documents, _queries, _run
 
-
-def _queries(Q, q_mask):
-    Q = as_array(Q, "Q", keep_float64=True)
-    single = Q.ndim == 2
-    if single:
-        Q = Q[None]
-    if Q.ndim != 3:
-        raise ValueError(f"Q: expected [Lq, d] or [A, Lq, d], got shape {tuple(Q.shape)}")
-    if Q.shape[0] == 0 or Q.shape[1] == 0:
-        raise ValueError(f"Q: empty (shape {tuple(Q.shape)}); every query needs a token")
-    if q_mask is not None:
-        m = q_mask[None] if single and q_mask.ndim == 1 else q_mask
-        if tuple(m.shape) != tuple(Q.shape[:2]):
-            raise ValueError(f"q_mask: expected shape {tuple(Q.shape[:2])}, got {tuple(m.shape)}")
-        # A zero query row scores exactly 0 against any document: the token adds nothing (and
-        # a masked token's values, NaN included, are not read).
-        if is_torch(Q):
-            Q = torch.where(m.to(device=Q.device, dtype=torch.bool)[..., None], Q, torch.zeros((), dtype=Q.dtype, device=Q.device))
-        else:
-            Q = np.where(np.asarray(m, dtype=bool)[..., None], Q, np.zeros((), dtype=Q.dtype))
-    return Q, single
-
-
-def _documents(D, d_mask, doc_lengths, cu_seqlens):
-    D = as_array(D, "D", keep_float64=True)
-    if cu_seqlens is not None:
-        if d_mask is not None or doc_lengths is not None:
-            raise ValueError("give cu_seqlens (packed documents) or d_mask / doc_lengths (padded), not both")
-        if D.ndim != 2:
-            raise ValueError(f"D: packed documents are [T, d], got shape {tuple(D.shape)}")
-        return D, {"cu_seqlens": lengths_array(cu_seqlens, "cu_seqlens", D)}
-    if D.ndim == 2:
-        D = D[None]
-    if D.ndim != 3:
-        raise ValueError(f"D: expected [B, Ld, d] (or [T, d] with cu_seqlens), got shape {tuple(D.shape)}")
-    if D.shape[0] == 0 or D.shape[1] == 0:
-        raise ValueError(f"D: empty (shape {tuple(D.shape)}); every document needs a token")
-    if d_mask is not None:
-        if doc_lengths is not None:
-            raise ValueError("give d_mask or doc_lengths, not both")
-        if tuple(d_mask.shape) != tuple(D.shape[:2]):
-            raise ValueError(f"d_mask: expected shape {tuple(D.shape[:2])}, got {tuple(d_mask.shape)}")
-        D, doc_lengths = _compact(D, d_mask)
-    if doc_lengths is None:
-        return D, {}
-    lengths = lengths_array(doc_lengths, "doc_lengths", D)
-    if tuple(lengths.shape) != (D.shape[0],):
-        raise ValueError(f"doc_lengths: expected shape ({D.shape[0]},), got {tuple(lengths.shape)}")
-    return D, {"doc_lengths": lengths}
-
-
-def _compact(D, d_mask):
-    """Each document's unmasked tokens moved to its front, in order, and their count: masks with
-    holes become lengths (one gather; none where the mask is a prefix on the host)."""
-    if is_torch(D):
-        m = d_mask.to(device=D.device, dtype=torch.bool)
-        lengths = m.sum(dim=1)
-        if not D.is_cuda and bool((m == (torch.arange(m.shape[1]) < lengths[:, None])).all()):
-            return D, lengths
-        order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)
-        return torch.gather(D, 1, order[..., None].expand(-1, -1, D.shape[2])), lengths
-    m = np.asarray(d_mask, dtype=bool)
-    lengths = m.sum(axis=1)
-    order = np.argsort(~m, axis=1, kind="stable")
-    return np.take_along_axis(D, order[..., None], axis=1), lengths
-
-
-def _as_packed_candidates(D, layout):
-    """CUDA padded documents with lengths, seen as packed rows: document i is rows
-    i·Ld .. i·Ld + len_i of the padded buffer, so offsets [0, len_0, Ld, Ld + len_1, 2·Ld, ...]
-    describe 2B - 1 "documents" (the gaps between them included) and candidates 0, 2, 4, ...
-    pick the real ones. The tensor-core kernels then read only the real tokens, in place: they
-    take packed offsets, while padded batches with lengths go to the CUDA-core kernel."""
-    lengths = layout.get("doc_lengths")
-    if lengths is None or D.ndim != 3:
-        return D, layout
-    b, ld = D.shape[0], D.shape[1]
-    if D.stride(0) != ld * D.stride(1) or D.stride(2) != 1 or 2 * b >= 2**31:
-        return D, layout
-    starts = torch.arange(b, device=D.device, dtype=torch.int64) * ld
-    offsets = torch.stack([starts, starts + lengths.clamp(0, ld)], dim=1).reshape(-1)
-    candidates = torch.arange(0, 2 * b, 2, device=D.device, dtype=torch.int64)
-    rows = D.as_strided((b * ld, D.shape[2]), (D.stride(1), 1))
-    return rows, {"cu_seqlens": offsets, "candidates": candidates}
-
-
-def _valid_tokens(D, layout):
-    """The document tokens that are scored (padding past a length, or rows outside the packed
-    offsets, are not)."""
-    if "cu_seqlens" in layout:
-        cu = layout["cu_seqlens"]
-        return D[int(cu[0]) : int(cu[-1])] if len(cu) else D[:0]
-    if "doc_lengths" in layout:
-        lengths = layout["doc_lengths"]
-        if is_torch(D):
-            return D[torch.arange(D.shape[1], device=D.device)[None, :] < lengths[:, None]]
-        return D[np.arange(D.shape[1])[None, :] < np.asarray(lengths)[:, None]]
-    return D
-
-
-def _all_finite(x) -> bool:
-    return bool(torch.isfinite(x).all()) if is_torch(x) else bool(np.isfinite(np.asarray(x, dtype=np.float32)).all())
-
-
-def _check_finite(Q, D, layout):
-    if not _all_finite(Q):
-        raise ValueError("Q: the queries hold NaN or infinite values")
-    if not _all_finite(_valid_tokens(D, layout)):
-        raise ValueError("D: the documents hold NaN or infinite values")
-
-
-def _run(Q, D, layout, *, pairs: bool, check: bool | None):
-    same_device({"Q": Q, "D": D, **layout})
-    if check:
-        _check_finite(Q, D, layout)
-    a, b = Q.shape[0], (D.shape[0] if "cu_seqlens" not in layout else layout["cu_seqlens"].shape[0] - 1)
-    if pairs and a != b:
-        raise ValueError(f"maxsim_pairs: {a} queries for {b} documents")
-    if is_float64(Q) or is_float64(D):
-        return _float64.maxsim(Q, D, layout, pairs=pairs)
-    out = empty_scores((a,) if pairs else (a, b), Q)
-    if is_torch(Q):
-        Q = Q.detach()
-        D = D.detach()
-    stream = stream_of(Q)
-    if is_torch(D) and D.is_cuda and not pairs:
-        D, layout = _as_packed_candidates(D, layout)
-    layout = {k: dlpack(v) for k, v in layout.items()}
-    _native.score(dlpack(Q), [Q.shape[1]] * a, dlpack(D), dlpack(out), pairs=pairs, stream=stream, **layout)
-    return out
+if torch is not None:  # gradients are torch's: without torch no input requires one
+    from ._autograd import maxsim_with_grad
 
 
 _FAST = () if torch is None else (torch.float16, torch.bfloat16, torch.float32)
@@ -184,39 +48,55 @@ def _fast(Q, D):
 def _needs_grad(Q, D) -> bool:
     """Whether the engine's scores need the autograd wrapper (float64 is differentiated by
     torch itself, through the float64 path's own operations)."""
-    return (is_torch(Q) and torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad)
-            and not (is_float64(Q) or is_float64(D)))
+    return (
+        is_torch(Q)
+        and torch.is_grad_enabled()
+        and (Q.requires_grad or D.requires_grad)
+        and not (is_float64(Q) or is_float64(D))
+    )
 
 
-def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None):
+def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None) -> Array:
     """MaxSim of every query against every document: `[B]` for one query `[Lq, d]`, else
     `[A, B]`, float32 (float64 for float64 inputs), on the inputs' device. NaN in a query or a
     document gives NaN scores; `check=True` raises on NaN/Inf instead (module docs).
     Differentiable in Q and D (padded documents) when either requires grad."""
-    if (type(Q) is type(D) and torch is not None and type(Q) is torch.Tensor and Q.is_cuda and D.is_cuda
-            and q_mask is None and d_mask is None and doc_lengths is None and cu_seqlens is None and not check
-            and Q.device == D.device and Q.dtype in _FAST and D.dtype in _FAST and Q.ndim in (2, 3) and D.ndim == 3
-            and Q.shape[-2] > 0 and Q.stride(-1) == 1 and D.stride(-1) == 1
-            and not (torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad))):
+    if (
+        type(Q) is type(D)
+        and torch is not None
+        and type(Q) is torch.Tensor
+        and Q.is_cuda
+        and D.is_cuda
+        and q_mask is None
+        and d_mask is None
+        and doc_lengths is None
+        and cu_seqlens is None
+        and not check
+        and Q.device == D.device
+        and Q.dtype in _FAST
+        and D.dtype in _FAST
+        and Q.ndim in (2, 3)
+        and D.ndim == 3
+        and Q.shape[-2] > 0
+        and Q.stride(-1) == 1
+        and D.stride(-1) == 1
+        and not (torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad))
+    ):
         return _fast(Q, D)
     Q, single = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
     if _needs_grad(Q, D):
-        from ._autograd import maxsim_with_grad
-
         out = maxsim_with_grad(Q, D, layout, pairs=False, check=check)
     else:
         out = _run(Q, D, layout, pairs=False, check=check)
     return out[0] if single else out
 
 
-def maxsim_pairs(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None):
+def maxsim_pairs(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, check=None) -> Array:
     """MaxSim of aligned pairs: query i `[B, Lq, d]` against document i, `[B]` float32."""
     Q, _ = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
     if _needs_grad(Q, D):
-        from ._autograd import maxsim_with_grad
-
         return maxsim_with_grad(Q, D, layout, pairs=True, check=check)
     return _run(Q, D, layout, pairs=True, check=check)
 
@@ -258,7 +138,9 @@ def _merge(best, chunk_scores, first, k):
     return np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
 
 
-def topk(Q, D, k, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, chunk=65536, check=None):
+def topk(
+    Q, D, k, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None, chunk=65536, check=None
+) -> tuple[Array, Array]:
     """The `k` best documents per query: (scores, indices), each `[min(k, B)]` for one query,
     else `[A, min(k, B)]`, best first, ties to the lower index, NaN last. A `k` larger than the
     number of documents returns them all (the rule of `Corpus.search`, the CLI and the server).
@@ -272,7 +154,7 @@ def topk(Q, D, k, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None
     if check:
         same_device({"Q": Q, "D": D, **layout})
         _check_finite(Q, D, layout)
-    best = (None, None)
+    best: tuple[Array, Array] = (None, None)  # (scores, indices) of the documents so far
     for start in range(0, b, max(1, chunk)):
         end = min(b, start + chunk)
         Dc, lc = _slice_docs(D, layout, start, end)

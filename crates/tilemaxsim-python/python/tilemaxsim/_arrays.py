@@ -1,21 +1,31 @@
-"""Inputs as the engine takes them: torch tensors or numpy arrays (lists become numpy arrays),
-float32 / float16 / bfloat16 for the engine and float64 for the float64 path (integers
-refused), token rows made contiguous where their stride along d is not 1, and the CUDA stream a
-CUDA tensor's work goes on (torch's current stream of its device)."""
+"""Arrays as the engine takes them (torch, optional, or numpy), and the CUDA stream a CUDA
+tensor's work goes on (torch's current stream of its device).
+
+Torch tensors or numpy arrays (lists become numpy arrays), float32 / float16 / bfloat16 for the
+engine and float64 for the float64 path (integers refused), token rows made contiguous where
+their stride along d is not 1."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-try:  # torch is optional: numpy arrays run on the CPU engine without it
-    import torch
-except ImportError:  # pragma: no cover - exercised only where torch is absent
-    torch = None
+if TYPE_CHECKING:  # the checker sees torch; at run time every use is behind `is_torch` or `torch is not None`
+    import torch as torch  # re-exported: the other modules take torch (or None) from here
+    from typing_extensions import TypeGuard
+else:
+    try:  # torch is optional: numpy arrays run on the CPU engine without it
+        import torch
+    except ImportError:  # pragma: no cover - exercised only where torch is absent
+        torch = None
 
 FLOATS = "float32, float16, bfloat16 and float64"
+# A torch tensor or a numpy array, whichever the caller gave (as in the type stubs).
+Array = Any
 
 
-def is_torch(x) -> bool:
+def is_torch(x) -> TypeGuard[torch.Tensor]:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
@@ -23,7 +33,7 @@ def is_float64(x) -> bool:
     return x.dtype == (torch.float64 if is_torch(x) else np.float64)
 
 
-def as_array(x, name: str, *, keep_float64: bool = False):
+def as_array(x, name: str, *, keep_float64: bool = False) -> Array:
     """A torch tensor or numpy array of a supported float dtype whose token rows (last
     dimension) are contiguous: a view with another stride along d is copied, any other strides
     are kept (the engine reads them in place). float64 is kept for the float64 path when

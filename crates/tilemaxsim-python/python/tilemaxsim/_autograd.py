@@ -19,7 +19,7 @@ import contextlib
 
 import torch
 
-from ._api import _run
+from ._engine import _run
 
 # Bytes of float32 similarities materialized at once while finding the argmax.
 _BLOCK_BYTES = 256 << 20

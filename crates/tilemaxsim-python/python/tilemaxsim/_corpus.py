@@ -8,8 +8,8 @@ import os
 import numpy as np
 
 from . import _native
-from ._api import _queries
 from ._arrays import as_array, is_torch, torch
+from ._engine import _queries
 
 
 def _ragged(queries):
@@ -50,8 +50,18 @@ class Corpus:
         self._native = native
 
     @classmethod
-    def load(cls, path, device="auto", *, devices=None, residency="auto", check_finite=True, documents=None,
-             rerank=None, rerank_k=None):
+    def load(
+        cls,
+        path,
+        device="auto",
+        *,
+        devices=None,
+        residency="auto",
+        check_finite=True,
+        documents=None,
+        rerank=None,
+        rerank_k=None,
+    ):
         """`documents=(start, end)` opens only those documents of the file (a shard, indexed from
         0 with their ids): the file is memory-mapped and only the range's values are read, so
         processes opening shards of one file share the page cache. A compressed file is
@@ -62,25 +72,53 @@ class Corpus:
             if start < 0 or end < 0:
                 raise ValueError(f"documents=({start}, {end}): negative")
             documents = (start, end)
-        return cls(_native.Corpus.load(os.fspath(path), device, devices=devices, residency=residency,
-                                       check_finite=check_finite, documents=documents,
-                                       rerank=None if rerank is None else os.fspath(rerank), rerank_k=rerank_k))
+        return cls(
+            _native.Corpus.load(
+                os.fspath(path),
+                device,
+                devices=devices,
+                residency=residency,
+                check_finite=check_finite,
+                documents=documents,
+                rerank=None if rerank is None else os.fspath(rerank),
+                rerank_k=rerank_k,
+            )
+        )
 
-    def compress(self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None,
-                 normalize=False):
+    def compress(
+        self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=False
+    ):
         """This corpus compressed with `codec`: `"residual"` (ColBERTv2/PLAID; `nbits` 1, 2 or 4,
         `centroids` K, default PLAID's), `"pq"` (`m` sub-spaces of 256 centroids), `"int8"` or
         `"fp8"` (e4m3, per-token scales). k-means is seeded (`seed`). With `rerank_k`, searches
         rescore the compressed top-`rerank_k` exactly against this corpus, and `save` records the
         depth in the file. The residual codec needs unit-norm tokens (as ColBERT encoders give
         them): `normalize=True` scales every token to unit L2 norm first."""
-        return type(self)(self._native.compress(codec, nbits=nbits, centroids=centroids, m=m,
-                                                kmeans_iters=kmeans_iters, seed=seed, rerank_k=rerank_k,
-                                                normalize=normalize))
+        return type(self)(
+            self._native.compress(
+                codec,
+                nbits=nbits,
+                centroids=centroids,
+                m=m,
+                kmeans_iters=kmeans_iters,
+                seed=seed,
+                rerank_k=rerank_k,
+                normalize=normalize,
+            )
+        )
 
     @classmethod
-    def from_tensors(cls, embeddings, cu_seqlens=None, *, doc_lengths=None, doc_ids=None, device="auto",
-                     devices=None, residency="auto"):
+    def from_tensors(
+        cls,
+        embeddings,
+        cu_seqlens=None,
+        *,
+        doc_lengths=None,
+        doc_ids=None,
+        device="auto",
+        devices=None,
+        residency="auto",
+    ):
         """From packed rows `[T, d]` with `cu_seqlens` `[B + 1]` (or `doc_lengths` `[B]`), or from
         a list of `[Ld_i, d]` documents. Values are copied to host memory and checked."""
         if isinstance(embeddings, (list, tuple)) and len(embeddings) and getattr(embeddings[0], "ndim", 0) == 2:
@@ -98,8 +136,11 @@ class Corpus:
         offsets = np.asarray(cu_seqlens.cpu() if is_torch(cu_seqlens) else cu_seqlens, dtype=np.int64)
         if (offsets < 0).any():
             raise ValueError("cu_seqlens: negative offsets")
-        return cls(_native.Corpus.from_arrays(emb, [int(o) for o in offsets], doc_ids, device, devices=devices,
-                                              residency=residency))
+        return cls(
+            _native.Corpus.from_arrays(
+                emb, [int(o) for o in offsets], doc_ids, device, devices=devices, residency=residency
+            )
+        )
 
     def search(self, Q, k, *, q_mask=None):
         """The `k` best documents per query: (scores, indices), `[min(k, N)]` for one query

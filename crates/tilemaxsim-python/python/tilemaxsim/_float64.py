@@ -1,8 +1,9 @@
 """The float64 path: MaxSim of float64 inputs computed in float64, by torch on the inputs'
-device (or numpy), instead of being rounded to the engine's float32. torch's own autograd
-differentiates it, so `torch.autograd.gradcheck` holds at its default tolerances. It is the
-reference arithmetic, not a fast path: documents are scored in blocks of about 256 MB of
-similarities. An input that is not float64 is widened (its values exactly)."""
+device (or numpy), instead of being rounded to the engine's float32.
+
+torch's own autograd differentiates it, so `torch.autograd.gradcheck` holds at its default
+tolerances. It is the reference arithmetic, not a fast path: documents are scored in blocks of
+about 256 MB of similarities. An input that is not float64 is widened (its values exactly)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _padded(D, layout):
 
 def maxsim(Q, D, layout, *, pairs: bool):
     """`[A, B]` (pairs: `[B]`) float64 scores of queries `[A, Lq, d]` against documents as
-    `_api` lays them out. An empty document scores -inf, as in the engine."""
+    `_engine` lays them out. An empty document scores -inf, as in the engine."""
     D, lengths = _padded(D, layout)
     if is_torch(Q) or is_torch(D):
         return _torch(Q, D, lengths, pairs)

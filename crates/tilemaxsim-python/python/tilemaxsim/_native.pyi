@@ -1,6 +1,7 @@
 """Type stubs of the compiled extension (src/lib.rs). Use the Python API in `tilemaxsim`."""
 
-from typing import Any, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 __version__: str
 
@@ -16,8 +17,8 @@ def score(
     docs: Any,
     out: Any,
     *,
-    cu_seqlens: Optional[Any] = None,
-    doc_lengths: Optional[Any] = None,
+    cu_seqlens: Any | None = None,
+    doc_lengths: Any | None = None,
     pairs: bool = False,
     stream: int = 0,
 ) -> str:
@@ -29,35 +30,35 @@ class Corpus:
         path: str,
         device: str = "auto",
         *,
-        devices: Optional[Sequence[int]] = None,
+        devices: Sequence[int] | None = None,
         residency: str = "auto",
         check_finite: bool = True,
-        documents: Optional[Tuple[int, int]] = None,
-        rerank: Optional[str] = None,
-        rerank_k: Optional[int] = None,
-    ) -> "Corpus": ...
+        documents: tuple[int, int] | None = None,
+        rerank: str | None = None,
+        rerank_k: int | None = None,
+    ) -> Corpus: ...
     def compress(
         self,
         codec: str,
         *,
         nbits: int = 2,
-        centroids: Optional[int] = None,
+        centroids: int | None = None,
         m: int = 16,
-        kmeans_iters: Optional[int] = None,
+        kmeans_iters: int | None = None,
         seed: int = 0,
-        rerank_k: Optional[int] = None,
+        rerank_k: int | None = None,
         normalize: bool = False,
-    ) -> "Corpus": ...
+    ) -> Corpus: ...
     @staticmethod
     def from_arrays(
         embeddings: Any,
         offsets: Sequence[int],
-        doc_ids: Optional[Sequence[str]] = None,
+        doc_ids: Sequence[str] | None = None,
         device: str = "auto",
         *,
-        devices: Optional[Sequence[int]] = None,
+        devices: Sequence[int] | None = None,
         residency: str = "auto",
-    ) -> "Corpus": ...
+    ) -> Corpus: ...
     @staticmethod
     def from_plaid(
         codes: bytes,
@@ -68,7 +69,7 @@ class Corpus:
         nbits: int,
         dim: int,
         device: str = "auto",
-    ) -> "Corpus": ...
+    ) -> Corpus: ...
     def search(self, queries: Any, query_lengths: Sequence[int], k: int) -> tuple[list[float], list[int]]: ...
     def save(self, path: str) -> None: ...
     def __len__(self) -> int: ...
@@ -77,7 +78,7 @@ class Corpus:
     @property
     def dtype(self) -> str: ...
     @property
-    def codec(self) -> Optional[str]: ...
+    def codec(self) -> str | None: ...
     @property
     def bytes_per_token(self) -> int: ...
     @property
@@ -85,8 +86,8 @@ class Corpus:
     @property
     def offsets(self) -> list[int]: ...
     @property
-    def doc_ids(self) -> Optional[list[str]]: ...
+    def doc_ids(self) -> list[str] | None: ...
     @property
     def device(self) -> str: ...
     @property
-    def notice(self) -> Optional[str]: ...
+    def notice(self) -> str | None: ...

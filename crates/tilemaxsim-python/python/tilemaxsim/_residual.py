@@ -1,13 +1,16 @@
 """`maxsim_residual`: MaxSim of queries against a PLAID (ColBERTv2 / fast-plaid) residual index's
 tensors as they lie on disk, with late-interaction-kernels' `plaid.maxsim_residual_varlen`
-signature. The documents are scored on their codes by the engine's compressed scorer (each
-document decoded into a worker's buffer, never the whole index), on the CPU until the GPU
-kernels for compressed corpora exist."""
+signature.
+
+The documents are scored on their codes by the engine's compressed scorer (each document
+decoded into a worker's buffer, never the whole index), on the CPU until the GPU kernels for
+compressed corpora exist."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _native
 from ._arrays import as_array, is_torch, torch
 from ._corpus import Corpus
 
@@ -23,8 +26,9 @@ def _numpy(x, name):
     raise TypeError(f"{name}: expected a torch tensor or a numpy array, got {type(x).__name__}")
 
 
-def maxsim_residual(Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, bucket_weights, nbits, *,
-                    normalize=True, device="cpu"):
+def maxsim_residual(
+    Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, bucket_weights, nbits, *, normalize=True, device="cpu"
+):
     """Scores `[Nq, Nd]` float32 (`[Nd]` for `Q` `[Lq, d]`) of `Q` `[Nq, Lq, d]` against the
     `Nd` documents of a residual index: `codes_flat` `[T]` centroid ids, `residuals_flat`
     `[T, ceil(d * nbits / 8)]` uint8 packed bucket codes, `cu_seqlens_d` `[Nd + 1]` offsets,
@@ -35,7 +39,9 @@ def maxsim_residual(Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, buck
     first dimension in the high bits); late-interaction-kernels 0.4.5 reads each byte's bits in
     the reverse order. Torch in, torch out (on `Q`'s device); empty documents are an error."""
     if not normalize:
-        raise ValueError("normalize=False: PLAID scores L2-normalized reconstructions; only normalize=True is supported")
+        raise ValueError(
+            "normalize=False: PLAID scores L2-normalized reconstructions; only normalize=True is supported"
+        )
     if isinstance(nbits, bool) or int(nbits) != nbits:
         raise TypeError(f"nbits = {nbits!r}: expected an integer")
     Q = as_array(Q, "Q")
@@ -66,8 +72,10 @@ def maxsim_residual(Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, buck
     if offsets[0] != 0 or (np.diff(offsets) < 0).any():
         raise ValueError("cu_seqlens_d: offsets must start at 0 and never decrease")
     if offsets[-1] != len(codes) or len(residuals) != len(codes):
-        raise ValueError(f"cu_seqlens_d ends at {int(offsets[-1])}, codes_flat has {len(codes)} tokens and "
-                         f"residuals_flat {len(residuals)} rows: they must agree")
+        raise ValueError(
+            f"cu_seqlens_d ends at {int(offsets[-1])}, codes_flat has {len(codes)} tokens and "
+            f"residuals_flat {len(residuals)} rows: they must agree"
+        )
     if cents.ndim != 2 or cents.shape[1] != dim:
         raise ValueError(f"centroids: expected [K, d = {dim}], got {cents.shape}")
     if not np.issubdtype(cents.dtype, np.floating):
@@ -86,8 +94,6 @@ def maxsim_residual(Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, buck
 
 
 def _native_from_plaid(codes, residuals, offsets, cents, weights, nbits, dim, device):
-    from . import _native
-
     return _native.Corpus.from_plaid(
         np.ascontiguousarray(codes, dtype="<u4").tobytes(),
         np.ascontiguousarray(residuals).tobytes(),

@@ -16,7 +16,8 @@ import base64
 import json
 import urllib.error
 import urllib.request
-from typing import List, NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,19 +34,19 @@ class Hit(NamedTuple):
 
 class QueryResult(NamedTuple):
     id: str
-    hits: List[Hit]
+    hits: list[Hit]
     """Best first; ties go to the lower index."""
 
     @property
-    def docs(self) -> List[str]:
+    def docs(self) -> list[str]:
         return [h.doc for h in self.hits]
 
     @property
-    def indices(self) -> List[int]:
+    def indices(self) -> list[int]:
         return [h.index for h in self.hits]
 
     @property
-    def scores(self) -> List[float]:
+    def scores(self) -> list[float]:
         return [h.score for h in self.hits]
 
 
@@ -81,8 +82,11 @@ def _encode(q, name: str) -> dict:
             raise TypeError(f"{name}: dtype {q.dtype} is not supported; float32, float16 (float64 is sent as float32)")
     if q.ndim != 2:
         raise ValueError(f"{name}: expected [Lq, d], got shape {tuple(q.shape)}")
-    return {"embeddings_b64": base64.b64encode(data).decode("ascii"), "dtype": dtype,
-            "shape": [int(q.shape[0]), int(q.shape[1])]}
+    return {
+        "embeddings_b64": base64.b64encode(data).decode("ascii"),
+        "dtype": dtype,
+        "shape": [int(q.shape[0]), int(q.shape[1])],
+    }
 
 
 class Client:
@@ -92,9 +96,10 @@ class Client:
         self.url = url.rstrip("/")
         self.timeout = timeout
 
-    def _request(self, method: str, path: str, body: Optional[bytes] = None) -> dict:
-        req = urllib.request.Request(self.url + path, data=body, method=method,
-                                     headers={"Content-Type": "application/json"} if body else {})
+    def _request(self, method: str, path: str, body: bytes | None = None) -> dict:
+        req = urllib.request.Request(
+            self.url + path, data=body, method=method, headers={"Content-Type": "application/json"} if body else {}
+        )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
                 return json.loads(r.read())
@@ -108,7 +113,7 @@ class Client:
         except urllib.error.URLError as e:
             raise ConnectionError(f"cannot reach the tilemaxsim server at {self.url}: {e.reason}") from None
 
-    def search(self, Q, k: int = 10, *, ids: Optional[Sequence[str]] = None) -> List[QueryResult]:
+    def search(self, Q, k: int = 10, *, ids: Sequence[str] | None = None) -> list[QueryResult]:
         """The `k` best documents of each query: one `QueryResult` per query, in order. `Q` is
         one query `[Lq, d]`, a batch `[A, Lq, d]`, or a list of `[Lq_i, d]` queries; `ids`
         names them in the results (default "0", "1", ...)."""
@@ -119,8 +124,10 @@ class Client:
         elif getattr(Q, "ndim", None) == 2:
             queries = [Q]
         else:
-            raise ValueError(f"Q: expected [Lq, d], [A, Lq, d] or a list of [Lq, d], got {type(Q).__name__} "
-                             f"of shape {tuple(getattr(Q, 'shape', ()))}")
+            raise ValueError(
+                f"Q: expected [Lq, d], [A, Lq, d] or a list of [Lq, d], got {type(Q).__name__} "
+                f"of shape {tuple(getattr(Q, 'shape', ()))}"
+            )
         if ids is not None and len(ids) != len(queries):
             raise ValueError(f"ids: {len(ids)} ids for {len(queries)} queries")
         wire = []
@@ -130,8 +137,10 @@ class Client:
                 item["id"] = str(ids[i])
             wire.append(item)
         answer = self._request("POST", "/v1/search", json.dumps({"queries": wire, "k": int(k)}).encode())
-        return [QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
-                for r in answer["results"]]
+        return [
+            QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
+            for r in answer["results"]
+        ]
 
     def info(self) -> dict:
         """The server's corpus and limits: dim, documents, dtype, engine, devices, max_k, ..."""

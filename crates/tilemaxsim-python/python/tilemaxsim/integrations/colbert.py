@@ -83,7 +83,8 @@ def colbert_score_packed(Q, D_packed, D_lengths, config=None):
         # colbert's CPU branch: each max starts at 0, as against one more token of zeros.
         docs = torch.split(D_packed, lengths.tolist())
         padded = torch.nn.utils.rnn.pad_sequence(
-            [torch.cat([d, d.new_zeros(1, d.shape[1])]) for d in docs], batch_first=True)
+            [torch.cat([d, d.new_zeros(1, d.shape[1])]) for d in docs], batch_first=True
+        )
         return _api.maxsim(Q, padded, doc_lengths=lengths + 1).to(D_packed.dtype)
     cu = torch.zeros(lengths.numel() + 1, dtype=torch.int64, device=D_packed.device)
     torch.cumsum(lengths, 0, out=cu[1:])

@@ -1,12 +1,13 @@
 """colpali-engine drop-in: `score_multi_vector(qs, ps, batch_size=128, device=None)` with the
 signature and semantics of `BaseVisualRetrieverProcessor.score_multi_vector`
-(colpali_engine/utils/processing_utils.py:133-188, 0.3.18): ragged lists of `[L_i, d]` tensors
-(or padded 3-D tensors) are zero-padded and there is no mask, so a padded document token takes
-part in the max as a similarity of 0 and a padded query row adds 0; the result is `[n_queries,
-n_passages]` float32 on the CPU. `device` defaults to CUDA when there is one, as colpali's
-`get_torch_device("auto")` does (MPS aside); `batch_size` only bounds colpali's own memory and
-is accepted. `patch()` replaces the static method on the base class, which every model's
-processor inherits.
+(colpali_engine/utils/processing_utils.py:133-188, 0.3.18).
+
+Ragged lists of `[L_i, d]` tensors (or padded 3-D tensors) are zero-padded and there is no
+mask, so a padded document token takes part in the max as a similarity of 0 and a padded query
+row adds 0; the result is `[n_queries, n_passages]` float32 on the CPU. `device` defaults to
+CUDA when there is one, as colpali's `get_torch_device("auto")` does (MPS aside); `batch_size`
+only bounds colpali's own memory and is accepted. `patch()` replaces the static method on the
+base class, which every model's processor inherits.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def score_multi_vector(qs, ps, batch_size: int = 128, device=None) -> torch.Tens
 
 
 def patch() -> None:
-    from colpali_engine.utils.processing_utils import BaseVisualRetrieverProcessor as base
+    # colpali-engine is optional (installed by whoever patches it): not in the checked environment.
+    from colpali_engine.utils.processing_utils import (  # pyright: ignore[reportMissingImports]
+        BaseVisualRetrieverProcessor as base,
+    )
 
     if not _saved:
         _saved.append((base, base.__dict__["score_multi_vector"]))

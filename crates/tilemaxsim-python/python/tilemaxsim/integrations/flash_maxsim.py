@@ -1,10 +1,11 @@
 """flash-maxsim drop-ins (flash_maxsim 0.3.0, flash_maxsim/flash_maxsim.py): `flash_maxsim`
-and `flash_maxsim_batched` with its signatures. Tokens past a document's length (or a query's)
-are excluded, as there, and a padded document of length 0 scores -inf, as there (packed, an
-empty document is an error on the CPU). One difference, on
-purpose: flash-maxsim's packed and varlen paths convert the inputs to fp16 (`.half()`), and its
-padded kernel loads them "as native dtype and converts to FP16 inline"; here they are scored as
-given (float32 exactly). Scores are float32, as there.
+and `flash_maxsim_batched` with its signatures.
+
+Tokens past a document's length (or a query's) are excluded, as there, and a padded document of
+length 0 scores -inf, as there (packed, an empty document is an error on the CPU). One
+difference, on purpose: flash-maxsim's packed and varlen paths convert the inputs to fp16
+(`.half()`), and its padded kernel loads them "as native dtype and converts to FP16 inline";
+here they are scored as given (float32 exactly). Scores are float32, as there.
 `query_chunk_size`, `splitk` and `pad_lq` are tuning knobs of its kernels, accepted and ignored.
 """
 
@@ -18,8 +19,9 @@ from ._patching import Patcher
 _patcher = Patcher("flash_maxsim")
 
 
-def flash_maxsim(Q: torch.Tensor, D: torch.Tensor, doc_lengths=None, query_chunk_size: int = 128,
-                 splitk: bool = False) -> torch.Tensor:
+def flash_maxsim(
+    Q: torch.Tensor, D: torch.Tensor, doc_lengths=None, query_chunk_size: int = 128, splitk: bool = False
+) -> torch.Tensor:
     """One query `[Lq, d]` against padded `[B, Ld, d]` (doc_lengths `[B]` or None) or packed
     `[T, d]` documents (doc_lengths then cu_seqlens `[B + 1]`): `[B]`."""
     assert Q.dim() == 2
@@ -38,8 +40,15 @@ def _empty_to_neg_inf(scores, lengths):
     return torch.where(lengths > 0, scores, torch.full_like(scores, float("-inf")))
 
 
-def flash_maxsim_batched(Q: torch.Tensor, D: torch.Tensor, doc_lengths=None, shared_docs: bool = True,
-                         query_lengths=None, pad_lq: bool = True, query_chunk_size: int = 128) -> torch.Tensor:
+def flash_maxsim_batched(
+    Q: torch.Tensor,
+    D: torch.Tensor,
+    doc_lengths=None,
+    shared_docs: bool = True,
+    query_lengths=None,
+    pad_lq: bool = True,
+    query_chunk_size: int = 128,
+) -> torch.Tensor:
     """Queries `[Nq, Lq, d]` against shared documents `[B, Ld, d]` (shared_docs) or each
     against its own `[Nq, B, Ld, d]`: `[Nq, B]`; `query_lengths` `[Nq]` and `doc_lengths`
     (`[B]`, or `[Nq * B]` when not shared) exclude the tokens past them."""
@@ -63,8 +72,9 @@ def flash_maxsim_batched(Q: torch.Tensor, D: torch.Tensor, doc_lengths=None, sha
 
 def patch() -> None:
     """Make an imported flash_maxsim's two entry points run tilemaxsim."""
-    import flash_maxsim as fm
-    import flash_maxsim.flash_maxsim as impl
+    # flash-maxsim is optional (installed by whoever patches it): not in the checked environment.
+    import flash_maxsim as fm  # pyright: ignore[reportMissingImports]
+    import flash_maxsim.flash_maxsim as impl  # pyright: ignore[reportMissingImports]
 
     replacements = {}
     for name, ours in (("flash_maxsim", flash_maxsim), ("flash_maxsim_batched", flash_maxsim_batched)):

@@ -94,13 +94,20 @@ def _no_tokens(what: str, shape) -> ValueError:
     return ValueError(f"{what}: no document tokens (shape {tuple(shape)}); every document needs a token")
 
 
-def colbert_scores(queries_embeddings, documents_embeddings, queries_mask=None, documents_mask=None,
-                   backend=None) -> torch.Tensor:
+def _no_pairs() -> ValueError:
+    # PyLate stacks an empty list of scores, which torch refuses; so does this.
+    return ValueError("colbert_scores_pairwise: no (query, document) pairs")
+
+
+def colbert_scores(
+    queries_embeddings, documents_embeddings, queries_mask=None, documents_mask=None, backend=None
+) -> torch.Tensor:
     """`[A, B]` scores of queries `[A, Lq, d]` against documents `[B, Ld, d]`."""
     resolved = _resolve_backend(backend)
     if resolved != "auto":
-        return _original("colbert_scores")(queries_embeddings, documents_embeddings, queries_mask,
-                                           documents_mask, backend=resolved)
+        return _original("colbert_scores")(
+            queries_embeddings, documents_embeddings, queries_mask, documents_mask, backend=resolved
+        )
     Q, qd = _masked(_tensor(queries_embeddings), queries_mask)
     D, dd = _masked(_tensor(documents_embeddings), documents_mask)
     dtype = torch.promote_types(qd, dd)
@@ -126,15 +133,16 @@ def colbert_scores_pairwise(queries_embeddings, documents_embeddings, backend=No
         ds = [_tensor(d) for d in documents_embeddings]
         n = min(len(qs), len(ds))
         qs, ds = qs[:n], ds[:n]
-        if n and any(d.shape[0] == 0 for d in ds):
+        if n == 0:
+            raise _no_pairs()
+        if any(d.shape[0] == 0 for d in ds):
             raise _no_tokens("documents_embeddings", next(d.shape for d in ds if d.shape[0] == 0))
         # Zero query rows add 0; documents padded and their lengths given.
-        Q = torch.nn.utils.rnn.pad_sequence(qs, batch_first=True) if n else None
-        D = torch.nn.utils.rnn.pad_sequence(ds, batch_first=True) if n else None
-        lengths = torch.tensor([d.shape[0] for d in ds], device=D.device) if n else None
+        Q = torch.nn.utils.rnn.pad_sequence(qs, batch_first=True)
+        D = torch.nn.utils.rnn.pad_sequence(ds, batch_first=True)
+        lengths = torch.tensor([d.shape[0] for d in ds], device=D.device)
     if n == 0:
-        # PyLate stacks an empty list of scores, which torch refuses; so does this.
-        raise ValueError("colbert_scores_pairwise: no (query, document) pairs")
+        raise _no_pairs()
     if D.shape[1] == 0:
         raise _no_tokens("documents_embeddings", D.shape)
     dtype = torch.promote_types(Q.dtype, D.dtype)
@@ -143,13 +151,15 @@ def colbert_scores_pairwise(queries_embeddings, documents_embeddings, backend=No
     return _result(_api.maxsim_pairs(Q, D, doc_lengths=lengths), dtype)
 
 
-def colbert_kd_scores(queries_embeddings, documents_embeddings, queries_mask=None, documents_mask=None,
-                      backend=None) -> torch.Tensor:
+def colbert_kd_scores(
+    queries_embeddings, documents_embeddings, queries_mask=None, documents_mask=None, backend=None
+) -> torch.Tensor:
     """`[A, N]`: query a against its N candidates `documents_embeddings[a]` (`[A, N, Ld, d]`)."""
     resolved = _resolve_backend(backend)
     if resolved != "auto":
-        return _original("colbert_kd_scores")(queries_embeddings, documents_embeddings, queries_mask,
-                                              documents_mask, backend=resolved)
+        return _original("colbert_kd_scores")(
+            queries_embeddings, documents_embeddings, queries_mask, documents_mask, backend=resolved
+        )
     Q, qd = _masked(_tensor(queries_embeddings), queries_mask)
     D, dd = _masked(_tensor(documents_embeddings), documents_mask)
     dtype = torch.promote_types(qd, dd)
@@ -173,8 +183,11 @@ def patch() -> None:
             importlib.import_module(sub)
         except ImportError:
             pass
-    ours = {"colbert_scores": colbert_scores, "colbert_scores_pairwise": colbert_scores_pairwise,
-            "colbert_kd_scores": colbert_kd_scores}
+    ours = {
+        "colbert_scores": colbert_scores,
+        "colbert_scores_pairwise": colbert_scores_pairwise,
+        "colbert_kd_scores": colbert_kd_scores,
+    }
     replacements = {}
     for name in _NAMES:
         original = getattr(scores, name)

@@ -1,7 +1,8 @@
 """Type stubs of tilemaxsim.ray: one corpus file searched by shard actors on a Ray cluster."""
 
+from collections.abc import Sequence
 from os import PathLike
-from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, NamedTuple
 
 Array = Any  # torch.Tensor | numpy.ndarray
 
@@ -9,7 +10,7 @@ class ShardError(RuntimeError):
     """A shard's actor died, is restarting, or failed; the search returned nothing."""
 
     shard: int
-    documents: Tuple[int, int]
+    documents: tuple[int, int]
 
 class Hits(NamedTuple):
     scores: Array
@@ -19,18 +20,18 @@ class Hits(NamedTuple):
     ids: list
     """The corpus's document ids (decimal indices when it has none), one list per query."""
 
-def plan_shards(offsets: Sequence[int], shards: int) -> list[Tuple[int, int]]:
+def plan_shards(offsets: Sequence[int] | Array, shards: int) -> list[tuple[int, int]]:
     """Contiguous, non-empty document ranges with about equal tokens each."""
 
-def merge(parts: Sequence[Tuple[Array, Array, Optional[list]]], k: int) -> Tuple[Array, Array, list]:
+def merge(parts: Sequence[tuple[Array, Array, list | None]], k: int) -> tuple[Array, Array, list]:
     """The exact global top-k of the shards' (scores, global indices, ids)."""
 
 class PendingSearch:
-    def result(self, timeout: Optional[float] = None) -> Hits: ...
+    def result(self, timeout: float | None = None) -> Hits: ...
 
 class ShardedSearcher:
     path: str
-    shards: list[Tuple[int, int]]
+    shards: list[tuple[int, int]]
     actors: list[Any]
     offsets: Array
     """[N + 1] int64 document offsets of the file."""
@@ -38,28 +39,28 @@ class ShardedSearcher:
     dtype: str
     def __init__(
         self,
-        path: Union[str, PathLike],
+        path: str | PathLike,
         shards: int,
         *,
         device: str = "cpu",
         num_cpus: float = 1,
-        num_gpus: Optional[float] = None,
+        num_gpus: float | None = None,
         max_restarts: int = 3,
         residency: str = "auto",
         check_finite: bool = True,
         scheduling_strategy: Any = "SPREAD",
-        timeout: Optional[float] = None,
+        timeout: float | None = None,
     ) -> None: ...
     def __len__(self) -> int: ...
     def info(self) -> list[dict]: ...
-    def submit(self, Q: Array, k: int, *, q_mask: Optional[Array] = None) -> PendingSearch: ...
-    def search_hits(self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None) -> Hits: ...
+    def submit(self, Q: Array, k: int, *, q_mask: Array | None = None) -> PendingSearch: ...
+    def search_hits(self, Q: Array, k: int, *, q_mask: Array | None = None, timeout: float | None = None) -> Hits: ...
     def search(
-        self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None
-    ) -> Tuple[Array, Array]: ...
+        self, Q: Array, k: int, *, q_mask: Array | None = None, timeout: float | None = None
+    ) -> tuple[Array, Array]: ...
     def search_ids(
-        self, Q: Array, k: int, *, q_mask: Optional[Array] = None, timeout: Optional[float] = None
-    ) -> Tuple[Array, list]: ...
+        self, Q: Array, k: int, *, q_mask: Array | None = None, timeout: float | None = None
+    ) -> tuple[Array, list]: ...
     def close(self) -> None: ...
-    def __enter__(self) -> "ShardedSearcher": ...
+    def __enter__(self) -> ShardedSearcher: ...
     def __exit__(self, *exc: Any) -> None: ...

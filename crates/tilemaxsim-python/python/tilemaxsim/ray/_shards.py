@@ -9,12 +9,12 @@ import os
 from typing import NamedTuple
 
 import numpy as np
-
 import ray
+from ray.exceptions import RayActorError
 
-from .._api import _queries
-from .._arrays import is_torch, torch
+from .._arrays import Array, is_torch, torch
 from .._corpus import Corpus
+from .._engine import _queries
 
 
 class ShardError(RuntimeError):
@@ -31,8 +31,8 @@ class Hits(NamedTuple):
     """A merged search: `scores` and global `indices` `[A, k]` (numpy; `[k]` for one query),
     and the document ids, one list per query (one list for one query)."""
 
-    scores: np.ndarray
-    indices: np.ndarray
+    scores: Array
+    indices: Array
     ids: list
 
 
@@ -68,8 +68,9 @@ class _Shard:
         self.start, self.end = start, end
         self.error = None
         try:
-            self.corpus = Corpus.load(path, device, residency=residency, check_finite=check_finite,
-                                      documents=(start, end))
+            self.corpus = Corpus.load(
+                path, device, residency=residency, check_finite=check_finite, documents=(start, end)
+            )
             self.ids = self.corpus.doc_ids  # once: the property copies them
         except Exception as e:  # noqa: BLE001 - re-raised by every call, with its type
             self.error = e
@@ -79,8 +80,14 @@ class _Shard:
             raise self.error
         c = self.corpus
         ctx = ray.get_runtime_context()
-        return {"documents": (self.start, self.end), "tokens": c.num_tokens, "device": c.device,
-                "node": ctx.get_node_id(), "actor": ctx.get_actor_name(), "pid": os.getpid()}
+        return {
+            "documents": (self.start, self.end),
+            "tokens": c.num_tokens,
+            "device": c.device,
+            "node": ctx.get_node_id(),
+            "actor": ctx.get_actor_name(),
+            "pid": os.getpid(),
+        }
 
     def check_health(self):
         """Serve's health check: a shard that could not open its range is unhealthy."""
@@ -137,11 +144,13 @@ class PendingSearch:
             start, end = self._searcher.shards[i]
             try:
                 parts.append(ray.get(ref))
-            except ray.exceptions.RayActorError as e:
+            except RayActorError as e:
                 raise ShardError(
                     f"shard {i} (documents {start}..{end} of {self._searcher.path}) did not answer: its actor "
                     f"died or is restarting; no partial results are returned, retry the search ({e})",
-                    i, (start, end)) from e
+                    i,
+                    (start, end),
+                ) from e
             # Any other error is the shard's own (Ray's task error is also an instance of its type).
         return self._searcher._merge(parts, self._k, self._single, self._torch)
 
@@ -159,8 +168,20 @@ class ShardedSearcher:
     with its type, and no actor is left behind.
     """
 
-    def __init__(self, path, shards, *, device="cpu", num_cpus=1, num_gpus=None, max_restarts=3,
-                 residency="auto", check_finite=True, scheduling_strategy="SPREAD", timeout=None):
+    def __init__(
+        self,
+        path,
+        shards,
+        *,
+        device="cpu",
+        num_cpus=1,
+        num_gpus=None,
+        max_restarts=3,
+        residency="auto",
+        check_finite=True,
+        scheduling_strategy="SPREAD",
+        timeout=None,
+    ):
         self.path = os.fspath(path)
         if num_gpus is None:
             num_gpus = 1 if str(device).startswith("cuda") else 0
@@ -174,8 +195,13 @@ class ShardedSearcher:
         # oversubscribe it (rayon's pool would otherwise take every core in each actor).
         threads = str(max(1, math.ceil(num_cpus)))
         actor = ray.remote(_Shard).options(
-            num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=0,
-            scheduling_strategy=scheduling_strategy, runtime_env={"env_vars": {"RAYON_NUM_THREADS": threads}})
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            max_restarts=max_restarts,
+            max_task_retries=0,
+            scheduling_strategy=scheduling_strategy,
+            runtime_env={"env_vars": {"RAYON_NUM_THREADS": threads}},
+        )
         self.actors = [actor.remote(self.path, s, e, device, residency, check_finite) for s, e in self.shards]
         try:
             self._info = ray.get([a.info.remote() for a in self.actors], timeout=timeout)
@@ -198,8 +224,12 @@ class ShardedSearcher:
         if k < 1:
             raise ValueError(f"k = {k}: must be at least 1")
         as_torch = is_torch(Q)
-        host = Q.detach().cpu().contiguous() if as_torch else np.ascontiguousarray(Q)
-        finite = bool(torch.isfinite(host).all()) if as_torch else bool(np.isfinite(host).all())
+        if as_torch:
+            host = Q.detach().cpu().contiguous()
+            finite = bool(torch.isfinite(host).all())
+        else:
+            host = np.ascontiguousarray(Q)
+            finite = bool(np.isfinite(host).all())
         if not finite:
             raise ValueError("Q: holds a NaN or an infinity")
         queries = ray.put(host)  # once, not once per shard

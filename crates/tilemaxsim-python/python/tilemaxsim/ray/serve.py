@@ -61,13 +61,15 @@ def _query(q, i, dim):
             raw = base64.b64decode(q["embeddings_b64"], validate=True)
             size = 4 if dtype == "<f4" else 2
             if len(raw) != shape[0] * shape[1] * size:
-                raise BadRequest(f"queries[{i}]: {len(raw)} bytes do not fill shape {shape} of "
-                                 f"{q.get('dtype', 'f32')} ({shape[0] * shape[1] * size} bytes)")
+                raise BadRequest(
+                    f"queries[{i}]: {len(raw)} bytes do not fill shape {shape} of "
+                    f"{q.get('dtype', 'f32')} ({shape[0] * shape[1] * size} bytes)"
+                )
             if dtype == "bf16":  # the upper half of a float32
                 values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
             else:
                 values = np.frombuffer(raw, dtype=dtype).astype(np.float32)
-            emb = values.reshape(shape)
+            emb = values.reshape(shape[0], shape[1])
         else:
             emb = np.asarray(q.get("embeddings"), dtype=np.float32)
     except (binascii.Error, TypeError, ValueError) as e:
@@ -116,8 +118,9 @@ class Ingress:
         self.shards, self.ranges = list(shards), [tuple(r) for r in ranges]
         self.path, self.dim, self.documents, self.max_k = path, dim, documents, max_k
         self.max_batch_queries = max_batch_queries
-        self._search_batch.set_max_batch_size(max_batch_queries)
-        self._search_batch.set_batch_wait_timeout_s(batch_wait_s)
+        # serve.batch gives the method these setters; its annotations do not say so.
+        self._search_batch.set_max_batch_size(max_batch_queries)  # pyright: ignore[reportAttributeAccessIssue]
+        self._search_batch.set_batch_wait_timeout_s(batch_wait_s)  # pyright: ignore[reportAttributeAccessIssue]
 
     async def __call__(self, request):
         from starlette.responses import JSONResponse, PlainTextResponse
@@ -126,23 +129,32 @@ class Ingress:
         if route == ("GET", "/healthz"):
             return PlainTextResponse("ok")
         if route == ("GET", "/v1/info"):
-            return JSONResponse({"path": self.path, "dim": self.dim, "documents": self.documents,
-                                 "shards": [list(r) for r in self.ranges]})
+            return JSONResponse(
+                {
+                    "path": self.path,
+                    "dim": self.dim,
+                    "documents": self.documents,
+                    "shards": [list(r) for r in self.ranges],
+                }
+            )
         if route != ("POST", "/v1/search"):
             return JSONResponse({"error": f"no route {request.method} {request.url.path}"}, status_code=404)
         try:
             ids, queries, k = parse_request(await request.body(), self.dim, self.max_k)
             # A request larger than a batch goes as several (the batcher refuses larger items).
             step = self.max_batch_queries
-            parts = await asyncio.gather(*(self._search_batch((queries[a : a + step], k))
-                                           for a in range(0, len(queries), step)))
+            parts = await asyncio.gather(
+                *(self._search_batch((queries[a : a + step], k)) for a in range(0, len(queries), step))
+            )
             hits = [h for part in parts for h in part]
         except BadRequest as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         except ShardsUnavailable as e:
             return JSONResponse({"error": str(e)}, status_code=503)
-        results = [{"id": qid, "hits": [{"doc": d, "score": float(s)} for d, s in zip(names, scores)]}
-                   for qid, (scores, names) in zip(ids, hits)]
+        results = [
+            {"id": qid, "hits": [{"doc": d, "score": float(s)} for d, s in zip(names, scores)]}
+            for qid, (scores, names) in zip(ids, hits)
+        ]
         return JSONResponse({"results": results})
 
     @serve.batch(max_batch_size=64, batch_wait_timeout_s=0.0, batch_size_fn=lambda items: sum(len(q) for q, _ in items))
@@ -161,7 +173,8 @@ class Ingress:
             if isinstance(p, BaseException):  # every request of the batch gets it
                 raise ShardsUnavailable(
                     f"shard {i} (documents {self.ranges[i][0]}..{self.ranges[i][1]}) did not answer; "
-                    f"no partial results are returned, retry ({type(p).__name__}: {p})") from p
+                    f"no partial results are returned, retry ({type(p).__name__}: {p})"
+                ) from p
         scores, _, names = merge(parts, k)
         out, a = [], 0
         for queries, kq in items:
@@ -170,8 +183,21 @@ class Ingress:
         return out
 
 
-def build_app(path, shards, *, device="cpu", num_cpus=1, num_gpus=None, replicas=1, residency="auto",
-              check_finite=True, max_k=1000, max_batch_queries=64, batch_wait_s=0.0, ingress_options=None):
+def build_app(
+    path,
+    shards,
+    *,
+    device="cpu",
+    num_cpus=1,
+    num_gpus=None,
+    replicas=1,
+    residency="auto",
+    check_finite=True,
+    max_k=1000,
+    max_batch_queries=64,
+    batch_wait_s=0.0,
+    ingress_options=None,
+):
     """A Serve application: `shards` shard deployments (each `replicas` replicas of one document
     range, with `num_cpus` / `num_gpus` each; `num_gpus` defaults to 1 on `device="cuda"`) and
     the ingress. Reads the file's structure through a Ray task, so Ray must be reachable."""
@@ -183,12 +209,20 @@ def build_app(path, shards, *, device="cpu", num_cpus=1, num_gpus=None, replicas
     threads = str(max(1, math.ceil(num_cpus)))  # the CPU engine's threads, as in ShardedSearcher
     shard = serve.deployment(_ServeShard)
     bound = [
-        shard.options(name=f"shard-{i}", num_replicas=replicas, ray_actor_options={
-            "num_cpus": num_cpus, "num_gpus": num_gpus,
-            "runtime_env": {"env_vars": {"RAYON_NUM_THREADS": threads}}}).bind(path, s, e, device, residency,
-                                                                               check_finite)
+        shard.options(
+            name=f"shard-{i}",
+            num_replicas=replicas,
+            ray_actor_options={
+                "num_cpus": num_cpus,
+                "num_gpus": num_gpus,
+                "runtime_env": {"env_vars": {"RAYON_NUM_THREADS": threads}},
+            },
+        ).bind(path, s, e, device, residency, check_finite)
         for i, (s, e) in enumerate(ranges)
     ]
-    ingress = serve.deployment(Ingress).options(name="ingress", **(ingress_options or {"ray_actor_options": {"num_cpus": 0}}))
-    return ingress.bind(bound, ranges, path, meta["dim"], len(meta["offsets"]) - 1, max_k, max_batch_queries,
-                        batch_wait_s)
+    ingress = serve.deployment(Ingress).options(
+        name="ingress", **(ingress_options or {"ray_actor_options": {"num_cpus": 0}})
+    )
+    return ingress.bind(
+        bound, ranges, path, meta["dim"], len(meta["offsets"]) - 1, max_k, max_batch_queries, batch_wait_s
+    )
