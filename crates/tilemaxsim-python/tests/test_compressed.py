@@ -117,3 +117,22 @@ def test_rerank_depth_is_kept_in_the_file_and_normalize(tmp_path):
     Q = unit(rng, 6, 16).reshape(2, 3, 16)
     same = exact.compress("residual", centroids=4, normalize=True)  # the same unit tokens, bit for bit
     np.testing.assert_array_equal(small.search(Q, 5)[0], same.search(Q, 5)[0])
+
+
+def test_compressed_files_open_as_shards(tmp_path):
+    # As tilemaxsim.ray opens one per actor: documents (start, end) of a compressed file,
+    # indexed from 0, searching as those documents of the whole file do.
+    rng = np.random.default_rng(4)
+    docs = [unit(rng, int(n), 16) for n in rng.integers(1, 9, 30)]
+    exact = tilemaxsim.Corpus.from_tensors(docs, device="cpu", doc_ids=[f"d{j}" for j in range(30)])
+    path = tmp_path / "c.safetensors"
+    exact.compress("int8").save(path)
+    whole = tilemaxsim.Corpus.load(path, device="cpu")
+    shard = tilemaxsim.Corpus.load(path, device="cpu", documents=(10, 25))
+    assert len(shard) == 15 and shard.doc_ids == whole.doc_ids[10:25] and shard.dtype == "int8"
+    Q = unit(rng, 8, 16).reshape(2, 4, 16)
+    s, i = shard.search(Q, k=15)
+    ws, wi = whole.search(Q, k=30)
+    for a in range(2):
+        inside = [(x, j - 10) for x, j in zip(ws[a], wi[a]) if 10 <= j < 25]
+        assert [j for _, j in inside] == list(i[a]) and np.allclose([x for x, _ in inside], s[a])

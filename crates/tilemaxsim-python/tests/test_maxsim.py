@@ -166,3 +166,11 @@ def test_nan_scores_nan_on_every_device(rng, dtype):
     assert torch.isfinite(tilemaxsim.maxsim(Q, D, q_mask=q_mask, doc_lengths=lengths, check=True)).all()
     with pytest.raises(ValueError, match="documents hold NaN"):
         tilemaxsim.topk(Q[0], D, k=2, check=True)
+
+
+def test_topk_over_no_documents_is_empty(rng):
+    Q = normalized(rng, 2, 3, 8)
+    s, i = tilemaxsim.topk(Q, Q[0, :0], k=5, cu_seqlens=torch.tensor([0], device=DEVICE))
+    assert s.shape == (2, 0) and i.shape == (2, 0) and i.dtype == torch.int64
+    s1, i1 = tilemaxsim.topk(Q[0], Q[0, :0], k=5, cu_seqlens=torch.tensor([0], device=DEVICE))
+    assert s1.shape == (0,) and i1.shape == (0,)

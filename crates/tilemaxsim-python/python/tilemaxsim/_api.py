@@ -161,4 +161,11 @@ def topk(
         scores = _run(Q, Dc, lc, pairs=False, check=False)
         best = _merge(best, scores, start, k)
     s, i = best
+    if s is None:  # no document at all: empty results, as for any k beyond the corpus
+        a = Q.shape[0]
+        if is_torch(Q):
+            s = torch.empty((a, 0), dtype=torch.float32, device=Q.device)
+            i = torch.empty((a, 0), dtype=torch.int64, device=Q.device)
+        else:
+            s, i = np.empty((a, 0), dtype=np.float32), np.empty((a, 0), dtype=np.int64)
     return (s[0], i[0]) if single else (s, i)
