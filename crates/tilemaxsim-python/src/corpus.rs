@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tilemaxsim::codec::{Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualCodec, ResidualOptions};
+use tilemaxsim::codec::{
+    Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualCodec, ResidualOptions,
+};
 use tilemaxsim::corpus::{CorpusKind, OpenOptions};
 use tilemaxsim::{AnyCorpus, Device, Rerank, Residency, SearchOptions, Searcher, searcher_for};
 

@@ -368,14 +368,7 @@ impl CompressedCorpus {
     /// [`Corpus::slice`] makes one of an exact corpus): the codec, ids and what is known of the
     /// values kept; a memory-mapped corpus shares its map (no copy), an owned one is copied.
     pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Self> {
-        if range.start >= range.end || range.end > self.len() {
-            return Err(Error::Argument(format!(
-                "documents {}..{}: not a non-empty range within the corpus's {} documents",
-                range.start,
-                range.end,
-                self.len()
-            )));
-        }
+        crate::corpus::check_shard(&range, self.len())?;
         let (first, last) = (self.offsets[range.start], self.offsets[range.end]);
         let rb = self.codec.row_bytes(self.dim);
         let codes = match &self.codes {

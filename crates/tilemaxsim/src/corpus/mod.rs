@@ -114,6 +114,18 @@ pub struct Corpus {
     finite: FiniteState,
 }
 
+/// Check that `range` is a non-empty range of documents within `len` (a shard of a corpus of
+/// either kind).
+pub(crate) fn check_shard(range: &std::ops::Range<usize>, len: usize) -> Result<()> {
+    if range.start >= range.end || range.end > len {
+        return Err(Error::Argument(format!(
+            "documents {}..{}: not a non-empty range within the corpus's {len} documents",
+            range.start, range.end
+        )));
+    }
+    Ok(())
+}
+
 /// Check that `offsets` pack `rows` token rows into documents of at least one token each.
 pub(crate) fn check_offsets(offsets: &[usize], rows: usize) -> Result<()> {
     let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
@@ -320,14 +332,7 @@ impl Corpus {
     /// copy: processes that open shards of one file share the page cache); an owned one is
     /// copied. An empty range or one past the last document is an error.
     pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Corpus> {
-        if range.start >= range.end || range.end > self.len() {
-            return Err(Error::Argument(format!(
-                "documents {}..{}: not a non-empty range within the corpus's {} documents",
-                range.start,
-                range.end,
-                self.len()
-            )));
-        }
+        check_shard(&range, self.len())?;
         let (first, last) = (self.offsets[range.start], self.offsets[range.end]);
         let storage = match &self.storage {
             Storage::Owned(o) => Storage::Owned(OwnedElements::from_elements(
