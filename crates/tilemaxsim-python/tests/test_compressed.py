@@ -129,7 +129,8 @@ def test_compressed_files_open_as_shards(tmp_path):
     exact.compress("int8").save(path)
     whole = tilemaxsim.Corpus.load(path, device="cpu")
     shard = tilemaxsim.Corpus.load(path, device="cpu", documents=(10, 25))
-    assert len(shard) == 15 and shard.doc_ids == whole.doc_ids[10:25] and shard.dtype == "int8"
+    ids = whole.doc_ids
+    assert ids is not None and len(shard) == 15 and shard.doc_ids == ids[10:25] and shard.dtype == "int8"
     Q = unit(rng, 8, 16).reshape(2, 4, 16)
     s, i = shard.search(Q, k=15)
     ws, wi = whole.search(Q, k=30)
