@@ -1,5 +1,6 @@
-//! k-means on the CPU: k-means++ seeding then Lloyd iterations, seeded and deterministic (the
-//! same points, k, seed and iteration count give the same centroids on any thread count).
+//! k-means on the CPU, as PLAID trains it: centroids seeded with distinct points drawn from the
+//! sample, then Lloyd iterations; seeded and deterministic (the same points, k, seed and
+//! iteration count give the same centroids on any thread count).
 //! Distances come from blocked SGEMM (`matrixmultiply`) spread over rayon; the residual
 //! codec's coarse centroids and product quantization's sub-space codebooks both use it.
 
@@ -156,25 +157,54 @@ fn kmeans_pp(
     centroids
 }
 
+/// PLAID's seeding (faiss's and fastkmeans' default, which colbert-ai and fast-plaid train
+/// with): `k` distinct points drawn uniformly from the sample, seeded. One draw, no pass over the
+/// points: k-means++ (a pass per centroid) took 100 s of Cranfield's 130 s residual compression
+/// at K = 4096 on two cores.
+fn random_init(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
+    let n = points.len() / d;
+    let mut centroids = Vec::with_capacity(k * d);
+    for i in rand::seq::index::sample(rng, n, k.min(n)) {
+        centroids.extend_from_slice(&points[i * d..(i + 1) * d]);
+    }
+    centroids
+}
+
 /// The stage names `kmeans` reports.
 pub(crate) const SEEDING: &str = "k-means++ seeding";
 pub(crate) const LLOYD: &str = "k-means iterations";
 
-/// `k` centroids (`[k, d]` row-major) of `points` (`[n, d]`, `n ≥ 1`): k-means++ seeding then
-/// `iters` Lloyd iterations. When `k > n` the extra centroids repeat point 0. A cluster left
-/// empty keeps its previous centroid. `progress` follows the seeding steps, then the iterations.
+/// How `kmeans` seeds its centroids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seeding {
+    /// `k` distinct points drawn at random: PLAID's (colbert-ai's faiss, fast-plaid's
+    /// fastkmeans), one draw; what the residual codec's thousands of centroids need.
+    Random,
+    /// k-means++: a pass over the points per centroid, better placed; cheap for PQ's 256
+    /// centroids of a few dimensions each.
+    PlusPlus,
+}
+
+/// `k` centroids (`[k, d]` row-major) of `points` (`[n, d]`, `n ≥ 1`): seeded as `seeding` says,
+/// then `iters` Lloyd iterations. When `k > n` the extra centroids repeat point 0. A cluster left
+/// empty keeps its previous centroid. `progress` follows the seeding steps (k-means++), then the
+/// iterations.
 pub(crate) fn kmeans(
     points: &[f32],
     d: usize,
     k: usize,
     iters: usize,
     seed: u64,
+    seeding: Seeding,
     progress: Progress<'_>,
 ) -> Vec<f32> {
     let n = points.len() / d;
     let mut rng = StdRng::seed_from_u64(seed);
     let seeded = k.min(n);
-    let mut centroids = kmeans_pp(points, d, seeded, &mut rng, progress);
+    let mut centroids = match seeding {
+        Seeding::Random => random_init(points, d, seeded, &mut rng),
+        Seeding::PlusPlus => kmeans_pp(points, d, seeded, &mut rng, progress),
+    };
     for _ in seeded..k {
         centroids.extend_from_slice(&points[..d]);
     }
@@ -224,8 +254,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn separates_clear_clusters_and_is_deterministic() {
-        // Three tight clusters around distinct points in d = 3.
+    fn lloyd_reaches_a_fixed_point_and_is_deterministic() {
+        // Points around three centers in d = 3; the seeding draws 6 of them.
         let centers = [[5.0f32, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 5.0]];
         let mut pts = Vec::new();
         for i in 0..90 {
@@ -233,9 +263,49 @@ mod tests {
             let jitter = (i as f32 * 0.37).sin() * 0.1;
             pts.extend([c[0] + jitter, c[1] - jitter, c[2] + jitter * 0.5]);
         }
-        let a = kmeans(&pts, 3, 3, 10, 7, &|_, _, _| {});
-        let b = kmeans(&pts, 3, 3, 10, 7, &|_, _, _| {});
+        let a = kmeans(&pts, 3, 6, 20, 7, Seeding::Random, &|_, _, _| {});
+        let b = kmeans(&pts, 3, 6, 20, 7, Seeding::Random, &|_, _, _| {});
         assert_eq!(a, b);
+        assert_ne!(
+            a,
+            kmeans(&pts, 3, 6, 20, 8, Seeding::Random, &|_, _, _| {}),
+            "another seed, another draw"
+        );
+        // Every centroid is the mean of the points nearest it (Lloyd's fixed point).
+        let ids = assign(&pts, &a, &half_neg_norms(&a, 3), 3);
+        for (c, centroid) in a.chunks_exact(3).enumerate() {
+            let members: Vec<&[f32]> = pts
+                .chunks_exact(3)
+                .zip(&ids)
+                .filter(|(_, i)| **i as usize == c)
+                .map(|(p, _)| p)
+                .collect();
+            for k in 0..3 {
+                if !members.is_empty() {
+                    let mean = members.iter().map(|p| p[k]).sum::<f32>() / members.len() as f32;
+                    assert!(
+                        (mean - centroid[k]).abs() < 1e-4,
+                        "centroid {c}: {centroid:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plus_plus_separates_clear_clusters() {
+        let centers = [[5.0f32, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 5.0]];
+        let mut pts = Vec::new();
+        for i in 0..90 {
+            let c = centers[i % 3];
+            let jitter = (i as f32 * 0.37).sin() * 0.1;
+            pts.extend([c[0] + jitter, c[1] - jitter, c[2] + jitter * 0.5]);
+        }
+        let a = kmeans(&pts, 3, 3, 10, 7, Seeding::PlusPlus, &|_, _, _| {});
+        assert_eq!(
+            a,
+            kmeans(&pts, 3, 3, 10, 7, Seeding::PlusPlus, &|_, _, _| {})
+        );
         for c in centers {
             let near = a.chunks_exact(3).any(|x| sq_dist(x, &c) < 0.05);
             assert!(near, "no centroid near {c:?}: {a:?}");
@@ -243,31 +313,21 @@ mod tests {
     }
 
     #[test]
-    fn progress_follows_seeding_then_the_iterations() {
+    fn progress_follows_the_iterations() {
         let pts: Vec<f32> = (0..200).map(|i| (i as f32 * 0.7).sin()).collect();
         let seen = std::sync::Mutex::new(Vec::new());
-        kmeans(&pts, 2, 9, 3, 0, &|stage, done, total| {
+        kmeans(&pts, 2, 9, 3, 0, Seeding::Random, &|stage, done, total| {
             seen.lock().unwrap().push((stage.to_string(), done, total));
         });
         let seen = seen.into_inner().unwrap();
-        let seeding: Vec<usize> = seen
-            .iter()
-            .filter(|s| s.0 == SEEDING)
-            .map(|s| s.1)
-            .collect();
-        assert_eq!(seeding, (1..=9).collect::<Vec<_>>(), "{seen:?}");
-        let lloyd: Vec<usize> = seen.iter().filter(|s| s.0 == LLOYD).map(|s| s.1).collect();
-        assert_eq!(lloyd, vec![0, 1, 2, 3]);
-        assert!(
-            seen.iter()
-                .all(|s| s.2 == if s.0 == SEEDING { 9 } else { 3 })
-        );
+        let want: Vec<_> = (0..=3).map(|i| (LLOYD.to_string(), i, 3)).collect();
+        assert_eq!(seen, want);
     }
 
     #[test]
     fn more_centroids_than_points() {
         let pts = [1.0f32, 2.0, 3.0, 4.0];
-        let c = kmeans(&pts, 2, 5, 3, 1, &|_, _, _| {});
+        let c = kmeans(&pts, 2, 5, 3, 1, Seeding::Random, &|_, _, _| {});
         assert_eq!(c.len(), 10);
         let ids = assign(&pts, &c, &half_neg_norms(&c, 2), 2);
         assert_eq!(ids.len(), 2);

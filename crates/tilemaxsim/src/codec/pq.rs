@@ -147,6 +147,7 @@ impl PqCodec {
                     PQ_CENTROIDS,
                     opts.kmeans_iters,
                     seed.wrapping_add(s as u64),
+                    kmeans::Seeding::PlusPlus,
                     &|_, _, _| {},
                 );
                 progress("k-means per sub-space", s + 1, m);

@@ -245,7 +245,15 @@ impl ResidualCodec {
             let i = train_pool[p];
             sample.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
         }
-        let raw = kmeans::kmeans(&sample, dim, k, opts.kmeans_iters, seed, progress);
+        let raw = kmeans::kmeans(
+            &sample,
+            dim,
+            k,
+            opts.kmeans_iters,
+            seed,
+            kmeans::Seeding::Random,
+            progress,
+        );
         let mut centroids = Vec::with_capacity(raw.len());
         for c in raw.chunks_exact(dim) {
             let n = c.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);

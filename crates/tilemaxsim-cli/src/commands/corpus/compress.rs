@@ -42,7 +42,7 @@ pub struct CompressArgs {
     /// k-means iterations (default: 4 for residual as colbert-ai/fast-plaid, 10 for PQ).
     #[arg(long)]
     kmeans_iters: Option<usize>,
-    /// Seed of the k-means sampling and k-means++ (the same seed gives the same file).
+    /// Seed of the k-means sampling and seeding (the same seed gives the same file).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Scale every token to unit L2 norm before encoding (the residual codec needs unit-norm
