@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 mkdir -p .dev
 cargo build --release -p tilemaxsim-cli --bin tilemaxsim --example serve_load
 cp target/release/tilemaxsim target/release/examples/serve_load .dev/
-for t in gpu cuda_kernels_compile; do
+for t in gpu gpu_codecs cuda_kernels_compile; do
   exe=$(cargo test -p tilemaxsim --test "$t" --no-run --message-format=json 2>/dev/null |
     python3 -c 'import sys, json
 for l in sys.stdin:
@@ -17,6 +17,8 @@ for l in sys.stdin:
   cp "$exe" ".dev/test-$t" && strip ".dev/test-$t"
 done
 # Real data for the device's Cranfield checks (../shared does not travel).
+# Cranfield only where a run needs it: TILEMAXSIM_DEVICE_DATA=1.
+[ "${TILEMAXSIM_DEVICE_DATA:-0}" = 1 ] || { ls -la .dev; exit 0; }
 mkdir -p .dev/cranfield
 cp ../shared/data/cranfield/{corpus.safetensors,queries.safetensors,doc_ids.txt,query_ids.txt,qrels.txt,ref_run.trec} .dev/cranfield/
 ls -la .dev

@@ -95,3 +95,110 @@ pub fn corpus(
         &lens,
     )?)
 }
+
+/// What `bench --codec` scores: a codec and its parameters (the codes are random, which costs
+/// the kernels what real codes do).
+#[derive(Clone, Copy, Debug)]
+pub enum SynthCodec {
+    Residual { nbits: u32, centroids: usize },
+    Pq { m: usize },
+    Int8,
+    Fp8,
+}
+
+/// A compressed corpus of `docs` documents with random codes: residual centroids unit-norm
+/// rows (f16) with bucket weights at the quantiles of N(0, 0.05²), pq codebooks Gaussian of
+/// a unit token's scale, int8/fp8 scales of unit-norm tokens. Deterministic for `seed`.
+pub fn codes(
+    docs: usize,
+    lengths: Lengths,
+    dim: usize,
+    codec: SynthCodec,
+    seed: u64,
+) -> anyhow::Result<tilemaxsim::codec::CompressedCorpus> {
+    use tilemaxsim::codec::{Codec, CompressedCorpus, PqCodec, ResidualCodec};
+    let lens = lengths.sample(docs, seed);
+    let total: usize = lens.iter().sum();
+    let mut offsets = vec![0usize];
+    for &l in &lens {
+        offsets.push(offsets.last().copied().unwrap_or(0) + l);
+    }
+    let random_bytes = |n: usize, salt: u64| -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        v.par_chunks_mut(1 << 20).enumerate().for_each(|(c, part)| {
+            let mut rng = StdRng::seed_from_u64(seed ^ salt ^ (c as u64).wrapping_mul(0x9e37_79b9));
+            rng.fill(part);
+        });
+        v
+    };
+    let (codec, row, aux): (Codec, usize, Option<Vec<u32>>) = match codec {
+        SynthCodec::Residual { nbits, centroids } => {
+            let cent: Vec<half::f16> = unit_rows(centroids, dim, seed ^ 0xc3)
+                .into_iter()
+                .map(half::f16::from_f32)
+                .collect();
+            let b = 1usize << nbits;
+            // Quantiles of N(0, 0.05²) at (i + 0.5) / b, cutoffs at i / b (probit by bisection).
+            let probit = |p: f64| {
+                let (mut lo, mut hi) = (-10.0f64, 10.0f64);
+                for _ in 0..100 {
+                    let mid = 0.5 * (lo + hi);
+                    if 0.5 * (1.0 + erf(mid / std::f64::consts::SQRT_2)) < p {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                (0.05 * 0.5 * (lo + hi)) as f32
+            };
+            let cutoffs = (1..b).map(|i| probit(i as f64 / b as f64)).collect();
+            let weights = (0..b)
+                .map(|i| probit((i as f64 + 0.5) / b as f64))
+                .collect();
+            let r = ResidualCodec::new(nbits, dim, cent, cutoffs, weights)?;
+            let mut rng = StdRng::seed_from_u64(seed ^ 0x1d);
+            let ids = (0..total)
+                .map(|_| rng.random_range(0..centroids as u32))
+                .collect();
+            let row = r.row_bytes();
+            (Codec::Residual(r), row, Some(ids))
+        }
+        SynthCodec::Pq { m } => {
+            let sub = dim / m;
+            let scale = 1.0 / (dim as f32).sqrt();
+            let mut rng = StdRng::seed_from_u64(seed ^ 0x9a);
+            let books = (0..m * 256 * sub)
+                .map(|_| rng.sample::<f32, _>(StandardNormal) * scale)
+                .collect();
+            (Codec::Pq(PqCodec::new(m, dim, books)?), m, None)
+        }
+        SynthCodec::Int8 | SynthCodec::Fp8 => {
+            let fp8 = matches!(codec, SynthCodec::Fp8);
+            // The scale of a unit-norm Gaussian token's largest magnitude (≈ 3 / √d).
+            let amax = 3.0 / (dim as f32).sqrt();
+            let scale = amax / if fp8 { 448.0 } else { 127.0 };
+            let c = if fp8 { Codec::Fp8 } else { Codec::Int8 };
+            (c, dim, Some(vec![scale.to_bits(); total]))
+        }
+    };
+    let mut bytes = random_bytes(total * row, 0x5eed);
+    if matches!(codec, Codec::Fp8) {
+        // No NaN codes (0x7f, 0xff): those become the largest finite values.
+        bytes
+            .iter_mut()
+            .filter(|b| **b & 0x7f == 0x7f)
+            .for_each(|b| *b -= 1);
+    }
+    Ok(CompressedCorpus::new(codec, dim, offsets, bytes, aux)?)
+}
+
+/// The error function (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
+fn erf(x: f64) -> f64 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    if x < 0.0 { -y } else { y }
+}

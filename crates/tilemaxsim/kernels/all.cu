@@ -10,3 +10,4 @@
 #include "ring.cu"
 #include "wgmma.cu"
 #include "topk.cu"
+#include "codec.cu"

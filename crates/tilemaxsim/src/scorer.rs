@@ -146,6 +146,13 @@ pub trait Scorer: Send + Sync {
     /// [`crate::searcher_for`] ask it before they hand a backend a corpus.
     fn supports(&self, codec: CodecKind) -> bool;
 
+    /// Whether the backend reads a corpus where it lies in host memory (the CPU engine, the
+    /// reference), so scoring a candidate subset costs only those documents; a device backend
+    /// copies the corpus it is given, so callers give it a gathered subset instead.
+    fn scores_in_place(&self) -> bool {
+        true
+    }
+
     /// The backend's one job: `out[q * n + i] = score(queries[q], corpus doc docs.index(i))`,
     /// where `n = docs.count(corpus)`. Implementations call [`Scorer::check`] first.
     fn score_into(

@@ -6,7 +6,7 @@
 //! stage's top `k'` of each query rescored exactly, keeping the best `k`.
 
 use crate::codec::CodecKind;
-use crate::corpus::{AnyCorpus, Corpus};
+use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
 use crate::scorer::Scorer;
@@ -73,7 +73,13 @@ impl Searcher for Reranked<'_> {
             .zip(first)
             .map(|(q, hits)| {
                 let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
-                let scores = self.scorer.score_subset(*q, self.exact, &docs)?;
+                let scores = if self.scorer.scores_in_place() || docs.is_empty() {
+                    self.scorer.score_subset(*q, self.exact, &docs)?
+                } else {
+                    // A device scorer gets only the candidates' rows, not the whole corpus.
+                    let rows: Vec<Matrix<'_>> = docs.iter().map(|&j| self.exact.doc(j)).collect();
+                    self.scorer.score(*q, &Corpus::from_docs(&rows)?)?
+                };
                 Ok(top_k_of(
                     scores
                         .iter()
@@ -152,9 +158,9 @@ pub fn searcher_for<'c>(
     options: &SearchOptions<'c>,
 ) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
     let codec = corpus.codec_kind();
-    let (first, notice): (Box<dyn Searcher + 'c>, _) = match (device, corpus.as_exact()) {
-        (Device::Cuda(n), Some(exact)) => (gpu_searcher(exact, n, options)?, None),
-        (Device::Auto, Some(exact)) => match gpu_searcher(exact, 0, options) {
+    let (first, notice): (Box<dyn Searcher + 'c>, _) = match (device, corpus.kind()) {
+        (Device::Cuda(n), kind) => (gpu_searcher(kind, n, options)?, None),
+        (Device::Auto, kind) => match gpu_searcher(kind, 0, options) {
             Ok(s) => (s, None),
             Err(e @ Error::DeviceUnavailable(_)) => {
                 let scorer = scorer_for(Device::Cpu, codec)?.0;
@@ -196,9 +202,11 @@ pub fn searcher_for<'c>(
     Ok((Box::new(searcher), notice.or(second_notice)))
 }
 
+/// The GPU searcher of a corpus: `GpuIndex` (exact: resident, streamed, sharded) or
+/// `GpuCodesIndex` (compressed: resident, sharded).
 #[cfg(feature = "cuda")]
 fn gpu_searcher<'c>(
-    corpus: &'c Corpus,
+    corpus: CorpusKind<'c>,
     ordinal: usize,
     options: &SearchOptions<'_>,
 ) -> Result<Box<dyn Searcher + 'c>> {
@@ -206,12 +214,15 @@ fn gpu_searcher<'c>(
     if o.devices.is_empty() {
         o.devices = vec![ordinal];
     }
-    Ok(Box::new(crate::cuda::GpuIndex::new(corpus, &o)?))
+    Ok(match corpus {
+        CorpusKind::Exact(c) => Box::new(crate::cuda::GpuIndex::new(c, &o)?),
+        CorpusKind::Compressed(c) => Box::new(crate::cuda::GpuCodesIndex::new(c, &o)?),
+    })
 }
 
 #[cfg(not(feature = "cuda"))]
 fn gpu_searcher<'c>(
-    _corpus: &'c Corpus,
+    _corpus: CorpusKind<'c>,
     ordinal: usize,
     _options: &SearchOptions<'_>,
 ) -> Result<Box<dyn Searcher + 'c>> {

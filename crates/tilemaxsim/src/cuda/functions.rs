@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule};
 
+use super::codes::fused_kernel_names;
 use super::device::drv;
 use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
 use crate::error::{Error, Result};
@@ -35,6 +36,11 @@ pub(super) struct Kernels {
     pub(super) iota_offsets: CudaFunction,
     /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
     pub(super) ring: Vec<((DType, usize), CudaFunction)>,
+    /// name → the fused compressed-corpus kernels (kernels/codec.cu, `codes::fused_kernel`).
+    pub(super) codec: Vec<(String, CudaFunction)>,
+    pub(super) codec_centroid_scores: CudaFunction,
+    pub(super) residual_inv_norms: CudaFunction,
+    pub(super) codec_decode_f32: CudaFunction,
 }
 
 impl Kernels {
@@ -105,6 +111,13 @@ impl Kernels {
                 .flat_map(|t| MMA_DIMS.map(|d| (t, d)))
                 .map(|(t, d)| Ok(((t, d), f(&format!("maxsim_ring_{t}_d{d}"))?)))
                 .collect::<Result<_>>()?,
+            codec: fused_kernel_names()
+                .into_iter()
+                .map(|n| Ok((n.clone(), f(&n)?)))
+                .collect::<Result<_>>()?,
+            codec_centroid_scores: f("codec_centroid_scores")?,
+            residual_inv_norms: f("residual_inv_norms")?,
+            codec_decode_f32: f("codec_decode_f32")?,
         })
     }
 }

@@ -132,7 +132,7 @@ impl<'c> GpuIndex<'c> {
                 "the chunk size must be at least 1 byte".into(),
             ));
         }
-        let ranges = split_by_tokens(corpus, options.devices.len());
+        let ranges = split_by_tokens(corpus.offsets(), options.devices.len());
         let shards = std::thread::scope(|s| {
             let handles: Vec<_> = options
                 .devices
@@ -233,20 +233,19 @@ impl Searcher for GpuIndex<'_> {
     }
 }
 
-/// Split the documents into `parts` contiguous ranges of about equal token counts.
-fn split_by_tokens(corpus: &Corpus, parts: usize) -> Vec<Range<usize>> {
-    let offsets = corpus.offsets();
-    let total = offsets[corpus.len()];
+/// Split the documents under `offsets` (N + 1) into `parts` contiguous ranges of about equal
+/// token counts.
+pub(super) fn split_by_tokens(offsets: &[usize], parts: usize) -> Vec<Range<usize>> {
+    let len = offsets.len() - 1;
+    let total = offsets[len];
     let mut start = 0;
     (1..=parts)
         .map(|p| {
             let end = if p == parts {
-                corpus.len()
+                len
             } else {
                 let target = total * p / parts;
-                offsets
-                    .partition_point(|&o| o < target)
-                    .clamp(start, corpus.len())
+                offsets.partition_point(|&o| o < target).clamp(start, len)
             };
             let r = start..end;
             start = end;
@@ -553,7 +552,7 @@ mod tests {
     fn shards_cover_every_document_once_with_even_tokens() {
         let c = corpus(&[5, 1, 1, 1, 9, 2, 2, 3]);
         for parts in 1..=10 {
-            let s = split_by_tokens(&c, parts);
+            let s = split_by_tokens(c.offsets(), parts);
             assert_eq!(s.len(), parts);
             assert_eq!(s[0].start, 0);
             assert_eq!(s[parts - 1].end, c.len());
@@ -562,7 +561,7 @@ mod tests {
             }
         }
         // 24 tokens: the first document boundary at or past 12 tokens.
-        assert_eq!(split_by_tokens(&c, 2), vec![0..5, 5..8]);
+        assert_eq!(split_by_tokens(c.offsets(), 2), vec![0..5, 5..8]);
     }
 
     #[test]

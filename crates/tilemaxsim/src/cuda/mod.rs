@@ -15,13 +15,17 @@
 //! - `context.rs`: [`GpuContext`], one GPU's context, stream, kernels and occupancy;
 //! - `plan.rs`: which kernel runs which shape (pure functions and their tests), tile constants;
 //! - `memory.rs`: device buffers, the corpus and queries on the device, uploads, the f32 split;
+//! - `codes.rs`: compressed corpora and the queries of their fused kernels on the device;
 //! - `launch/`: one small type per kernel family, each a `Launch`;
 //! - `topk.rs`: top-k selection on the device; `timing.rs`: CUDA-event timing and ceilings;
 //! - `raw.rs`: device memory the engine borrows, made ready for `score_raw`;
 //! - `scorer.rs`: [`CudaScorer`]: the kernel choice and the sequence of a call, and its
 //!   `Scorer` impl;
-//! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora.
+//! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
+//! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora resident on GPUs.
 
+mod codes;
+mod codes_index;
 mod compile;
 mod context;
 mod device;
@@ -35,6 +39,8 @@ mod scorer;
 mod timing;
 mod topk;
 
+pub use codes::{CodecQueries, DeviceCodes};
+pub use codes_index::GpuCodesIndex;
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
 pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};

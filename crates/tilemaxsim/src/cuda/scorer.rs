@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DevicePtr};
 
+use super::codes::{CodecQueries, DeviceCodes, fused_kernel};
 use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};
+use super::launch::codec as codec_launch;
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
@@ -22,7 +24,7 @@ use super::plan::{
 use super::raw::{self, RawArgs};
 use super::timing;
 use super::topk::{self, TopKBuffers};
-use crate::codec::CodecKind;
+use crate::codec::{CodecKind, CompressedCorpus};
 use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
@@ -368,6 +370,94 @@ impl CudaScorer {
         )
     }
 
+    // Compressed corpora.
+
+    /// Copy documents `docs` of a compressed corpus to the GPU: its codes for the fused
+    /// kernels, or, for a codec and d no fused kernel reads, the tokens decoded to f32 rows
+    /// (scored by the exact kernels).
+    pub fn upload_codes(
+        &self,
+        corpus: &CompressedCorpus,
+        docs: std::ops::Range<usize>,
+    ) -> Result<DeviceCodes> {
+        let stream = &self.gpu.stream;
+        let mut codes = DeviceCodes::upload(stream, corpus, docs.clone())?;
+        codec_launch::inv_norms(&self.gpu, stream, &mut codes)?;
+        if fused_kernel(&codes.codec, codes.dim).is_none() {
+            let offsets = &corpus.offsets()[docs.start..=docs.end];
+            codes.decoded = Some(codec_launch::decode_f32(
+                &self.gpu, stream, &codes, offsets,
+            )?);
+        }
+        Ok(codes)
+    }
+
+    /// Copy queries to the GPU for scoring against `codes` (checked like every scorer does).
+    pub fn upload_codec_queries(
+        &self,
+        queries: &[Matrix<'_>],
+        codes: &DeviceCodes,
+    ) -> Result<CodecQueries> {
+        let stream = &self.gpu.stream;
+        let residual = matches!(codes.codec, crate::codec::Codec::Residual(_));
+        let mut q = CodecQueries::upload(stream, queries, codes.dim, residual && codes.fused())?;
+        if !codes.fused() {
+            q.exact = Some(self.upload_queries(queries, codes.dim)?);
+        }
+        Ok(q)
+    }
+
+    /// Enqueue scoring of compressed documents on the scorer's stream: `out[q * n + i]` for the
+    /// `n` documents `docs` (`None`: all). Asynchronous; `out` must hold `queries.len() * n` floats.
+    pub fn score_codes_device(
+        &self,
+        queries: &CodecQueries,
+        codes: &DeviceCodes,
+        docs: Option<&CudaSlice<i64>>,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<()> {
+        if queries.dim != codes.dim {
+            return Err(Error::DimMismatch {
+                what: "the queries".into(),
+                expected: codes.dim,
+                got: queries.dim,
+            });
+        }
+        if let (Some(decoded), Some(exact)) = (&codes.decoded, &queries.exact) {
+            return self.score_device(exact, decoded, docs, out);
+        }
+        let n = docs.map_or(codes.len, |d| d.len());
+        if out.len() < queries.len * n {
+            return Err(Error::Argument(format!(
+                "score buffer holds {} floats, needs {}",
+                out.len(),
+                queries.len * n
+            )));
+        }
+        if n == 0 || queries.len == 0 {
+            return Ok(());
+        }
+        let name = fused_kernel(&codes.codec, codes.dim).ok_or_else(|| {
+            Error::Argument("queries were uploaded for the fused kernels of another corpus".into())
+        })?;
+        let stream = &self.gpu.stream;
+        let cs = match codes.codec {
+            crate::codec::Codec::Residual(_) => Some(codec_launch::centroid_scores(
+                &self.gpu, stream, queries, codes,
+            )?),
+            _ => None,
+        };
+        let target = Target {
+            stream,
+            doc_index: docs.map_or(0, |d| d.device_ptr(stream).0),
+            n,
+            out: out.device_ptr(stream).0,
+        };
+        // SAFETY: the candidate list holds `n` indices (checked < codes.len by the callers that
+        // build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
+        unsafe { codec_launch::fused(&self.gpu, &name, queries, codes, cs.as_ref(), target) }
+    }
+
     // Timing.
 
     /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
@@ -407,9 +497,15 @@ impl Scorer for CudaScorer {
         )
     }
 
-    /// Exact corpora (the fused compressed kernels are not built yet).
-    fn supports(&self, codec: CodecKind) -> bool {
-        codec == CodecKind::Exact
+    /// Every codec: exact corpora, and compressed ones through the fused kernels of
+    /// kernels/codec.cu (or, at a d none is built for, decoded on the device at upload).
+    fn supports(&self, _codec: CodecKind) -> bool {
+        true
+    }
+
+    /// Each call uploads the corpus it is given.
+    fn scores_in_place(&self) -> bool {
+        false
     }
 
     fn score_into(
@@ -420,20 +516,17 @@ impl Scorer for CudaScorer {
         out: &mut [f32],
     ) -> Result<()> {
         self.check(queries, corpus, &docs, out.len())?;
-        let CorpusKind::Exact(corpus) = corpus.kind() else {
-            unreachable!("check() admits only the codecs supports() names: exact");
-        };
         let n = docs.count(corpus);
         if n == 0 {
             return Ok(());
         }
-        let dc = self.upload(corpus)?;
-        let dq = self.upload_queries(queries, corpus.dim())?;
-        let index: Vec<i64> = (0..n).map(|i| docs.index(i) as i64).collect();
         let stream = &self.gpu.stream;
         let di = match docs {
             Docs::All => None,
-            _ => Some(stream.clone_htod(&index).map_err(drv("candidate upload"))?),
+            _ => {
+                let index: Vec<i64> = (0..n).map(|i| docs.index(i) as i64).collect();
+                Some(stream.clone_htod(&index).map_err(drv("candidate upload"))?)
+            }
         };
         let mut scores = self.alloc_scores(out.len())?;
         // Poisoned with NaN (all bits set) first: a score the kernel fails to write cannot pass
@@ -447,7 +540,18 @@ impl Scorer for CudaScorer {
             }
             .map_err(drv("poisoning the score buffer"))?;
         }
-        self.score_device(&dq, &dc, di.as_ref(), &mut scores)?;
+        match corpus.kind() {
+            CorpusKind::Exact(corpus) => {
+                let dc = self.upload(corpus)?;
+                let dq = self.upload_queries(queries, corpus.dim())?;
+                self.score_device(&dq, &dc, di.as_ref(), &mut scores)?;
+            }
+            CorpusKind::Compressed(corpus) => {
+                let dc = self.upload_codes(corpus, 0..corpus.len())?;
+                let dq = self.upload_codec_queries(queries, &dc)?;
+                self.score_codes_device(&dq, &dc, di.as_ref(), &mut scores)?;
+            }
+        }
         self.download(&scores, out)
     }
 }

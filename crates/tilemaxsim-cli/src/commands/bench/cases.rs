@@ -1,6 +1,7 @@
 //! What `tilemaxsim bench` runs: its arguments, and the cases they describe (the standard suite,
 //! or one case), with their names in the report.
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use tilemaxsim::{DType, Device};
 
 use crate::synth::Lengths;
@@ -48,6 +49,19 @@ pub struct BenchArgs {
     /// gathering the queries on the device, instead of the engine's own buffers.
     #[arg(long)]
     pub(crate) raw: bool,
+    /// Score a compressed corpus of this codec instead of exact tokens (random codes of the
+    /// case's shape; GPU only): residual (--nbits, --centroids), pq (--m), int8 or fp8.
+    #[arg(long, value_enum)]
+    pub(crate) codec: Option<crate::commands::corpus::compress::CodecName>,
+    /// Residual: bits per dimension.
+    #[arg(long, default_value_t = 2, value_parser = PossibleValuesParser::new(["1", "2", "4"]).map(|s| s.parse::<u32>().unwrap_or(2)))]
+    pub(crate) nbits: u32,
+    /// Residual: coarse centroids K (65,536, as LIK's published PLAID figure).
+    #[arg(long, default_value_t = 65536)]
+    pub(crate) centroids: usize,
+    /// PQ: sub-quantizers M.
+    #[arg(long, default_value_t = 16, value_parser = PossibleValuesParser::new(["8", "16", "32", "64"]).map(|s| s.parse::<usize>().unwrap_or(16)))]
+    pub(crate) m: usize,
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use tilemaxsim::cuda::{CudaScorer, Kernel, RawArgs, RawDocs, RawLayout, RawQueries, median};
 use tilemaxsim::{Corpus, Matrix, OwnedElements};
 
-use super::cases::{BenchArgs, case_name, cases};
+use super::cases::{BenchArgs, Case, case_name, cases};
 use super::report::{CaseResult, Report};
 use crate::synth;
 
@@ -25,7 +25,13 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
     let cases = cases(args, true);
     let progress = crate::progress::bar(cases.len() as u64, "cases", args.json);
     let mut results = Vec::new();
-    for case in &cases {
+    if args.codec.is_some() {
+        for case in codec_cases(args) {
+            results.push(codec_case(gpu, args, &case, read)?);
+            progress.inc(1);
+        }
+    }
+    for case in cases.iter().filter(|_| args.codec.is_none()) {
         let corpus = synth::corpus(case.docs, case.lengths, case.dim, case.dtype, args.seed)?;
         let copies = (4 * L2_BYTES)
             .div_ceil(corpus.size_bytes().max(1))
@@ -209,4 +215,111 @@ impl Raw {
         // `upload`), `out` holds Q × N floats (alloc_scores), all on the scorer's stream.
         unsafe { gpu.score_raw(None, args) }
     }
+}
+
+/// The cases of `--codec`: the one the flags describe, or for the standard suite one query and
+/// 32 queries on 128-token documents.
+fn codec_cases(args: &BenchArgs) -> Vec<Case> {
+    let one = |queries| Case {
+        dtype: tilemaxsim::DType::F16,
+        lengths: args.doc_len.unwrap_or(synth::Lengths::Fixed(128)),
+        queries,
+        dim: args.dim,
+        docs: args.docs.unwrap_or(100_000),
+    };
+    if args.dtype.is_none() && args.doc_len.is_none() && args.queries == 1 {
+        vec![one(1), one(32)]
+    } else {
+        vec![one(args.queries)]
+    }
+}
+
+/// One `--codec` case: random codes of the case's shape resident on the device (rotated
+/// copies where they would fit in L2), f16 queries, timed like the exact cases; GB/s counts
+/// the bytes of codes and per-token words read once.
+fn codec_case(gpu: &CudaScorer, args: &BenchArgs, case: &Case, read: f64) -> Result<CaseResult> {
+    use crate::commands::corpus::compress::CodecName;
+    let spec = match args.codec {
+        Some(CodecName::Residual) => synth::SynthCodec::Residual {
+            nbits: args.nbits,
+            centroids: args.centroids,
+        },
+        Some(CodecName::Pq) => synth::SynthCodec::Pq { m: args.m },
+        Some(CodecName::Int8) => synth::SynthCodec::Int8,
+        Some(CodecName::Fp8) | None => synth::SynthCodec::Fp8,
+    };
+    let corpus = synth::codes(case.docs, case.lengths, case.dim, spec, args.seed)?;
+    let copies = (4 * L2_BYTES)
+        .div_ceil(corpus.size_bytes().max(1))
+        .clamp(1, 64);
+    let device: Vec<_> = (0..copies)
+        .map(|_| gpu.upload_codes(&corpus, 0..corpus.len()))
+        .collect::<Result<_, _>>()?;
+    let qdata: Vec<Vec<f32>> = (0..case.queries)
+        .map(|i| {
+            synth::unit_rows(
+                args.nq,
+                case.dim,
+                args.seed.wrapping_add(1 + i as u64) << 32,
+            )
+        })
+        .collect();
+    let queries: Vec<Matrix<'_>> = qdata
+        .iter()
+        .map(|q| Matrix::new(&q[..], case.dim))
+        .collect::<Result<_, _>>()?;
+    let dq = gpu.upload_codec_queries(&queries, &device[0])?;
+    let mut out = gpu.alloc_scores(case.queries * corpus.len())?;
+    let mut turn = 0;
+    let mut call = || {
+        turn = (turn + 1) % copies;
+        gpu.score_codes_device(&dq, &device[turn], None, &mut out)
+    };
+    let times = gpu.time_ms(args.reps, &mut call)?;
+    let latency = median(&gpu.time_ms_isolated(args.reps.min(10), &mut call)?);
+    let mut host = vec![f32::NAN; case.queries * corpus.len()];
+    gpu.download(&out, &mut host)?;
+    if let Some(i) = host.iter().position(|s| !s.is_finite()) {
+        anyhow::bail!("score {i} was not written (or is not finite)");
+    }
+    let ms = median(&times);
+    let secs = ms / 1e3;
+    let tokens = corpus.num_tokens();
+    let flops = 2.0 * (args.nq * case.dim * tokens * case.queries) as f64;
+    let gbps = corpus.size_bytes() as f64 / secs / 1e9;
+    let how = if device[0].fused() {
+        "fused"
+    } else {
+        "decoded at upload"
+    };
+    Ok(CaseResult {
+        name: format!(
+            "{} Nq={} d={} Nd={} B={} Q={} [{how}]",
+            corpus
+                .codec()
+                .describe()
+                .split(" (")
+                .next()
+                .unwrap_or("codes"),
+            args.nq,
+            case.dim,
+            case.lengths,
+            crate::progress::si(case.docs as f64).replace(' ', ""),
+            case.queries
+        ),
+        dtype: corpus.codec().name().into(),
+        nq: args.nq,
+        dim: case.dim,
+        docs: corpus.len(),
+        queries: case.queries,
+        doc_len: case.lengths.to_string(),
+        tokens,
+        ms,
+        ms_min: times.iter().copied().fold(f64::INFINITY, f64::min),
+        docs_per_s: (case.queries * corpus.len()) as f64 / secs,
+        gb_per_s: gbps,
+        gflop_per_s: flops / secs / 1e9,
+        pct_ceiling: 100.0 * gbps / read,
+        latency_ms: Some(latency),
+    })
 }

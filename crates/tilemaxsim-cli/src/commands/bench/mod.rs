@@ -34,6 +34,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         }
         _ => None,
     };
+    if args.codec.is_some() && matches!(args.device, Device::Cpu) {
+        bail!(
+            "--codec is timed on a GPU (--device cuda); on the CPU, bench/codec_quality.py times every codec on Cranfield"
+        );
+    }
     let gpu = match args.device {
         Device::Cuda(n) => Some(tilemaxsim::cuda::CudaScorer::new(n)?.force_kernel(forced)),
         Device::Auto => match tilemaxsim::cuda::CudaScorer::new(0) {

@@ -1,7 +1,7 @@
 //! `tilemaxsim corpus import|synth|info|compress|decode`: one file per subcommand, and
 //! `show.rs`, the description every one of them prints of the file it wrote or read.
 
-mod compress;
+pub(crate) mod compress;
 mod decode;
 mod import;
 mod info;

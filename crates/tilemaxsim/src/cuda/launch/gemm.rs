@@ -3,9 +3,9 @@
 //! are summed from per-block partial scores (`sum_qblocks`).
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, PushKernelArg};
 
-use super::{Launch, Target, same_dtype_blocks};
+use super::{Launch, Target, same_dtype_blocks, sum_qblocks};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
@@ -106,20 +106,8 @@ impl Launch for Gemm {
         // alignment); the tokens are 16-byte aligned for wgmma (`wgmma_available`).
         unsafe { b.launch(cfg) }.map_err(drv("many-query kernel launch"))?;
         if let Some(p) = &partial {
-            let pp = p.device_ptr(s).0;
             let st = qb.start.device_ptr(s).0;
-            let (nq, nd) = (queries.len as i32, n as i32);
-            let total = (queries.len * n) as u64;
-            let cfg = LaunchConfig {
-                grid_dim: (total.div_ceil(256).min(65535 * 16) as u32, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = s.launch_builder(&gpu.kernels.sum_qblocks);
-            b.arg(&pp).arg(&st).arg(&nq).arg(&nd).arg(&t.out);
-            // SAFETY: `sum_qblocks` reads blocks × n partial scores and Q + 1 block starts,
-            // writes Q × n floats into `out` (the caller's contract).
-            unsafe { b.launch(cfg) }.map_err(drv("sum_qblocks launch"))?;
+            sum_qblocks(gpu, t, p.device_ptr(s).0, st, queries.len)?;
         }
         Ok(())
     }

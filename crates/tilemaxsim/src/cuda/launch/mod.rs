@@ -5,6 +5,7 @@
 //! what it writes is a [`Target`].
 
 mod bulk;
+pub(super) mod codec;
 mod gemm;
 mod general;
 mod mma;
@@ -19,9 +20,10 @@ pub(super) use ring::Ring;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::context::GpuContext;
+use super::device::drv;
 use super::memory::{DeviceBlocks, DeviceCorpus, DeviceQueries};
 use crate::error::{Error, Result};
 
@@ -116,4 +118,28 @@ fn grid_of(tasks: u64, blocks: u64) -> Result<u32> {
         )));
     }
     Ok(blocks as u32)
+}
+
+/// Sum the per-block partial scores (`blocks × t.n` at `partial`) of `queries` queries into
+/// `t.out` (`sum_qblocks`, kernels/utility.cu); `start`: each query's first block (Q + 1).
+fn sum_qblocks(
+    gpu: &GpuContext,
+    t: Target<'_>,
+    partial: u64,
+    start: u64,
+    queries: usize,
+) -> Result<()> {
+    let (nq, nd) = (queries as i32, t.n as i32);
+    let total = (queries * t.n) as u64;
+    let cfg = LaunchConfig {
+        grid_dim: (total.div_ceil(256).min(65535 * 16) as u32, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = t.stream.launch_builder(&gpu.kernels.sum_qblocks);
+    b.arg(&partial).arg(&start).arg(&nq).arg(&nd).arg(&t.out);
+    // SAFETY: `sum_qblocks` reads blocks × n partial scores and Q + 1 block starts, writes
+    // Q × n floats into `out` (the callers' contract).
+    unsafe { b.launch(cfg) }.map_err(drv("sum_qblocks launch"))?;
+    Ok(())
 }

@@ -1,0 +1,401 @@
+// maxsim_codec_*: MaxSim over compressed corpora, decoded on chip and multiplied on the tensor
+// cores; decoded vectors never touch memory. One kernel per codec and d (d in {32, 64, 96,
+// 128}), the shape of maxsim_mma: one warp scores one (32-row query block, document) pair at a
+// time over a persistent grid, the query's A fragments in registers, each document's codes
+// read once with streaming loads. Codes decode straight into B fragments in the k order of
+// the A fragments: thread c of a quad owns dimensions c·d/4 .. (c+1)·d/4 of every token, and
+// its k16 step s takes dimensions c·d/4 + 4s .. + 3 (the dot product is blind to the order).
+//
+// - residual (PLAID, nbits 1/2/4): token = normalize(centroid[id] + weights[buckets]). The
+//   residual decodes through a table from 2·nbits code bits to an f16 pair (shared memory, one
+//   copy per lane: no bank conflicts); the centroid's part ⟨q_i, centroid⟩ is not decoded but
+//   read from a per-call table CS[id][32 rows] (f16, `codec_centroid_scores`) and added on the
+//   tensor cores as one more k16 step per m-tile against an identity A fragment; the product
+//   is then scaled by the token's inverse norm (`residual_inv_norms`, once per upload).
+// - pq (M sub-spaces, 256 centroids): the codebook in shared memory as f16; each code picks
+//   its sub-space centroid's f16 pairs.
+// - int8: codes widened to f16 exactly (byte permute, one subtraction), the per-token scale
+//   applied to the products.
+// - fp8 (e4m3): codes moved into f16 bits exactly (an e4m3 value / 256), the per-token scale
+//   times 256 applied to the products.
+// Rows of a block past the query's rows are zero; tokens past the document's end are masked.
+#include "common.cuh"
+#include "mma_frag.cuh"
+
+#define CODEC_THREADS 128
+// n-tiles (8 tokens) whose codes are loaded before the first is multiplied.
+#ifndef CODEC_TILES
+#define CODEC_TILES 2
+#endif
+
+enum CodecTag { RESIDUAL = 0, PQ = 1, INT8 = 2, FP8 = 3 };
+
+// The code bytes a thread reads per token, and per row.
+template <int TAG, int D, int P> struct CodecShape {
+    // P: nbits (residual), M (pq); unused for int8/fp8.
+    static constexpr int ROW = TAG == RESIDUAL ? D * P / 8 : TAG == PQ ? P : D;
+    static constexpr int PB = ROW / 4;
+    static constexpr int WORDS = (PB + 3) / 4;
+};
+
+// PB bytes at p into words (little-endian), with the widest loads the alignment allows: the
+// row is 4·PB bytes and the thread's piece starts at c·PB, so p is aligned to PB's largest
+// power-of-two factor (codes start 256-byte aligned).
+template <int PB>
+__device__ __forceinline__ void load_codes(unsigned (&w)[(PB + 3) / 4], const unsigned char* p) {
+    if constexpr (PB % 16 == 0) {
+#pragma unroll
+        for (int i = 0; i < PB / 16; ++i) {
+            const U4 v = ld_stream(p + 16 * i);
+            w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w;
+        }
+    } else if constexpr (PB % 8 == 0) {
+#pragma unroll
+        for (int i = 0; i < PB / 8; ++i)
+            asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(w[2 * i]), "=r"(w[2 * i + 1]) : "l"(p + 8 * i));
+    } else if constexpr (PB % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < PB / 4; ++i) asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[i]) : "l"(p + 4 * i));
+    } else {
+#pragma unroll
+        for (int i = 0; i < (PB + 3) / 4; ++i) w[i] = 0u;
+#pragma unroll
+        for (int i = 0; i < PB; ++i) w[i / 4] |= (unsigned)__ldg(p + i) << (8 * (i % 4));
+    }
+}
+
+// Byte b of the loaded words.
+template <int N>
+__device__ __forceinline__ unsigned code_byte(const unsigned (&w)[N], int b) {
+    return (w[b / 4] >> (8 * (b % 4))) & 0xffu;
+}
+
+// int8 → f16 pairs: bytes (lo, hi) of `x` (signed) as two exact halves.
+__device__ __forceinline__ void i8_to_f16x2(unsigned x, unsigned& b0, unsigned& b1) {
+    const unsigned u = x ^ 0x80808080u;  // x + 128 as unsigned bytes
+    unsigned lo, hi;
+    asm("prmt.b32 %0, %1, %2, 0x7170;" : "=r"(lo) : "r"(u), "r"(0x64646464u));  // 1024 + u0, 1024 + u1
+    asm("prmt.b32 %0, %1, %2, 0x7372;" : "=r"(hi) : "r"(u), "r"(0x64646464u));
+    const unsigned bias = 0x64806480u;  // 1152 = 1024 + 128
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(b0) : "r"(lo), "r"(bias));
+    asm("sub.f16x2 %0, %1, %2;" : "=r"(b1) : "r"(hi), "r"(bias));
+}
+
+// e4m3 → f16 pairs, exactly value / 256: the sign to bit 15, exponent and mantissa shifted by 7.
+__device__ __forceinline__ void e4m3_to_f16x2(unsigned x, unsigned& b0, unsigned& b1) {
+    unsigned s0, s1;
+    asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(s0) : "r"(x));  // bytes 0, 1 to the high bytes of each half
+    asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(s1) : "r"(x));  // bytes 2, 3
+    b0 = (s0 & 0x80008000u) | ((s0 >> 1) & 0x3f803f80u);
+    b1 = (s1 & 0x80008000u) | ((s1 >> 1) & 0x3f803f80u);
+}
+
+template <int TAG, int D, int P>
+__device__ __forceinline__ void maxsim_codec_impl(
+    const u16* __restrict__ qblocks, const int* __restrict__ qrows, int num_blocks,
+    const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const float* __restrict__ inv_norm, const u16* __restrict__ cs, int num_centroids,
+    const unsigned* __restrict__ table, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out,
+    unsigned long long* __restrict__ next_task)
+{
+    using Shape = CodecShape<TAG, D, P>;
+    constexpr int S = D / 16;              // k16 steps per thread-quarter of d
+    constexpr int PB = Shape::PB;
+    constexpr int ROW = Shape::ROW;
+    constexpr int NB = TAG == RESIDUAL ? P : 8;
+    constexpr int KEYS = TAG == RESIDUAL ? 1 << (2 * NB) : 0;  // residual table keys
+    constexpr int DSUB = TAG == PQ ? D / P : 1;
+    extern __shared__ unsigned smem[];
+
+    // Tables into shared memory: the residual pair table, one copy per lane
+    // (`table[key]` at smem[key * 32 + lane]); the pq codebook as f16 [M][256][dsub].
+    if constexpr (TAG == RESIDUAL) {
+        for (int i = threadIdx.x; i < KEYS * 32; i += blockDim.x) smem[i] = table[i >> 5];
+    } else if constexpr (TAG == PQ) {
+        for (int i = threadIdx.x; i < D * 256 / 2; i += blockDim.x) smem[i] = table[i];
+    }
+    __syncthreads();
+
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    const i64 tasks = (i64)num_blocks * num_docs;
+
+    // The identity A fragments of the centroid step: row r of an m-tile takes k = r.
+    unsigned eye[4];
+    {
+        const unsigned one = 0x3c00u;
+        const unsigned e = (g == 2 * c ? one : 0u) | (g == 2 * c + 1 ? one << 16 : 0u);
+        eye[0] = e; eye[1] = 0u; eye[2] = 0u; eye[3] = e;
+    }
+
+    unsigned a[2][S][4];
+    int cur_q = -1, nq = 0;
+    auto extent = [&](i64 t, i64& start, int& len) {
+        const int p = (int)(t % num_docs);
+        const i64 doc = doc_index ? doc_index[p] : (i64)p;
+        start = d_offsets[doc];
+        len = (int)(d_offsets[doc + 1] - start);
+    };
+    i64 task_static = warp;
+    auto claim = [&]() -> i64 {
+        if (!next_task) return task_static += nwarps;
+        unsigned long long t = 0;
+        if (lane == 0) t = atomicAdd(next_task, 1ull);
+        return nwarps + (i64)__shfl_sync(0xffffffffu, t, 0);
+    };
+    i64 d0 = 0;
+    int nd = 0;
+    if (warp < tasks) extent(warp, d0, nd);
+    i64 next = warp < tasks ? claim() : tasks;
+    for (i64 task = warp; task < tasks;) {
+        const int qi = (int)(task / num_docs);
+        const int pair = (int)(task % num_docs);
+        i64 next_d0 = 0;
+        int next_nd = 0;
+        if (next < tasks) extent(next, next_d0, next_nd);
+        const i64 after = next < tasks ? claim() : tasks;
+        if (qi != cur_q) {
+            cur_q = qi;
+            nq = qrows[qi];
+            const unsigned* q = (const unsigned*)(qblocks + (i64)qi * 32 * D);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int s = 0; s < S; ++s) {
+                    const int w = (c * (D / 4) + 4 * s) / 2;
+                    const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                    const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                    a[mt][s][0] = r0[w];
+                    a[mt][s][1] = r8[w];
+                    a[mt][s][2] = r0[w + 1];
+                    a[mt][s][3] = r8[w + 1];
+                }
+        }
+        const u16* cs_block = TAG == RESIDUAL ? cs + (i64)qi * num_centroids * 32 : nullptr;
+
+        float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+        for (int t0 = 0; t0 < nd; t0 += 8 * CODEC_TILES) {
+            unsigned raw[CODEC_TILES][Shape::WORDS];
+            U4 cen[CODEC_TILES];
+            float sc[CODEC_TILES][2];
+#pragma unroll
+            for (int tt = 0; tt < CODEC_TILES; ++tt) {
+                const int tok = t0 + tt * 8 + g;
+                if (tok < nd) {
+                    load_codes<PB>(raw[tt], codes + (d0 + tok) * ROW + c * PB);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < Shape::WORDS; ++i) raw[tt][i] = 0u;
+                }
+                if constexpr (TAG == RESIDUAL) {
+                    const unsigned id = tok < nd ? __ldg(aux + d0 + tok) : 0u;
+                    cen[tt] = ld_stream(cs_block + (i64)id * 32 + c * 8);
+                }
+                const int col = t0 + tt * 8 + 2 * c;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    float v = 0.f;
+                    if (col + j < nd) {
+                        if constexpr (TAG == RESIDUAL) v = __ldg(inv_norm + d0 + col + j);
+                        else if constexpr (TAG == INT8) v = __uint_as_float(__ldg(aux + d0 + col + j));
+                        else if constexpr (TAG == FP8) v = __uint_as_float(__ldg(aux + d0 + col + j)) * 256.f;
+                    }
+                    sc[tt][j] = v;
+                }
+            }
+#pragma unroll
+            for (int tt = 0; tt < CODEC_TILES; ++tt) {
+                if (t0 + tt * 8 < nd) {  // uniform across the warp
+                    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+                    for (int s = 0; s < S; ++s) {
+                        unsigned b0, b1;
+                        if constexpr (TAG == RESIDUAL) {
+                            // pairs 2s and 2s+1 of the thread's dimensions: 2·NB bits each,
+                            // first dimension in the higher bits (PLAID's packbits order).
+#pragma unroll
+                            for (int j = 0; j < 2; ++j) {
+                                constexpr int BITS = 2 * NB;
+                                const int bit = (2 * s + j) * BITS;     // stream position
+                                const int byte = bit / 8, off = bit % 8;
+                                const unsigned key = (raw[tt][byte / 4] >> (8 * (byte % 4) + 8 - off - BITS)) & (KEYS - 1);
+                                const unsigned v = smem[(key << 5) | lane];
+                                if (j == 0) b0 = v; else b1 = v;
+                            }
+                        } else if constexpr (TAG == PQ) {
+                            const u16* cb = (const u16*)smem;
+#pragma unroll
+                            for (int j = 0; j < 2; ++j) {
+                                const int x = 4 * s + 2 * j;              // dimension within the thread's quarter
+                                const int m = x / DSUB, off = x % DSUB;   // sub-space within the quarter
+                                const unsigned code = code_byte(raw[tt], m);
+                                const int mg = c * (P / 4) + m;
+                                const unsigned v = *(const unsigned*)(cb + ((mg * 256 + (int)code) * DSUB + off));
+                                if (j == 0) b0 = v; else b1 = v;
+                            }
+                        } else if constexpr (TAG == INT8) {
+                            i8_to_f16x2(raw[tt][s], b0, b1);
+                        } else {
+                            e4m3_to_f16x2(raw[tt][s], b0, b1);
+                        }
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) Mma<false>::run(acc[mt], a[mt][s], b0, b1);
+                    }
+                    if constexpr (TAG == RESIDUAL) {
+                        Mma<false>::run(acc[0], eye, cen[tt].x, cen[tt].y);
+                        Mma<false>::run(acc[1], eye, cen[tt].z, cen[tt].w);
+                    }
+                    if constexpr (TAG != PQ) {
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            acc[mt][0] *= sc[tt][0]; acc[mt][1] *= sc[tt][1];
+                            acc[mt][2] *= sc[tt][0]; acc[mt][3] *= sc[tt][1];
+                        }
+                    }
+                    const int col = t0 + tt * 8 + 2 * c;
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], col, nd);
+                }
+            }
+        }
+        const float s = block_score(best, nq, g);
+        if (lane == 0) out[(i64)qi * num_docs + pair] = s;
+        d0 = next_d0;
+        nd = next_nd;
+        task = next;
+        next = after;
+    }
+}
+
+#define INSTANTIATE_CODEC(NAME, TAG, D, P)                                                     \
+    extern "C" __global__ void __launch_bounds__(CODEC_THREADS) NAME(                         \
+        const u16* qblocks, const int* qrows, int num_blocks, const unsigned char* codes,      \
+        const unsigned* aux, const float* inv_norm, const u16* cs, int num_centroids,          \
+        const unsigned* table, const i64* d_offsets, const i64* doc_index, int num_docs,       \
+        float* out, unsigned long long* next_task)                                             \
+    {                                                                                          \
+        maxsim_codec_impl<TAG, D, P>(qblocks, qrows, num_blocks, codes, aux, inv_norm, cs,     \
+                                     num_centroids, table, d_offsets, doc_index, num_docs,     \
+                                     out, next_task);                                          \
+    }
+
+#define INSTANTIATE_CODEC_DIMS(PREFIX, TAG, P)          \
+    INSTANTIATE_CODEC(PREFIX##_d32, TAG, 32, P)         \
+    INSTANTIATE_CODEC(PREFIX##_d64, TAG, 64, P)         \
+    INSTANTIATE_CODEC(PREFIX##_d96, TAG, 96, P)         \
+    INSTANTIATE_CODEC(PREFIX##_d128, TAG, 128, P)
+
+INSTANTIATE_CODEC_DIMS(maxsim_codec_residual1, RESIDUAL, 1)
+INSTANTIATE_CODEC_DIMS(maxsim_codec_residual2, RESIDUAL, 2)
+INSTANTIATE_CODEC_DIMS(maxsim_codec_residual4, RESIDUAL, 4)
+INSTANTIATE_CODEC_DIMS(maxsim_codec_int8, INT8, 0)
+INSTANTIATE_CODEC_DIMS(maxsim_codec_fp8, FP8, 0)
+// pq: M sub-spaces of an even width (d / M), M a multiple of 4.
+INSTANTIATE_CODEC(maxsim_codec_pq8_d32, PQ, 32, 8)
+INSTANTIATE_CODEC(maxsim_codec_pq16_d32, PQ, 32, 16)
+INSTANTIATE_CODEC(maxsim_codec_pq8_d64, PQ, 64, 8)
+INSTANTIATE_CODEC(maxsim_codec_pq16_d64, PQ, 64, 16)
+INSTANTIATE_CODEC(maxsim_codec_pq32_d64, PQ, 64, 32)
+INSTANTIATE_CODEC(maxsim_codec_pq8_d96, PQ, 96, 8)
+INSTANTIATE_CODEC(maxsim_codec_pq16_d96, PQ, 96, 16)
+INSTANTIATE_CODEC(maxsim_codec_pq8_d128, PQ, 128, 8)
+INSTANTIATE_CODEC(maxsim_codec_pq16_d128, PQ, 128, 16)
+INSTANTIATE_CODEC(maxsim_codec_pq32_d128, PQ, 128, 32)
+INSTANTIATE_CODEC(maxsim_codec_pq64_d128, PQ, 128, 64)
+
+// The centroid part of the residual kernels, per call: cs[b][k][p] = ⟨q_b[row(p)], centroid k⟩
+// in f16 for every 32-row query block b (f32 rows `q32` [blocks][32][d]) and centroid k (f16
+// [K][d]), positions p in the order the kernel's thread c reads them: p = c·8 + mt·4 + j is
+// row mt·16 + 2c + (j & 1) + 8·(j >> 1). Block (x, b): eight warps, one centroid each, a lane
+// per position; the block's query rows in shared memory (padded: no bank conflicts).
+extern "C" __global__ void __launch_bounds__(256) codec_centroid_scores(
+    const float* __restrict__ q32, const u16* __restrict__ centroids, int num_centroids, int dim,
+    u16* __restrict__ cs)
+{
+    extern __shared__ float qs[];  // [32][dim + 1]
+    const int b = blockIdx.y;
+    for (int i = threadIdx.x; i < 32 * dim; i += blockDim.x)
+        qs[(i / dim) * (dim + 1) + i % dim] = q32[(i64)b * 32 * dim + i];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int cq = lane / 8, mt = (lane / 4) % 2, j = lane % 4;
+    const int row = mt * 16 + 2 * cq + (j & 1) + 8 * (j >> 1);
+    const float* qr = qs + row * (dim + 1);
+    for (int k = blockIdx.x * 8 + (threadIdx.x >> 5); k < num_centroids; k += gridDim.x * 8) {
+        const u16* cen = centroids + (i64)k * dim;
+        float s = 0.f;
+        for (int x = 0; x < dim; ++x) s += qr[x] * F16::load(cen + x);
+        u16 h;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(s));
+        cs[((i64)b * num_centroids + k) * 32 + lane] = h;
+    }
+}
+
+// The inverse norm of every residual token's reconstruction centroid[id] + weights[buckets], in
+// f32 as the CPU decoder computes it (F.normalize's eps 1e-12). One warp per token.
+extern "C" __global__ void __launch_bounds__(256) residual_inv_norms(
+    const unsigned char* __restrict__ codes, const unsigned* __restrict__ ids,
+    const u16* __restrict__ centroids, const float* __restrict__ weights, int nbits, int dim,
+    i64 tokens, float* __restrict__ out)
+{
+    const int lane = threadIdx.x & 31;
+    const int row = (dim * nbits + 7) / 8;
+    for (i64 t = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < tokens;
+         t += ((i64)gridDim.x * blockDim.x) >> 5) {
+        const u16* cen = centroids + (i64)ids[t] * dim;
+        const unsigned char* p = codes + t * row;
+        float s = 0.f;
+        for (int x = lane; x < dim; x += 32) {
+            int bucket = 0;
+            for (int bit = 0; bit < nbits; ++bit) {
+                const int pos = x * nbits + bit;
+                bucket |= ((p[pos / 8] >> (7 - pos % 8)) & 1) << bit;
+            }
+            const float v = F16::load(cen + x) + weights[bucket];
+            s += v * v;
+        }
+        s = warp_sum(s);
+        if (lane == 0) out[t] = 1.f / fmaxf(sqrtf(s), 1e-12f);
+    }
+}
+
+// Decoded tokens as f32 rows, for the codecs and d no fused kernel is built for (then scored by
+// the exact kernels) and for the decompress-then-score ablation. One thread per value; tag as
+// in CodecTag, `param` nbits (residual) or M (pq); `values`: the residual's bucket weights or
+// the pq codebooks (f32 [M][256][d / M]); residual tokens are scaled by `inv_norm`.
+extern "C" __global__ void codec_decode_f32(
+    int tag, int param, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const float* __restrict__ inv_norm, const u16* __restrict__ centroids,
+    const float* __restrict__ values, int dim, i64 tokens, float* __restrict__ out)
+{
+    const i64 n = tokens * dim;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const i64 t = i / dim;
+        const int x = (int)(i % dim);
+        float v;
+        if (tag == RESIDUAL) {
+            const int row = (dim * param + 7) / 8;
+            const unsigned char* p = codes + t * row;
+            int bucket = 0;
+            for (int bit = 0; bit < param; ++bit) {
+                const int pos = x * param + bit;
+                bucket |= ((p[pos / 8] >> (7 - pos % 8)) & 1) << bit;
+            }
+            v = (F16::load(centroids + (i64)aux[t] * dim + x) + values[bucket]) * inv_norm[t];
+        } else if (tag == PQ) {
+            const int sub = dim / param, m = x / sub;
+            v = values[((i64)m * 256 + codes[t * param + m]) * sub + x % sub];
+        } else if (tag == INT8) {
+            v = (float)(signed char)codes[t * dim + x] * __uint_as_float(aux[t]);
+        } else {
+            const unsigned b = codes[t * dim + x];
+            const unsigned h = ((b & 0x80u) << 8) | ((b & 0x7fu) << 7);
+            float f;
+            asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"((unsigned short)h));
+            v = f * 256.f * __uint_as_float(aux[t]);
+        }
+        out[i] = v;
+    }
+}

@@ -1,0 +1,336 @@
+//! Compressed corpora in device memory ([`DeviceCodes`]: the codes, the per-token words, the
+//! offsets and the codec's tables as the kernels of kernels/codec.cu read them) and queries
+//! as those kernels take them ([`CodecQueries`]: f16 rows in 32-row blocks, plus f32 rows for
+//! the residual codec's centroid scores). Uploads only; the scorer sequences the kernels that
+//! complete a residual upload (inverse norms) or decode codes no fused kernel reads.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::f16;
+
+use super::device::drv;
+use super::memory::{DeviceCorpus, DeviceQueries, block_layout};
+use crate::codec::{Codec, CodecKind, CompressedCorpus};
+use crate::error::{Error, Result};
+use crate::matrix::Matrix;
+use crate::scorer::Docs;
+
+/// The fused kernels built (kernels/codec.cu): residual, int8 and fp8 at these d; pq at these
+/// (d, M) (sub-spaces of an even width, M a multiple of 4).
+pub(super) const CODEC_DIMS: [usize; 4] = [32, 64, 96, 128];
+pub(super) const PQ_SHAPES: [(usize, usize); 11] = [
+    (32, 8),
+    (32, 16),
+    (64, 8),
+    (64, 16),
+    (64, 32),
+    (96, 8),
+    (96, 16),
+    (128, 8),
+    (128, 16),
+    (128, 32),
+    (128, 64),
+];
+
+/// The fused kernel for a codec at d, if one is built: its name in kernels/codec.cu.
+pub(super) fn fused_kernel(codec: &Codec, dim: usize) -> Option<String> {
+    match codec {
+        Codec::Residual(r) if CODEC_DIMS.contains(&dim) => {
+            Some(format!("maxsim_codec_residual{}_d{dim}", r.nbits()))
+        }
+        Codec::Pq(p) if PQ_SHAPES.contains(&(dim, p.m())) => {
+            Some(format!("maxsim_codec_pq{}_d{dim}", p.m()))
+        }
+        Codec::Int8 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_int8_d{dim}")),
+        Codec::Fp8 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_fp8_d{dim}")),
+        _ => None,
+    }
+}
+
+/// Every fused kernel's name (for loading the program's functions).
+pub(super) fn fused_kernel_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for d in CODEC_DIMS {
+        for n in [1, 2, 4] {
+            names.push(format!("maxsim_codec_residual{n}_d{d}"));
+        }
+        names.push(format!("maxsim_codec_int8_d{d}"));
+        names.push(format!("maxsim_codec_fp8_d{d}"));
+    }
+    for (d, m) in PQ_SHAPES {
+        names.push(format!("maxsim_codec_pq{m}_d{d}"));
+    }
+    names
+}
+
+/// The codec tag of kernels/codec.cu (`CodecTag`) and its parameter (nbits, M).
+pub(super) fn codec_tag(codec: &Codec) -> (i32, i32) {
+    match codec {
+        Codec::Residual(r) => (0, r.nbits() as i32),
+        Codec::Pq(p) => (1, p.m() as i32),
+        Codec::Int8 => (2, 0),
+        Codec::Fp8 => (3, 0),
+    }
+}
+
+/// A compressed corpus (or a range of its documents) in GPU memory.
+pub struct DeviceCodes {
+    pub(super) codec: Codec,
+    pub(super) dim: usize,
+    pub(super) len: usize,
+    pub(super) tokens: usize,
+    pub(super) codes: CudaSlice<u8>,
+    /// Centroid ids (residual) or f32 scale bits (int8, fp8); one word for PQ (unused).
+    pub(super) aux: CudaSlice<u32>,
+    pub(super) offsets: CudaSlice<i64>,
+    /// Residual: each token's inverse reconstruction norm (filled by `residual_inv_norms`).
+    pub(super) inv_norm: Option<CudaSlice<f32>>,
+    /// Residual: the centroids, f16 `[K][d]`.
+    pub(super) centroids: Option<CudaSlice<u16>>,
+    /// The fused kernel's table: the residual's f16 pairs by 2·nbits code bits, the pq
+    /// codebooks as f16 `[M][256][d / M]` (pairs in words); one word otherwise.
+    pub(super) table: CudaSlice<u32>,
+    /// The decoder's values: the residual's bucket weights or the pq codebooks (f32).
+    pub(super) values: CudaSlice<f32>,
+    /// Where no fused kernel reads this codec at this d: the tokens decoded to f32 once at
+    /// upload, scored by the exact kernels.
+    pub(super) decoded: Option<DeviceCorpus>,
+    pub(super) bytes: usize,
+}
+
+impl DeviceCodes {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+    pub fn codec_kind(&self) -> CodecKind {
+        self.codec.kind()
+    }
+    /// Bytes held on the device for the codes and per-token words (tables not counted).
+    pub fn size_bytes(&self) -> usize {
+        self.bytes
+    }
+    /// Whether the codes are read by a fused kernel (else they were decoded at upload).
+    pub fn fused(&self) -> bool {
+        self.decoded.is_none()
+    }
+
+    /// Copy documents `docs` of a compressed corpus to the GPU. The residual codec's inverse
+    /// norms and a decoded copy (no fused kernel) are the scorer's to fill.
+    pub(super) fn upload(
+        stream: &Arc<CudaStream>,
+        corpus: &CompressedCorpus,
+        docs: Range<usize>,
+    ) -> Result<Self> {
+        Docs::Range(docs.clone()).check_len(corpus.len())?;
+        let codec = corpus.codec().clone();
+        let dim = corpus.dim();
+        let offsets = corpus.offsets();
+        let (first, last) = (offsets[docs.start], offsets[docs.end]);
+        let row = codec.row_bytes(dim);
+        let up = |what: &'static str| drv(what);
+        let code_bytes = &corpus.codes()[first * row..last * row];
+        let codes = stream
+            .clone_htod(if code_bytes.is_empty() {
+                &[0u8][..]
+            } else {
+                code_bytes
+            })
+            .map_err(up("code upload"))?;
+        let aux = match corpus.aux() {
+            Some(a) if last > first => stream.clone_htod(&a[first..last]),
+            _ => stream.clone_htod(&[0u32][..]),
+        }
+        .map_err(up("code upload"))?;
+        let rel: Vec<i64> = offsets[docs.start..=docs.end]
+            .iter()
+            .map(|&o| (o - first) as i64)
+            .collect();
+        let offsets = stream.clone_htod(&rel).map_err(up("code upload"))?;
+        let (table, values, centroids, inv_norm) = match &codec {
+            Codec::Residual(r) => {
+                let cent: Vec<u16> = r.centroids().iter().map(|x| x.to_bits()).collect();
+                (
+                    residual_pair_table(r.nbits(), r.bucket_weights()),
+                    r.bucket_weights().to_vec(),
+                    Some(stream.clone_htod(&cent).map_err(up("codec upload"))?),
+                    // SAFETY: filled by residual_inv_norms before any read.
+                    Some(
+                        unsafe { stream.alloc::<f32>((last - first).max(1)) }
+                            .map_err(up("codec upload"))?,
+                    ),
+                )
+            }
+            Codec::Pq(p) => (pq_table(p.codebooks()), p.codebooks().to_vec(), None, None),
+            Codec::Int8 | Codec::Fp8 => (vec![0u32], vec![0f32], None, None),
+        };
+        Ok(DeviceCodes {
+            dim,
+            len: docs.len(),
+            tokens: last - first,
+            codes,
+            aux,
+            offsets,
+            inv_norm,
+            centroids,
+            table: stream.clone_htod(&table).map_err(up("codec upload"))?,
+            values: stream.clone_htod(&values).map_err(up("codec upload"))?,
+            decoded: None,
+            bytes: code_bytes.len()
+                + if codec.has_aux() {
+                    (last - first) * 4
+                } else {
+                    0
+                },
+            codec,
+        })
+    }
+}
+
+/// The residual kernels' table: for each value of 2·nbits code bits (a pair of dimensions,
+/// the first in the higher bits, PLAID's packbits order) the pair's bucket weights as f16.
+pub(super) fn residual_pair_table(nbits: u32, weights: &[f32]) -> Vec<u32> {
+    let bits = 2 * nbits;
+    (0..1u32 << bits)
+        .map(|key| {
+            let byte = key << (8 - bits);
+            let bucket = |slot: u32| {
+                (0..nbits).fold(0usize, |b, bit| {
+                    let s = slot * nbits + bit;
+                    b | ((((byte >> (7 - s)) & 1) as usize) << bit)
+                })
+            };
+            let lo = f16::from_f32(weights[bucket(0)]).to_bits() as u32;
+            let hi = f16::from_f32(weights[bucket(1)]).to_bits() as u32;
+            lo | (hi << 16)
+        })
+        .collect()
+}
+
+/// The pq codebooks (f32 `[M][256][d / M]`) as f16 pairs in words.
+pub(super) fn pq_table(codebooks: &[f32]) -> Vec<u32> {
+    codebooks
+        .chunks(2)
+        .map(|p| {
+            let lo = f16::from_f32(p[0]).to_bits() as u32;
+            let hi = f16::from_f32(*p.get(1).unwrap_or(&0.0)).to_bits() as u32;
+            lo | (hi << 16)
+        })
+        .collect()
+}
+
+/// Queries as the fused codec kernels read them: f16 rows in 32-row blocks `[blocks][32][d]`
+/// (rows past a query's end zero), each block's real rows, each query's first block; f32
+/// rows in the same blocks for the residual codec's centroid scores.
+pub struct CodecQueries {
+    pub(super) len: usize,
+    pub(super) dim: usize,
+    pub(super) blocks: usize,
+    pub(super) f16: CudaSlice<u16>,
+    pub(super) f32: Option<CudaSlice<f32>>,
+    pub(super) rows: CudaSlice<i32>,
+    pub(super) start: CudaSlice<i32>,
+    /// For a corpus decoded at upload (no fused kernel): the queries as the exact kernels take
+    /// them (the scorer's to fill).
+    pub(super) exact: Option<DeviceQueries>,
+}
+
+impl CodecQueries {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copy queries (checked: non-empty, `dim` wide, finite, within f16's range) to the GPU.
+    pub(super) fn upload(
+        stream: &Arc<CudaStream>,
+        queries: &[Matrix<'_>],
+        dim: usize,
+        with_f32: bool,
+    ) -> Result<Self> {
+        crate::scorer::check_queries(queries, dim)?;
+        let (rows, start) = block_layout(queries.iter().map(|q| q.rows())).ok_or_else(|| {
+            Error::Argument("too many query tokens for one call (over 2^31 blocks)".into())
+        })?;
+        let blocks = rows.len();
+        let mut h16 = vec![0u16; blocks * 32 * dim];
+        let mut h32 = if with_f32 {
+            vec![0f32; blocks * 32 * dim]
+        } else {
+            Vec::new()
+        };
+        for (i, (q, &first)) in queries.iter().zip(&start).enumerate() {
+            let v = q.to_f32_vec();
+            let at = first as usize * 32 * dim;
+            for (j, &x) in v.iter().enumerate() {
+                if x.abs() > 65504.0 {
+                    return Err(Error::Argument(format!(
+                        "query {i} holds {x}, beyond f16's range (65504), which the GPU's \
+                         compressed-corpus kernels multiply in"
+                    )));
+                }
+                h16[at + j] = f16::from_f32(x).to_bits();
+            }
+            if with_f32 {
+                h32[at..at + v.len()].copy_from_slice(&v);
+            }
+        }
+        let up = |what: &'static str| drv(what);
+        Ok(CodecQueries {
+            len: queries.len(),
+            dim,
+            blocks,
+            f16: stream.clone_htod(&h16).map_err(up("query upload"))?,
+            f32: if with_f32 {
+                Some(stream.clone_htod(&h32).map_err(up("query upload"))?)
+            } else {
+                None
+            },
+            rows: stream.clone_htod(&rows).map_err(up("query upload"))?,
+            start: stream.clone_htod(&start).map_err(up("query upload"))?,
+            exact: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn residual_pairs_follow_packbits_order() {
+        let w = [-0.25f32, -0.125, 0.125, 0.25];
+        let t = residual_pair_table(2, &w);
+        assert_eq!(t.len(), 16);
+        // key 0b10_01: first dimension bits (1, 0) → bucket 1 (bit 0 first), second (0, 1) → 2.
+        let v = t[0b1001];
+        assert_eq!(f16::from_bits(v as u16).to_f32(), w[1]);
+        assert_eq!(f16::from_bits((v >> 16) as u16).to_f32(), w[2]);
+        let t4 = residual_pair_table(4, &(0..16).map(|i| i as f32).collect::<Vec<_>>());
+        // byte 0b1000_0001: first dimension bucket 1, second bucket 8.
+        assert_eq!(f16::from_bits(t4[0x81] as u16).to_f32(), 1.0);
+        assert_eq!(f16::from_bits((t4[0x81] >> 16) as u16).to_f32(), 8.0);
+        let t1 = residual_pair_table(1, &[-1.0, 1.0]);
+        assert_eq!(t1.len(), 4);
+        assert_eq!(f16::from_bits((t1[0b01] >> 16) as u16).to_f32(), 1.0);
+        assert_eq!(f16::from_bits(t1[0b01] as u16).to_f32(), -1.0);
+    }
+
+    #[test]
+    fn every_fused_kernel_has_a_name() {
+        let names = fused_kernel_names();
+        assert_eq!(names.len(), CODEC_DIMS.len() * 5 + PQ_SHAPES.len());
+        for (d, m) in PQ_SHAPES {
+            assert!((d / m) % 2 == 0 && m % 4 == 0 && d % m == 0, "({d}, {m})");
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The kernels of compressed corpora (kernels/codec.cu): the fused decode-and-multiply kernels
+//! (`fused`), the residual codec's per-call centroid scores (`centroid_scores`) and per-upload
+//! inverse norms (`inv_norms`), and the decoder to f32 rows (`decode_f32`) for what no fused
+//! kernel reads.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+
+use super::{Target, sum_qblocks};
+use crate::codec::Codec;
+use crate::cuda::codes::{CodecQueries, DeviceCodes, codec_tag};
+use crate::cuda::context::GpuContext;
+use crate::cuda::device::drv;
+use crate::cuda::memory::{DeviceCorpus, Mem};
+use crate::cuda::plan::DocLengths;
+use crate::error::{Error, Result};
+use crate::matrix::DType;
+
+/// Threads of a fused kernel's block (CODEC_THREADS).
+const CODEC_THREADS: u32 = 128;
+
+/// A grid-stride launch of `threads`-thread blocks over `n` items, at most 8 blocks per SM.
+fn stride_grid(gpu: &GpuContext, n: u64, threads: u32) -> LaunchConfig {
+    let cap = gpu.info.multiprocessors.max(1) as u64 * 8;
+    LaunchConfig {
+        grid_dim: (n.div_ceil(threads as u64).clamp(1, cap) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Fill a residual upload's inverse reconstruction norms (one warp per token).
+pub(in crate::cuda) fn inv_norms(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    codes: &mut DeviceCodes,
+) -> Result<()> {
+    let (Codec::Residual(r), Some(cent), Some(inv)) = (
+        &codes.codec,
+        codes.centroids.as_ref(),
+        codes.inv_norm.as_mut(),
+    ) else {
+        return Ok(());
+    };
+    if codes.tokens == 0 {
+        return Ok(());
+    }
+    let nbits = r.nbits() as i32;
+    let dim = codes.dim as i32;
+    let tokens = codes.tokens as i64;
+    let mut cfg = stride_grid(gpu, codes.tokens as u64 * 32, 256);
+    cfg.grid_dim.0 = cfg.grid_dim.0.max(1);
+    let mut b = stream.launch_builder(&gpu.kernels.residual_inv_norms);
+    b.arg(&codes.codes)
+        .arg(&codes.aux)
+        .arg(cent)
+        .arg(&codes.values)
+        .arg(&nbits)
+        .arg(&dim)
+        .arg(&tokens)
+        .arg(inv);
+    // SAFETY: `residual_inv_norms` reads `tokens` rows of codes and ids (ids < K, checked when
+    // the corpus was built or opened), K × d centroids and 2^nbits weights; writes `tokens` floats.
+    unsafe { b.launch(cfg) }.map_err(drv("residual_inv_norms launch"))?;
+    Ok(())
+}
+
+/// The tokens decoded to f32 rows, as an exact corpus on the device (for the exact kernels).
+pub(in crate::cuda) fn decode_f32(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    codes: &DeviceCodes,
+    offsets: &[usize],
+) -> Result<DeviceCorpus> {
+    let n = codes.tokens * codes.dim;
+    // SAFETY: every element is written by `codec_decode_f32` below.
+    let out = unsafe { stream.alloc::<u8>(n.max(1) * 4) }.map_err(drv("decoded corpus"))?;
+    if n > 0 {
+        let (tag, param) = codec_tag(&codes.codec);
+        let dim = codes.dim as i32;
+        let tokens = codes.tokens as i64;
+        let inv = codes
+            .inv_norm
+            .as_ref()
+            .map_or(0, |c| c.device_ptr(stream).0);
+        let cent = codes
+            .centroids
+            .as_ref()
+            .map_or(0, |c| c.device_ptr(stream).0);
+        let out_ptr = out.device_ptr(stream).0;
+        let mut b = stream.launch_builder(&gpu.kernels.codec_decode_f32);
+        b.arg(&tag)
+            .arg(&param)
+            .arg(&codes.codes)
+            .arg(&codes.aux)
+            .arg(&inv)
+            .arg(&cent)
+            .arg(&codes.values)
+            .arg(&dim)
+            .arg(&tokens)
+            .arg(&out_ptr);
+        // SAFETY: the codec's buffers as `DeviceCodes::upload` made them (the residual's
+        // inverse norms filled first); `out` holds tokens × d floats.
+        unsafe { b.launch(stride_grid(gpu, n as u64, 256)) }
+            .map_err(drv("codec_decode_f32 launch"))?;
+    }
+    let rel: Vec<i64> = offsets.iter().map(|&o| (o - offsets[0]) as i64).collect();
+    Ok(DeviceCorpus {
+        tokens: Mem::owned(out),
+        offsets: Mem::owned(stream.clone_htod(&rel).map_err(drv("decoded corpus"))?),
+        dtype: DType::F32,
+        dim: codes.dim,
+        len: codes.len,
+        bytes: n * 4,
+        split_ok: false,
+        lengths: DocLengths::of(offsets),
+    })
+}
+
+/// The residual codec's centroid scores for every query block: `[blocks][K][32]` f16.
+pub(in crate::cuda) fn centroid_scores(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    queries: &CodecQueries,
+    codes: &DeviceCodes,
+) -> Result<CudaSlice<u16>> {
+    let (Codec::Residual(r), Some(cent), Some(q32)) =
+        (&codes.codec, codes.centroids.as_ref(), queries.f32.as_ref())
+    else {
+        return Err(Error::Argument(
+            "centroid scores are the residual codec's".into(),
+        ));
+    };
+    let k = r.num_centroids();
+    // SAFETY: every element is written by `codec_centroid_scores`.
+    let mut cs =
+        unsafe { stream.alloc::<u16>(queries.blocks * k * 32) }.map_err(drv("centroid scores"))?;
+    let smem = 32 * (codes.dim + 1) * 4;
+    let func = &gpu.kernels.codec_centroid_scores;
+    gpu.blocks_per_sm(func, 256, smem)?;
+    let per_block = 8u64;
+    let x = (k as u64).div_ceil(per_block).min(65535) as u32;
+    let cfg = LaunchConfig {
+        grid_dim: (x, queries.blocks as u32, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let (kk, dim) = (k as i32, codes.dim as i32);
+    let mut b = stream.launch_builder(func);
+    b.arg(q32).arg(cent).arg(&kk).arg(&dim).arg(&mut cs);
+    // SAFETY: `q32` holds blocks × 32 × d floats, the centroids K × d halves, `cs` blocks × K × 32.
+    unsafe { b.launch(cfg) }.map_err(drv("codec_centroid_scores launch"))?;
+    Ok(cs)
+}
+
+/// Enqueue the fused kernel `name` for the queries against the target's documents:
+/// `t.out[q * t.n + i]`, queries longer than one block summed from per-block partial scores.
+/// `cs`: the residual codec's centroid scores (`centroid_scores`).
+///
+/// # Safety
+/// `t.doc_index` is 0 or `t.n` indices < codes.len, `t.out` holds Q × `t.n` floats, all
+/// usable on `t.stream`.
+pub(in crate::cuda) unsafe fn fused(
+    gpu: &GpuContext,
+    name: &str,
+    queries: &CodecQueries,
+    codes: &DeviceCodes,
+    cs: Option<&CudaSlice<u16>>,
+    t: Target<'_>,
+) -> Result<()> {
+    let func = gpu
+        .kernels
+        .codec
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, f)| f)
+        .ok_or_else(|| Error::Argument(format!("no fused kernel {name}")))?;
+    let smem = match &codes.codec {
+        Codec::Residual(r) => (1usize << (2 * r.nbits())) * 32 * 4,
+        Codec::Pq(_) => codes.dim * 256 * 2,
+        _ => 0,
+    };
+    let tasks = (queries.blocks * t.n) as u64;
+    if queries.blocks * t.n > i32::MAX as usize || t.n > i32::MAX as usize {
+        return Err(Error::Argument(format!(
+            "{tasks} (query block, document) pairs per launch is over the limit"
+        )));
+    }
+    let cfg = gpu.persistent_grid(func, CODEC_THREADS, smem, tasks.div_ceil(4))?;
+    let (_counter, tc) = gpu.task_counter(tasks, &cfg, t.stream)?;
+    let s = t.stream;
+    let (nb, nd, k) = (
+        queries.blocks as i32,
+        t.n as i32,
+        codes.centroids.as_ref().map_or(0, |_| match &codes.codec {
+            Codec::Residual(r) => r.num_centroids() as i32,
+            _ => 0,
+        }),
+    );
+    let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
+    let partial = if queries.blocks == queries.len {
+        None
+    } else {
+        // SAFETY: the fused kernel writes every one of blocks × n partial scores.
+        Some(unsafe { s.alloc::<f32>(queries.blocks * t.n) }.map_err(drv("score buffer"))?)
+    };
+    let out = partial.as_ref().map_or(t.out, |p| p.device_ptr(s).0);
+    let inv_ptr = codes.inv_norm.as_ref().map_or(0, |c| c.device_ptr(s).0);
+    let args = (
+        queries.f16.device_ptr(s).0,
+        queries.rows.device_ptr(s).0,
+        codes.codes.device_ptr(s).0,
+        codes.aux.device_ptr(s).0,
+        codes.table.device_ptr(s).0,
+        codes.offsets.device_ptr(s).0,
+    );
+    let mut b = s.launch_builder(func);
+    b.arg(&args.0)
+        .arg(&args.1)
+        .arg(&nb)
+        .arg(&args.2)
+        .arg(&args.3)
+        .arg(&inv_ptr)
+        .arg(&cs_ptr)
+        .arg(&k)
+        .arg(&args.4)
+        .arg(&args.5)
+        .arg(&t.doc_index)
+        .arg(&nd)
+        .arg(&out)
+        .arg(&tc);
+    // SAFETY: the arguments match `maxsim_codec_*` in kernels/codec.cu: the query blocks and
+    // their rows, the codes, words, inverse norms, centroid scores and table as `upload` and
+    // `centroid_scores` made them for this codec; the candidates and output are the caller's.
+    unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec launch"))?;
+    if let Some(p) = &partial {
+        sum_qblocks(
+            gpu,
+            t,
+            p.device_ptr(s).0,
+            queries.start.device_ptr(s).0,
+            queries.len,
+        )?;
+    }
+    Ok(())
+}

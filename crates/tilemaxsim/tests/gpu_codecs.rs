@@ -1,0 +1,261 @@
+//! Compressed corpora on the device (bench/gpu_check.sh runs it there): every codec's fused
+//! kernel, and the decode-then-exact path of the d no fused kernel is built for, against the
+//! float64 reference of the decoded corpus and against the CPU twin, on random shapes (odd
+//! token counts, 1-token and long documents, queries of one to several 32-row blocks, every
+//! document, ranges and candidate lists with repeats), outputs poisoned first. Without a
+//! usable GPU every test prints a notice and passes.
+//!
+//! The kernels multiply f16 queries by codes decoded to f16 (exactly for int8 and fp8), so the
+//! reference takes the queries rounded to f16 and codecs whose parameters are f16 values (the
+//! residual's bucket weights, the pq codebooks); what remains is f32 accumulation, plus for the
+//! residual codec the centroid scores ⟨q, centroid⟩ rounded to f16 once.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::*;
+use half::f16;
+use tilemaxsim::codec::{
+    Codec, CodecSpec, CompressedCorpus, PqCodec, PqOptions, ResidualCodec, ResidualOptions,
+    compress,
+};
+use tilemaxsim::cuda::CudaScorer;
+use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Matrix, OwnedElements, Scorer};
+
+fn gpu() -> Option<CudaScorer> {
+    match CudaScorer::new(0) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(
+                std::env::var_os("TILEMAXSIM_REQUIRE_GPU").is_none(),
+                "TILEMAXSIM_REQUIRE_GPU is set but: {e}"
+            );
+            eprintln!("NOTICE: no usable GPU ({e}); GPU test skipped");
+            None
+        }
+    }
+}
+
+fn cases(default: usize) -> usize {
+    std::env::var("TILEMAXSIM_GPU_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn round16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
+}
+
+/// The same codes under a codec whose parameters are f16 values (what the kernels read).
+fn f16_exact(c: &CompressedCorpus) -> CompressedCorpus {
+    let codec = match c.codec() {
+        Codec::Residual(r) => Codec::Residual(
+            ResidualCodec::new(
+                r.nbits(),
+                r.dim(),
+                r.centroids().to_vec(),
+                r.bucket_cutoffs().to_vec(),
+                round16(r.bucket_weights()),
+            )
+            .unwrap(),
+        ),
+        Codec::Pq(p) => Codec::Pq(PqCodec::new(p.m(), p.dim(), round16(p.codebooks())).unwrap()),
+        other => other.clone(),
+    };
+    CompressedCorpus::new(
+        codec,
+        c.dim(),
+        c.offsets().to_vec(),
+        c.codes().to_vec(),
+        c.aux().map(|a| a.to_vec()),
+    )
+    .unwrap()
+}
+
+/// A corpus of unit-norm tokens (what ColBERT models produce).
+fn unit_corpus(seed: u64, lengths: &[usize], dim: usize) -> Corpus {
+    let mut r = rng(seed);
+    let total: usize = lengths.iter().sum();
+    let mut v = random_values(&mut r, total, dim, 1.0);
+    for t in v.chunks_exact_mut(dim) {
+        let n = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        t.iter_mut().for_each(|x| *x /= n);
+    }
+    Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), dim, lengths).unwrap()
+}
+
+fn specs(m: usize) -> Vec<CodecSpec> {
+    let mut v: Vec<CodecSpec> = [1, 2, 4]
+        .map(|nbits| {
+            CodecSpec::Residual(ResidualOptions {
+                nbits,
+                centroids: Some(16),
+                kmeans_iters: 2,
+                ..Default::default()
+            })
+        })
+        .into();
+    v.push(CodecSpec::Pq(PqOptions {
+        m,
+        kmeans_iters: 2,
+        ..Default::default()
+    }));
+    v.push(CodecSpec::Int8);
+    v.push(CodecSpec::Fp8);
+    v
+}
+
+/// GPU scores of `docs` (poisoned output) against the float64 reference of the decoded corpus
+/// with f16-rounded queries, and against the CPU twin.
+fn check(
+    gpu: &CudaScorer,
+    label: &str,
+    c: &CompressedCorpus,
+    queries: &[Matrix<'_>],
+    docs: Docs<'_>,
+) {
+    let n = docs.count(c);
+    let mut out = vec![f32::NAN; queries.len() * n];
+    gpu.score_into(queries, c, docs.clone(), &mut out)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let decoded = c.decode().unwrap();
+    let idx: Vec<usize> = (0..n).map(|i| docs.index(i)).collect();
+    let mut twin = vec![f32::NAN; out.len()];
+    CpuScorer::new()
+        .score_into(queries, c, docs.clone(), &mut twin)
+        .unwrap();
+    for (qi, q) in queries.iter().enumerate() {
+        let q16v = round16(&q.to_f32_vec());
+        let q16 = Matrix::new(&q16v[..], q.dim()).unwrap();
+        let norms: f64 = q
+            .to_f32_vec()
+            .chunks_exact(q.dim())
+            .map(|r| {
+                r.iter()
+                    .map(|&x| f64::from(x) * f64::from(x))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .sum();
+        // The centroid scores rounded to f16 (and taken with f32 queries): 2^-11 + 2^-12 of
+        // |⟨q, c⟩| / |c + r| ≤ 2 |q| for unit-norm data.
+        let centroid = if matches!(c.codec(), Codec::Residual(_)) {
+            2.0 * 1.5 * norms / 2048.0
+        } else {
+            0.0
+        };
+        for (i, &j) in idx.iter().enumerate() {
+            let doc = decoded.doc(j);
+            // The fused kernels take the queries rounded to f16; where none is built, the
+            // decoded tokens are scored by the exact kernels with the queries as given.
+            let want = tilemaxsim::reference::maxsim_f64(q16, doc);
+            let want32 = tilemaxsim::reference::maxsim_f64(*q, doc);
+            let tol = tolerance(q16, doc) + centroid;
+            let got = out[qi * n + i];
+            let off = (f64::from(got) - want)
+                .abs()
+                .min((f64::from(got) - want32).abs());
+            assert!(
+                got.is_finite() && off <= tol,
+                "{label} q{qi}: score[{i}] (doc {j}, {} tokens) = {got}, reference {want} \
+                 (f32 queries {want32}), tolerance {tol:e}",
+                doc.rows()
+            );
+            // The CPU twin scores f32 queries: the two differ by the queries' f16 rounding.
+            let cpu = twin[qi * n + i];
+            let abs = tilemaxsim::reference::maxsim_abs_f64(*q, doc);
+            assert!(
+                (f64::from(got) - f64::from(cpu)).abs() <= tol + abs / 1024.0,
+                "{label} q{qi}: score[{i}] = {got}, CPU twin {cpu}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_codec_on_the_gpu_matches_its_decoding() {
+    let Some(gpu) = gpu() else { return };
+    // d with fused kernels (32, 64, 96, 128) and without (48, 40: decoded at upload).
+    let shapes: &[(usize, usize, &[usize])] = &[
+        (128, 16, &[31, 1, 180, 64, 5, 9, 600, 2, 1, 128, 127, 129]),
+        (128, 8, &[1, 1, 7, 300]),
+        (128, 64, &[17, 33]),
+        (96, 16, &[3, 1, 50, 8]),
+        (64, 32, &[65, 1, 2, 40]),
+        (32, 8, &[1, 7, 9, 16, 31]),
+        (48, 8, &[5, 1, 70]),
+        (40, 4, &[9, 3]),
+    ];
+    let limit = cases(shapes.len());
+    for (s, &(dim, m, lens)) in shapes.iter().take(limit).enumerate() {
+        let corpus = unit_corpus(300 + s as u64, lens, dim);
+        let mut r = rng(400 + s as u64);
+        let qs: Vec<OwnedElements> = [1usize, 5, 32, 33, 70]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        for spec in specs(m) {
+            let c = f16_exact(&compress(&corpus, &spec, 7, &|_, _, _| {}).unwrap());
+            let label = format!("d={dim} lens={lens:?} {}", c.codec().describe());
+            check(&gpu, &label, &c, &queries, Docs::All);
+            check(&gpu, &label, &c, &queries[..2], Docs::Range(1..c.len()));
+            let list: Vec<usize> = (0..c.len()).rev().step_by(2).chain([0, 0]).collect();
+            check(&gpu, &label, &c, &queries, Docs::List(&list));
+        }
+    }
+}
+
+#[test]
+fn bf16_and_f16_queries_score_compressed_corpora() {
+    let Some(gpu) = gpu() else { return };
+    let corpus = unit_corpus(9, &[40, 1, 77], 128);
+    let c = f16_exact(&compress(&corpus, &CodecSpec::Int8, 1, &|_, _, _| {}).unwrap());
+    let mut r = rng(10);
+    for dtype in [DType::F16, DType::BF16] {
+        let qs = [random_query(&mut r, 32, 128, dtype, 1.0)];
+        check(
+            &gpu,
+            &format!("int8, {dtype} queries"),
+            &c,
+            &matrices(&qs, 128),
+            Docs::All,
+        );
+    }
+}
+
+#[test]
+fn compressed_top_k_on_the_gpu_matches_the_cpu() {
+    let Some(gpu) = gpu() else { return };
+    let lens: Vec<usize> = (0..3000).map(|i| 1 + (i * 37) % 200).collect();
+    let corpus = unit_corpus(11, &lens, 128);
+    let spec = CodecSpec::Residual(ResidualOptions {
+        nbits: 2,
+        centroids: Some(64),
+        kmeans_iters: 2,
+        ..Default::default()
+    });
+    let c = compress(&corpus, &spec, 3, &|_, _, _| {}).unwrap();
+    let mut r = rng(12);
+    let qs: Vec<OwnedElements> = (0..4)
+        .map(|_| random_query(&mut r, 32, 128, DType::F32, 1.0))
+        .collect();
+    let queries = matrices(&qs, 128);
+    let got = gpu.top_k_batch(&queries, &c, 10).unwrap();
+    let cpu = CpuScorer::new().score_batch(&queries, &c).unwrap();
+    for (q, hits) in got.iter().enumerate() {
+        assert_eq!(hits.len(), 10);
+        let row = &cpu[q * c.len()..(q + 1) * c.len()];
+        // Each GPU hit's CPU score is within rounding of the CPU's own 10th best.
+        let mut sorted: Vec<f32> = row.to_vec();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        for h in hits {
+            assert!(
+                row[h.doc] >= sorted[9] - 0.02,
+                "q{q}: doc {} not near the top 10",
+                h.doc
+            );
+        }
+    }
+}
