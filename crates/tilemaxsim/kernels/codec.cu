@@ -106,6 +106,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
     constexpr int NB = TAG == RESIDUAL ? P : 8;
     constexpr int KEYS = TAG == RESIDUAL ? 1 << (2 * NB) : 0;  // residual table keys
     constexpr int DSUB = TAG == PQ ? D / P : 1;
+    // Whether a group's codes are loaded one group ahead, across documents too.
+    constexpr bool AHEAD = TAG == PQ || TAG == RESIDUAL;
     extern __shared__ unsigned smem[];
 
     // Tables into shared memory: the residual pair table, one copy per lane
@@ -145,10 +147,79 @@ __device__ __forceinline__ void maxsim_codec_impl(
         if (lane == 0) t = atomicAdd(next_task, 1ull);
         return nwarps + (i64)__shfl_sync(0xffffffffu, t, 0);
     };
+    // One group of CODEC_TILES n-tiles: the codes of each tile's token g (this thread's part),
+    // the residual's centroid scores of that token, the scales of columns 2c, 2c + 1.
+    struct Group {
+        unsigned raw[CODEC_TILES][Shape::WORDS];
+        U4 cen[CODEC_TILES];
+        float sc[CODEC_TILES][2];
+    };
+    auto load_group = [&](Group& G, i64 gd0, int gnd, int t0, int gq) {
+        const u16* cs_block = TAG == RESIDUAL ? cs + (i64)gq * num_centroids * 32 : nullptr;
+#pragma unroll
+        for (int tt = 0; tt < CODEC_TILES; ++tt) {
+            const int tok = t0 + tt * 8 + g;
+            if (tok < gnd) {
+                load_codes<PB>(G.raw[tt], codes + (gd0 + tok) * ROW + c * PB);
+            } else {
+#pragma unroll
+                for (int i = 0; i < Shape::WORDS; ++i) G.raw[tt][i] = 0u;
+            }
+            if constexpr (TAG == RESIDUAL) {
+                const unsigned id = tok < gnd ? __ldg(aux + gd0 + tok) : 0u;
+                G.cen[tt] = ld_stream(cs_block + (i64)id * 32 + c * 8);
+            }
+            const int col = t0 + tt * 8 + 2 * c;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                float v = 0.f;
+                if (col + j < gnd) {
+                    if constexpr (TAG == RESIDUAL) v = __ldg(inv_norm + gd0 + col + j);
+                    else if constexpr (TAG == INT8) v = __uint_as_float(__ldg(aux + gd0 + col + j));
+                    else if constexpr (TAG == FP8) v = __uint_as_float(__ldg(aux + gd0 + col + j)) * 256.f;
+                }
+                G.sc[tt][j] = v;
+            }
+        }
+    };
+    // k16 step s of a tile's B fragment from its codes.
+    auto decode_step = [&](const unsigned (&raw)[Shape::WORDS], int s, unsigned& b0, unsigned& b1) {
+        if constexpr (TAG == RESIDUAL) {
+            // pairs 2s and 2s+1 of the thread's dimensions: 2·NB bits each, the first
+            // dimension in the higher bits (PLAID's packbits order).
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                constexpr int BITS = 2 * NB;
+                const int bit = (2 * s + j) * BITS;  // stream position
+                const int byte = bit / 8, off = bit % 8;
+                const unsigned key = (raw[byte / 4] >> (8 * (byte % 4) + 8 - off - BITS)) & (KEYS - 1);
+                const unsigned v = smem[(key << 5) | lane];
+                if (j == 0) b0 = v; else b1 = v;
+            }
+        } else if constexpr (TAG == PQ) {
+            const u16* cb = (const u16*)smem;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const int x = 4 * s + 2 * j;             // dimension within the thread's quarter
+                const int m = x / DSUB, off = x % DSUB;  // sub-space within the quarter
+                const unsigned code = code_byte(raw, m);
+                const int mg = c * (P / 4) + m;
+                const unsigned v = *(const unsigned*)(cb + ((mg * 256 + (int)code) * DSUB + off));
+                if (j == 0) b0 = v; else b1 = v;
+            }
+        } else if constexpr (TAG == INT8) {
+            i8_to_f16x2(raw[s], b0, b1);
+        } else {
+            e4m3_to_f16x2(raw[s], b0, b1);
+        }
+    };
+    Group cur, nxt;
+
     i64 d0 = 0;
     int nd = 0;
     if (warp < tasks) extent(warp, d0, nd);
     i64 next = warp < tasks ? claim() : tasks;
+    if (AHEAD && warp < tasks) load_group(cur, d0, nd, 0, (int)(warp / num_docs));
     for (i64 task = warp; task < tasks;) {
         const int qi = (int)(task / num_docs);
         const int pair = (int)(task % num_docs);
@@ -173,37 +244,17 @@ __device__ __forceinline__ void maxsim_codec_impl(
                     a[mt][s][3] = r8[w + 1];
                 }
         }
-        const u16* cs_block = TAG == RESIDUAL ? cs + (i64)qi * num_centroids * 32 : nullptr;
-
         float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
         for (int t0 = 0; t0 < nd; t0 += 8 * CODEC_TILES) {
-            unsigned raw[CODEC_TILES][Shape::WORDS];
-            U4 cen[CODEC_TILES];
-            float sc[CODEC_TILES][2];
-#pragma unroll
-            for (int tt = 0; tt < CODEC_TILES; ++tt) {
-                const int tok = t0 + tt * 8 + g;
-                if (tok < nd) {
-                    load_codes<PB>(raw[tt], codes + (d0 + tok) * ROW + c * PB);
-                } else {
-#pragma unroll
-                    for (int i = 0; i < Shape::WORDS; ++i) raw[tt][i] = 0u;
-                }
-                if constexpr (TAG == RESIDUAL) {
-                    const unsigned id = tok < nd ? __ldg(aux + d0 + tok) : 0u;
-                    cen[tt] = ld_stream(cs_block + (i64)id * 32 + c * 8);
-                }
-                const int col = t0 + tt * 8 + 2 * c;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    float v = 0.f;
-                    if (col + j < nd) {
-                        if constexpr (TAG == RESIDUAL) v = __ldg(inv_norm + d0 + col + j);
-                        else if constexpr (TAG == INT8) v = __uint_as_float(__ldg(aux + d0 + col + j));
-                        else if constexpr (TAG == FP8) v = __uint_as_float(__ldg(aux + d0 + col + j)) * 256.f;
-                    }
-                    sc[tt][j] = v;
-                }
+            // The group after this one (in this document, or the next task's first) is loaded
+            // before this one is multiplied, so its latency hides behind the work.
+            // (Measured on the H200: PQ +28%, residual +2%, int8 and fp8 5-8% slower, so those
+            // two load each group where they multiply it.)
+            if constexpr (AHEAD) {
+                if (t0 + 8 * CODEC_TILES < nd) load_group(nxt, d0, nd, t0 + 8 * CODEC_TILES, qi);
+                else if (next < tasks) load_group(nxt, next_d0, next_nd, 0, (int)(next / num_docs));
+            } else {
+                load_group(cur, d0, nd, t0, qi);
             }
 #pragma unroll
             for (int tt = 0; tt < CODEC_TILES; ++tt) {
@@ -212,54 +263,39 @@ __device__ __forceinline__ void maxsim_codec_impl(
 #pragma unroll
                     for (int s = 0; s < S; ++s) {
                         unsigned b0, b1;
-                        if constexpr (TAG == RESIDUAL) {
-                            // pairs 2s and 2s+1 of the thread's dimensions: 2·NB bits each,
-                            // first dimension in the higher bits (PLAID's packbits order).
-#pragma unroll
-                            for (int j = 0; j < 2; ++j) {
-                                constexpr int BITS = 2 * NB;
-                                const int bit = (2 * s + j) * BITS;     // stream position
-                                const int byte = bit / 8, off = bit % 8;
-                                const unsigned key = (raw[tt][byte / 4] >> (8 * (byte % 4) + 8 - off - BITS)) & (KEYS - 1);
-                                const unsigned v = smem[(key << 5) | lane];
-                                if (j == 0) b0 = v; else b1 = v;
-                            }
-                        } else if constexpr (TAG == PQ) {
-                            const u16* cb = (const u16*)smem;
-#pragma unroll
-                            for (int j = 0; j < 2; ++j) {
-                                const int x = 4 * s + 2 * j;              // dimension within the thread's quarter
-                                const int m = x / DSUB, off = x % DSUB;   // sub-space within the quarter
-                                const unsigned code = code_byte(raw[tt], m);
-                                const int mg = c * (P / 4) + m;
-                                const unsigned v = *(const unsigned*)(cb + ((mg * 256 + (int)code) * DSUB + off));
-                                if (j == 0) b0 = v; else b1 = v;
-                            }
-                        } else if constexpr (TAG == INT8) {
-                            i8_to_f16x2(raw[tt][s], b0, b1);
-                        } else {
-                            e4m3_to_f16x2(raw[tt][s], b0, b1);
-                        }
+                        decode_step(cur.raw[tt], s, b0, b1);
 #pragma unroll
                         for (int mt = 0; mt < 2; ++mt) Mma<false>::run(acc[mt], a[mt][s], b0, b1);
                     }
                     if constexpr (TAG == RESIDUAL) {
-                        Mma<false>::run(acc[0], eye, cen[tt].x, cen[tt].y);
-                        Mma<false>::run(acc[1], eye, cen[tt].z, cen[tt].w);
+                        Mma<false>::run(acc[0], eye, cur.cen[tt].x, cur.cen[tt].y);
+                        Mma<false>::run(acc[1], eye, cur.cen[tt].z, cur.cen[tt].w);
                     }
                     if constexpr (TAG != PQ) {
 #pragma unroll
                         for (int mt = 0; mt < 2; ++mt) {
-                            acc[mt][0] *= sc[tt][0]; acc[mt][1] *= sc[tt][1];
-                            acc[mt][2] *= sc[tt][0]; acc[mt][3] *= sc[tt][1];
+                            acc[mt][0] *= cur.sc[tt][0]; acc[mt][1] *= cur.sc[tt][1];
+                            acc[mt][2] *= cur.sc[tt][0]; acc[mt][3] *= cur.sc[tt][1];
                         }
                     }
                     const int col = t0 + tt * 8 + 2 * c;
+                    if (col + 8 <= nd) {  // a full tile: no column is past the end
 #pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], col, nd);
+                        for (int mt = 0; mt < 2; ++mt) {
+                            best[mt][0] = max_nan(best[mt][0], max_nan(acc[mt][0], acc[mt][1]));
+                            best[mt][1] = max_nan(best[mt][1], max_nan(acc[mt][2], acc[mt][3]));
+                        }
+                    } else {
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], col, nd);
+                    }
                 }
             }
+            if constexpr (AHEAD) cur = nxt;
         }
+        // An empty document (never in a compressed corpus, but cheap to get right) prefetched
+        // nothing: the next task's first group is loaded here.
+        if (AHEAD && nd == 0 && next < tasks) load_group(cur, next_d0, next_nd, 0, (int)(next / num_docs));
         const float s = block_score(best, nq, g);
         if (lane == 0) out[(i64)qi * num_docs + pair] = s;
         d0 = next_d0;
