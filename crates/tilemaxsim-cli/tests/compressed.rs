@@ -178,8 +178,8 @@ fn compressed_user_errors_are_clear() {
     assert!(e.contains("--rerank needs a compressed"), "{e}");
     let e = search(&cpath, &["--rerank", small_path.to_str().unwrap()]);
     assert!(e.contains("same documents"), "{e}");
-    // No GPU here (no driver); with one, the GPU has no kernels for int8 codes yet: an error
-    // naming cuda:0 either way, never a silent fall-back.
+    // No GPU here (no driver): an explicit GPU is an error naming cuda:0, never a silent
+    // fall-back to the CPU.
     let e = search(&cpath, &["--device", "cuda"]);
     assert!(e.contains("cuda:0"), "{e}");
     let e = run_err(
