@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use serde_json::{Value, json};
 use tilemaxsim::codec::{CodecSpec, CompressedCorpus, PqOptions, ResidualOptions, compress};
 use tilemaxsim::corpus::OpenOptions;
-use tilemaxsim::{Corpus, CpuScorer, DType, Matrix, OwnedElements, Scorer};
+use tilemaxsim::{CpuScorer, DType, Matrix, Scorer};
 
 #[derive(Default, Debug)]
 struct Tally {
@@ -61,17 +61,6 @@ fn exercise(c: &CompressedCorpus) {
     assert_eq!(scores.len(), c.len());
 }
 
-fn unit_corpus(seed: u64, lengths: &[usize], dim: usize) -> Corpus {
-    let mut r = rng(seed);
-    let total: usize = lengths.iter().sum();
-    let mut v = random_values(&mut r, total, dim, 1.0);
-    for t in v.chunks_exact_mut(dim) {
-        let n = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-        t.iter_mut().for_each(|x| *x /= n);
-    }
-    Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), dim, lengths).unwrap()
-}
-
 /// Valid files of every codec, as bytes.
 fn seeds(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let specs = [
@@ -97,7 +86,7 @@ fn seeds(dir: &Path) -> Vec<(String, Vec<u8>)> {
     ];
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut c = unit_corpus(i as u64, &[3, 1, 4], 6);
+        let mut c = unit_corpus(i as u64, &[3, 1, 4], 6, DType::F32);
         if i % 2 == 0 {
             c = c
                 .with_doc_ids(["a", "bb", "c"].map(String::from).to_vec())

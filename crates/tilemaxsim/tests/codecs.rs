@@ -12,18 +12,6 @@ use tilemaxsim::codec::{
 };
 use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Matrix, OwnedElements, ReferenceScorer, Scorer};
 
-/// A corpus of unit-norm tokens (what ColBERT models produce).
-fn unit_corpus(seed: u64, lengths: &[usize], dim: usize, dtype: DType) -> Corpus {
-    let mut r = rng(seed);
-    let total: usize = lengths.iter().sum();
-    let mut v = random_values(&mut r, total, dim, 1.0);
-    for t in v.chunks_exact_mut(dim) {
-        let n = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-        t.iter_mut().for_each(|x| *x /= n);
-    }
-    Corpus::from_lengths(OwnedElements::from_f32(&v, dtype), dim, lengths).unwrap()
-}
-
 fn specs(dim: usize) -> Vec<CodecSpec> {
     let mut v = Vec::new();
     for nbits in [1, 2, 4] {

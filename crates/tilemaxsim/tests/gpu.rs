@@ -10,20 +10,6 @@ use rand::Rng;
 use tilemaxsim::cuda::{CudaScorer, RawArgs};
 use tilemaxsim::{Corpus, DType, Docs, Matrix, OwnedElements, Scorer};
 
-fn gpu() -> Option<CudaScorer> {
-    match CudaScorer::new(0) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            assert!(
-                std::env::var_os("TILEMAXSIM_REQUIRE_GPU").is_none(),
-                "TILEMAXSIM_REQUIRE_GPU is set but: {e}"
-            );
-            eprintln!("NOTICE: no usable GPU ({e}); GPU test skipped");
-            None
-        }
-    }
-}
-
 const DTYPES: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
 /// Random cases per test: `default`, or fewer from TILEMAXSIM_GPU_CASES (compute-sanitizer slows

@@ -20,21 +20,7 @@ use tilemaxsim::codec::{
     compress,
 };
 use tilemaxsim::cuda::CudaScorer;
-use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Matrix, OwnedElements, Scorer};
-
-fn gpu() -> Option<CudaScorer> {
-    match CudaScorer::new(0) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            assert!(
-                std::env::var_os("TILEMAXSIM_REQUIRE_GPU").is_none(),
-                "TILEMAXSIM_REQUIRE_GPU is set but: {e}"
-            );
-            eprintln!("NOTICE: no usable GPU ({e}); GPU test skipped");
-            None
-        }
-    }
-}
+use tilemaxsim::{CpuScorer, DType, Docs, Matrix, OwnedElements, Scorer};
 
 fn cases(default: usize) -> usize {
     std::env::var("TILEMAXSIM_GPU_CASES")
@@ -71,18 +57,6 @@ fn f16_exact(c: &CompressedCorpus) -> CompressedCorpus {
         c.aux().map(|a| a.to_vec()),
     )
     .unwrap()
-}
-
-/// A corpus of unit-norm tokens (what ColBERT models produce).
-fn unit_corpus(seed: u64, lengths: &[usize], dim: usize) -> Corpus {
-    let mut r = rng(seed);
-    let total: usize = lengths.iter().sum();
-    let mut v = random_values(&mut r, total, dim, 1.0);
-    for t in v.chunks_exact_mut(dim) {
-        let n = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-        t.iter_mut().for_each(|x| *x /= n);
-    }
-    Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), dim, lengths).unwrap()
 }
 
 fn specs(m: usize) -> Vec<CodecSpec> {
@@ -189,7 +163,7 @@ fn every_codec_on_the_gpu_matches_its_decoding() {
     ];
     let limit = cases(shapes.len());
     for (s, &(dim, m, lens)) in shapes.iter().take(limit).enumerate() {
-        let corpus = unit_corpus(300 + s as u64, lens, dim);
+        let corpus = unit_corpus(300 + s as u64, lens, dim, DType::F32);
         let mut r = rng(400 + s as u64);
         let qs: Vec<OwnedElements> = [1usize, 5, 32, 33, 70]
             .iter()
@@ -210,7 +184,7 @@ fn every_codec_on_the_gpu_matches_its_decoding() {
 #[test]
 fn bf16_and_f16_queries_score_compressed_corpora() {
     let Some(gpu) = gpu() else { return };
-    let corpus = unit_corpus(9, &[40, 1, 77], 128);
+    let corpus = unit_corpus(9, &[40, 1, 77], 128, DType::F32);
     let c = f16_exact(&compress(&corpus, &CodecSpec::Int8, 1, &|_, _, _| {}).unwrap());
     let mut r = rng(10);
     for dtype in [DType::F16, DType::BF16] {
@@ -229,7 +203,7 @@ fn bf16_and_f16_queries_score_compressed_corpora() {
 fn compressed_top_k_on_the_gpu_matches_the_cpu() {
     let Some(gpu) = gpu() else { return };
     let lens: Vec<usize> = (0..3000).map(|i| 1 + (i * 37) % 200).collect();
-    let corpus = unit_corpus(11, &lens, 128);
+    let corpus = unit_corpus(11, &lens, 128, DType::F32);
     let spec = CodecSpec::Residual(ResidualOptions {
         nbits: 2,
         centroids: Some(64),

@@ -257,3 +257,32 @@ pub fn nasty_number(r: &mut StdRng, near: u64) -> Value {
     ];
     choices[r.random_range(0..choices.len())].clone()
 }
+
+/// A corpus of unit-norm random tokens (what ColBERT models produce), stored as `dtype`.
+pub fn unit_corpus(seed: u64, lengths: &[usize], dim: usize, dtype: DType) -> Corpus {
+    let mut r = rng(seed);
+    let total: usize = lengths.iter().sum();
+    let mut v = random_values(&mut r, total, dim, 1.0);
+    for t in v.chunks_exact_mut(dim) {
+        let n = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        t.iter_mut().for_each(|x| *x /= n);
+    }
+    Corpus::from_lengths(OwnedElements::from_f32(&v, dtype), dim, lengths).unwrap()
+}
+
+/// The GPU scorer of device 0, or `None` with a notice where no GPU can be used (an error
+/// instead when TILEMAXSIM_REQUIRE_GPU is set, as on the device).
+#[cfg(feature = "cuda")]
+pub fn gpu() -> Option<tilemaxsim::cuda::CudaScorer> {
+    match tilemaxsim::cuda::CudaScorer::new(0) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            assert!(
+                std::env::var_os("TILEMAXSIM_REQUIRE_GPU").is_none(),
+                "TILEMAXSIM_REQUIRE_GPU is set but: {e}"
+            );
+            eprintln!("NOTICE: no usable GPU ({e}); GPU test skipped");
+            None
+        }
+    }
+}
