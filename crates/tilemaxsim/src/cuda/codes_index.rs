@@ -11,7 +11,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
 use super::codes::DeviceCodes;
-use super::index::split_by_tokens;
+use super::index::{spawn_shards, split_by_tokens};
 use super::memory::grow;
 use super::scorer::CudaScorer;
 use crate::codec::CompressedCorpus;
@@ -51,21 +51,8 @@ impl<'c> GpuCodesIndex<'c> {
             ));
         }
         let ranges = split_by_tokens(corpus.offsets(), options.devices.len());
-        let shards = std::thread::scope(|s| {
-            let handles: Vec<_> = options
-                .devices
-                .iter()
-                .zip(ranges)
-                .map(|(&ordinal, docs)| s.spawn(move || Shard::new(corpus, ordinal, docs)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::DeviceUnavailable("a shard's thread panicked".into()))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
+        let shards = spawn_shards(&options.devices, ranges, |ordinal, docs| {
+            Shard::new(corpus, ordinal, docs)
         })?;
         Ok(GpuCodesIndex { corpus, shards })
     }

@@ -133,21 +133,8 @@ impl<'c> GpuIndex<'c> {
             ));
         }
         let ranges = split_by_tokens(corpus.offsets(), options.devices.len());
-        let shards = std::thread::scope(|s| {
-            let handles: Vec<_> = options
-                .devices
-                .iter()
-                .zip(ranges)
-                .map(|(&ordinal, docs)| s.spawn(move || Shard::new(corpus, ordinal, docs, options)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::DeviceUnavailable("a shard's thread panicked".into()))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
+        let shards = spawn_shards(&options.devices, ranges, |ordinal, docs| {
+            Shard::new(corpus, ordinal, docs, options)
         })?;
         let pinned = match shards
             .iter()
@@ -231,6 +218,31 @@ impl Searcher for GpuIndex<'_> {
         }
         Ok(out)
     }
+}
+
+/// One shard per device, built on its own thread (uploads to several GPUs overlap): `make`
+/// gets the device's ordinal and its documents.
+pub(super) fn spawn_shards<S: Send>(
+    devices: &[usize],
+    ranges: Vec<Range<usize>>,
+    make: impl Fn(usize, Range<usize>) -> Result<S> + Sync,
+) -> Result<Vec<S>> {
+    let make = &make;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = devices
+            .iter()
+            .zip(ranges)
+            .map(|(&ordinal, docs)| s.spawn(move || make(ordinal, docs)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::DeviceUnavailable("a shard's thread panicked".into()))
+                })
+            })
+            .collect()
+    })
 }
 
 /// Split the documents under `offsets` (N + 1) into `parts` contiguous ranges of about equal

@@ -77,40 +77,28 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
                 None => gpu.score_device(&dq, &device[turn], None, &mut out),
             }
         };
-        let times = gpu.time_ms(args.reps, &mut call)?;
-        let latency = median(&gpu.time_ms_isolated(args.reps.min(10), &mut call)?);
-        // Check the scores of the last run are all written and finite.
-        let mut host = vec![f32::NAN; case.queries * corpus.len()];
-        gpu.download(&out, &mut host)?;
-        if let Some(i) = host.iter().position(|s| !s.is_finite()) {
-            anyhow::bail!("score {i} was not written (or is not finite)");
-        }
-        let ms = median(&times);
-        let secs = ms / 1e3;
-        let tokens = corpus.num_tokens();
-        let flops = 2.0 * (args.nq * case.dim * tokens * case.queries) as f64;
-        let gbps = corpus.size_bytes() as f64 / secs / 1e9;
-        results.push(CaseResult {
-            name: format!(
-                "{} [{}]",
-                case_name(args, case),
-                kernel.name().trim_start_matches("maxsim_")
-            ),
-            dtype: case.dtype.to_string(),
-            nq: args.nq,
-            dim: case.dim,
+        let (times, latency) = time_calls(gpu, args.reps, &mut call)?;
+        check_written(gpu, &out, case.queries * corpus.len())?;
+        let name = format!(
+            "{} [{}]",
+            case_name(args, case),
+            kernel.name().trim_start_matches("maxsim_")
+        );
+        let what = Measured {
             docs: corpus.len(),
-            queries: case.queries,
-            doc_len: case.lengths.to_string(),
-            tokens,
-            ms,
-            ms_min: times.iter().copied().fold(f64::INFINITY, f64::min),
-            docs_per_s: (case.queries * corpus.len()) as f64 / secs,
-            gb_per_s: gbps,
-            gflop_per_s: flops / secs / 1e9,
-            pct_ceiling: 100.0 * gbps / read,
-            latency_ms: Some(latency),
-        });
+            tokens: corpus.num_tokens(),
+            bytes: corpus.size_bytes(),
+            times,
+            latency,
+        };
+        results.push(case_result(
+            args,
+            case,
+            name,
+            case.dtype.to_string(),
+            what,
+            read,
+        ));
         progress.inc(1);
     }
     progress.finish_and_clear();
@@ -275,51 +263,104 @@ fn codec_case(gpu: &CudaScorer, args: &BenchArgs, case: &Case, read: f64) -> Res
         turn = (turn + 1) % copies;
         gpu.score_codes_device(&dq, &device[turn], None, &mut out)
     };
-    let times = gpu.time_ms(args.reps, &mut call)?;
-    let latency = median(&gpu.time_ms_isolated(args.reps.min(10), &mut call)?);
-    let mut host = vec![f32::NAN; case.queries * corpus.len()];
-    gpu.download(&out, &mut host)?;
-    if let Some(i) = host.iter().position(|s| !s.is_finite()) {
-        anyhow::bail!("score {i} was not written (or is not finite)");
-    }
-    let ms = median(&times);
-    let secs = ms / 1e3;
-    let tokens = corpus.num_tokens();
-    let flops = 2.0 * (args.nq * case.dim * tokens * case.queries) as f64;
-    let gbps = corpus.size_bytes() as f64 / secs / 1e9;
+    let (times, latency) = time_calls(gpu, args.reps, &mut call)?;
+    check_written(gpu, &out, case.queries * corpus.len())?;
     let how = if device[0].fused() {
         "fused"
     } else {
         "decoded at upload"
     };
-    Ok(CaseResult {
-        name: format!(
-            "{} Nq={} d={} Nd={} B={} Q={} [{how}]",
-            corpus
-                .codec()
-                .describe()
-                .split(" (")
-                .next()
-                .unwrap_or("codes"),
-            args.nq,
-            case.dim,
-            case.lengths,
-            crate::progress::si(case.docs as f64).replace(' ', ""),
-            case.queries
-        ),
-        dtype: corpus.codec().name().into(),
+    let name = format!(
+        "{} Nq={} d={} Nd={} B={} Q={} [{how}]",
+        corpus
+            .codec()
+            .describe()
+            .split(" (")
+            .next()
+            .unwrap_or("codes"),
+        args.nq,
+        case.dim,
+        case.lengths,
+        crate::progress::si(case.docs as f64).replace(' ', ""),
+        case.queries
+    );
+    let what = Measured {
+        docs: corpus.len(),
+        tokens: corpus.num_tokens(),
+        bytes: corpus.size_bytes(),
+        times,
+        latency,
+    };
+    Ok(case_result(
+        args,
+        case,
+        name,
+        corpus.codec().name().into(),
+        what,
+        read,
+    ))
+}
+
+/// Per-call times of `call` (CUDA events, calls back to back) and the median latency of an
+/// isolated call.
+fn time_calls(
+    gpu: &CudaScorer,
+    reps: usize,
+    call: &mut dyn FnMut() -> tilemaxsim::Result<()>,
+) -> Result<(Vec<f64>, f64)> {
+    let times = gpu.time_ms(reps, &mut *call)?;
+    let latency = median(&gpu.time_ms_isolated(reps.min(10), &mut *call)?);
+    Ok((times, latency))
+}
+
+/// Check the scores of the last run are all written and finite.
+fn check_written(gpu: &CudaScorer, out: &CudaSlice<f32>, len: usize) -> Result<()> {
+    let mut host = vec![f32::NAN; len];
+    gpu.download(out, &mut host)?;
+    if let Some(i) = host.iter().position(|s| !s.is_finite()) {
+        anyhow::bail!("score {i} was not written (or is not finite)");
+    }
+    Ok(())
+}
+
+/// What a case measured: its corpus's documents, tokens and bytes read per call, the times.
+struct Measured {
+    docs: usize,
+    tokens: usize,
+    bytes: usize,
+    times: Vec<f64>,
+    latency: f64,
+}
+
+/// A case's row: medians and the rates they mean (GB/s of the corpus's bytes, % of the read
+/// ceiling `read`).
+fn case_result(
+    args: &BenchArgs,
+    case: &Case,
+    name: String,
+    dtype: String,
+    m: Measured,
+    read: f64,
+) -> CaseResult {
+    let ms = median(&m.times);
+    let secs = ms / 1e3;
+    let flops = 2.0 * (args.nq * case.dim * m.tokens * case.queries) as f64;
+    let gbps = m.bytes as f64 / secs / 1e9;
+    CaseResult {
+        name,
+        dtype,
         nq: args.nq,
         dim: case.dim,
-        docs: corpus.len(),
+        docs: m.docs,
         queries: case.queries,
         doc_len: case.lengths.to_string(),
-        tokens,
+        tokens: m.tokens,
         ms,
-        ms_min: times.iter().copied().fold(f64::INFINITY, f64::min),
-        docs_per_s: (case.queries * corpus.len()) as f64 / secs,
+        ms_min: m.times.iter().copied().fold(f64::INFINITY, f64::min),
+        docs_per_s: (case.queries * m.docs) as f64 / secs,
         gb_per_s: gbps,
         gflop_per_s: flops / secs / 1e9,
         pct_ceiling: 100.0 * gbps / read,
-        latency_ms: Some(latency),
-    })
+        latency_ms: Some(m.latency),
+    }
 }

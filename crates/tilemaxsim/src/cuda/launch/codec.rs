@@ -49,8 +49,7 @@ pub(in crate::cuda) fn inv_norms(
     let nbits = r.nbits() as i32;
     let dim = codes.dim as i32;
     let tokens = codes.tokens as i64;
-    let mut cfg = stride_grid(gpu, codes.tokens as u64 * 32, 256);
-    cfg.grid_dim.0 = cfg.grid_dim.0.max(1);
+    let cfg = stride_grid(gpu, codes.tokens as u64 * 32, 256);
     let mut b = stream.launch_builder(&gpu.kernels.residual_inv_norms);
     b.arg(&codes.codes)
         .arg(&codes.aux)
@@ -176,6 +175,7 @@ pub(in crate::cuda) unsafe fn fused(
         .find(|(n, _)| n == name)
         .map(|(_, f)| f)
         .ok_or_else(|| Error::Argument(format!("no fused kernel {name}")))?;
+    // The residual's pair table, one copy per lane; the pq codebooks as f16.
     let smem = match &codes.codec {
         Codec::Residual(r) => (1usize << (2 * r.nbits())) * 32 * 4,
         Codec::Pq(_) => codes.dim * 256 * 2,
@@ -193,10 +193,10 @@ pub(in crate::cuda) unsafe fn fused(
     let (nb, nd, k) = (
         queries.blocks as i32,
         t.n as i32,
-        codes.centroids.as_ref().map_or(0, |_| match &codes.codec {
+        match &codes.codec {
             Codec::Residual(r) => r.num_centroids() as i32,
             _ => 0,
-        }),
+        },
     );
     let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
     let partial = if queries.blocks == queries.len {
