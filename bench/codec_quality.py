@@ -4,7 +4,8 @@ and @100 against the exact ranking, nDCG@10 (trec_eval's, from `tilemaxsim eval`
 delta from exact scoring. Plain Python 3, no packages; needs the release binary.
 
 usage: python3 bench/codec_quality.py [--bin target/release/tilemaxsim] [--data ../shared/data/cranfield]
-           [--work /tmp/codec-quality] [--rerank-k 200] [--codecs residual1,residual2,...]
+           [--work /tmp/codec-quality] [--rerank-k 200] [--codecs residual1,residual2,...] [--device cpu|cuda]
+--device is where the corpora are compressed and searched (the rate column is that device's).
 Writes a markdown table on stdout (and the compress/search logs under --work).
 """
 
@@ -57,13 +58,14 @@ def main():
     p.add_argument("--work", default="/tmp/codec-quality")
     p.add_argument("--rerank-k", type=int, default=200)
     p.add_argument("--codecs", default=",".join(CODECS))
+    p.add_argument("--device", default="cpu")
     p.add_argument("--reuse", action="store_true", help="keep compressed files already in --work (re-time searches only)")
     a = p.parse_args()
     d, w = pathlib.Path(a.data), pathlib.Path(a.work)
     w.mkdir(parents=True, exist_ok=True)
     corpus = d / "corpus.safetensors"
     common = ["--queries", d / "queries.safetensors", "--query-ids", d / "query_ids.txt",
-              "--doc-ids", d / "doc_ids.txt", "-k", "100", "--device", "cpu"]
+              "--doc-ids", d / "doc_ids.txt", "-k", "100", "--device", a.device]
 
     def search(corpus_path, name, extra=()):
         out = w / f"{name}.trec"
@@ -80,11 +82,11 @@ def main():
         path = w / f"{name}.safetensors"
         if a.reuse and path.exists():
             r, _ = run([a.bin, "corpus", "info", path], w / f"{name}.info.log")
-            secs = float(re.search(r"compressed in ([\d.]+) s", (w / f"{name}.compress.log").read_text()).group(1))
+            secs = float(re.search(r"compressed (?:on \S+ )?in ([\d.]+) s", (w / f"{name}.compress.log").read_text()).group(1))
         else:
-            r, _ = run([a.bin, "corpus", "compress", "--corpus", corpus, *CODECS[name], "-o", path],
+            r, _ = run([a.bin, "corpus", "compress", "--corpus", corpus, *CODECS[name], "--device", a.device, "-o", path],
                        w / f"{name}.compress.log")
-            secs = float(re.search(r"compressed in ([\d.]+) s", r.stderr).group(1))
+            secs = float(re.search(r"compressed (?:on \S+ )?in ([\d.]+) s", r.stderr).group(1))
         bpt = int(re.search(r"(\d+) bytes per token", r.stdout).group(1))
         desc = re.search(r"codec\s+(.*)", r.stdout).group(1).split(" (")[0]
         for rr in (False, True):
@@ -92,11 +94,11 @@ def main():
             got, rate, ndcg = search(path, name + ("-rerank" if rr else ""), extra)
             label = desc + (f", exact rerank of top-{a.rerank_k}" if rr else "")
             rows.append((label, bpt, rate, recall(got, exact, 10), recall(got, exact, 100), ndcg,
-                         f"{ndcg - exact_ndcg:+.4f}", f"{secs:.1f}" if not rr else ""))
-    print("| codec | bytes/token (d=128) | CPU M docs/s (here) | GPU M docs/s (H200) | recall@10 vs exact | recall@100 vs exact | nDCG@10 | Δ nDCG@10 | compress s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+                         f"{ndcg - exact_ndcg:+.4f}", f"{secs:.2f}" if not rr else ""))
+    print(f"| codec | bytes/token (d=128) | {a.device} M docs/s | recall@10 vs exact | recall@100 vs exact | nDCG@10 | Δ nDCG@10 | compress s ({a.device}) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, bpt, rate, r10, r100, ndcg, delta, secs in rows:
-        print(f"| {label} | {bpt} | {rate:.3f} | not measured yet | {r10:.4f} | {r100:.4f} | {ndcg:.4f} | {delta} | {secs} |")
+        print(f"| {label} | {bpt} | {rate:.3f} | {r10:.4f} | {r100:.4f} | {ndcg:.4f} | {delta} | {secs} |")
 
 
 if __name__ == "__main__":

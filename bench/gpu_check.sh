@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # usage: bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
 # GPU correctness, one device call: the NVRTC compile check, the GPU tests (exact and compressed
-# corpora: tests/gpu.rs, tests/gpu_codecs.rs) against the float64
+# corpora, compression: tests/gpu.rs, tests/gpu_codecs.rs, tests/gpu_compress.rs) against the float64
 # reference, and compute-sanitizer memcheck and racecheck, the three side by side (they only
 # check results, so sharing the GPU changes nothing but the wall time: 237 + 105 + 124 s one
 # after the other on the H100 at 05:19, which left the old single script no time for its bench).
@@ -21,18 +21,23 @@ tmp=$(mktemp -d)
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   ( timeout 420 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]}"
-    timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}" ) >"$tmp/tests" &
+    timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
+    timeout 300 .dev/test-gpu_compress 2>&1 | grep -E "^test |test result|panicked|token|code"; echo "compress tests exit: ${PIPESTATUS[0]}" ) >"$tmp/tests" &
   ( TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
     echo "memcheck exit: ${PIPESTATUS[0]}"
     TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
-    echo "codec memcheck exit: ${PIPESTATUS[0]}" ) >"$tmp/memcheck" &
+    echo "codec memcheck exit: ${PIPESTATUS[0]}"
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 2>&1 | tail -4
+    echo "compress memcheck exit: ${PIPESTATUS[0]}" ) >"$tmp/memcheck" &
   # Every kernel, through the tests that launch them directly (the index test runs the same
   # kernels through the search pipeline and takes over 5 minutes under racecheck); few cases.
   ( TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
       tensor_core random_shapes ablation top_k raw_device fp32 2>&1 | tail -6
     echo "racecheck exit: ${PIPESTATUS[0]}"
     TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec 2>&1 | tail -4
-    echo "codec racecheck exit: ${PIPESTATUS[0]}" ) >"$tmp/racecheck" &
+    echo "codec racecheck exit: ${PIPESTATUS[0]}"
+    timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 residual 2>&1 | tail -4
+    echo "compress racecheck exit: ${PIPESTATUS[0]}" ) >"$tmp/racecheck" &
   echo "== kernel compile (NVRTC, sm_80 + sm_90)"; .dev/test-cuda_kernels_compile 2>&1 | tail -3
   wait
   echo "== GPU tests"; cat "$tmp/tests"

@@ -285,7 +285,9 @@ impl Corpus {
 
     /// This (exact) corpus compressed with `codec` (`residual`, `pq`, `int8`, `fp8`): a new
     /// corpus searched on its codes, reranked exactly against this one when `rerank_k` is given.
-    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=false))]
+    /// Trained and encoded on `device` (default: this corpus's device, so a corpus on a GPU
+    /// compresses there).
+    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=false, device=None))]
     #[allow(clippy::too_many_arguments)]
     fn compress(
         &self,
@@ -298,7 +300,9 @@ impl Corpus {
         seed: u64,
         rerank_k: Option<usize>,
         normalize: bool,
+        device: Option<&str>,
     ) -> PyResult<Self> {
+        let on: Device = device.unwrap_or(&self.asked).parse().map_err(to_py)?;
         let CorpusKind::Exact(exact) = self.held.kind() else {
             return Err(PyValueError::new_err(
                 "compress: this corpus is already compressed",
@@ -332,7 +336,7 @@ impl Corpus {
                     None
                 };
                 let source = normalized.as_ref().unwrap_or(exact);
-                let codes = tilemaxsim::codec::compress(source, &spec, seed, &|_, _, _| {})?;
+                let (codes, _) = tilemaxsim::compress_on(on, source, &spec, seed, &|_, _, _| {})?;
                 match rerank_k {
                     Some(k) => codes.with_rerank_k(k),
                     None => Ok(codes),

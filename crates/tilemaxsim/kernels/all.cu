@@ -11,3 +11,4 @@
 #include "wgmma.cu"
 #include "topk.cu"
 #include "codec.cu"
+#include "compress.cu"

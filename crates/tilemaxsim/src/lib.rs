@@ -135,6 +135,61 @@ pub fn scorer_for(device: Device, codec: CodecKind) -> Result<(Box<dyn Scorer>, 
     }
 }
 
+/// Compress `corpus` with `spec` on `device` (seeded: the same corpus, spec, seed and device
+/// give the same file), and the device it ran on (`cpu`, `cuda:N`). `Auto` takes GPU 0 when
+/// one is usable, else the CPU; `Reference` is the CPU.
+pub fn compress_on(
+    device: Device,
+    corpus: &Corpus,
+    spec: &CodecSpec,
+    seed: u64,
+    progress: codec::Progress<'_>,
+) -> Result<(CompressedCorpus, String)> {
+    let gpu = match device {
+        Device::Cpu | Device::Reference => None,
+        Device::Cuda(n) => Some(n),
+        Device::Auto => gpu_usable(0).then_some(0),
+    };
+    match gpu {
+        Some(n) => compress_gpu(n, corpus, spec, seed, progress).map(|c| (c, format!("cuda:{n}"))),
+        None => codec::compress(corpus, spec, seed, progress).map(|c| (c, "cpu".into())),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_usable(ordinal: usize) -> bool {
+    cuda::check_available(ordinal).is_ok()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_usable(_ordinal: usize) -> bool {
+    false
+}
+
+#[cfg(feature = "cuda")]
+fn compress_gpu(
+    ordinal: usize,
+    corpus: &Corpus,
+    spec: &CodecSpec,
+    seed: u64,
+    progress: codec::Progress<'_>,
+) -> Result<CompressedCorpus> {
+    cuda::compress(ordinal, corpus, spec, seed, progress)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn compress_gpu(
+    ordinal: usize,
+    _corpus: &Corpus,
+    _spec: &CodecSpec,
+    _seed: u64,
+    _progress: codec::Progress<'_>,
+) -> Result<CompressedCorpus> {
+    Err(Error::DeviceUnavailable(format!(
+        "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"
+    )))
+}
+
 /// How many GPUs the engine can use here (0 without the driver or the `cuda` feature).
 pub fn gpu_count() -> usize {
     #[cfg(feature = "cuda")]

@@ -289,6 +289,18 @@ fn bad_inputs_are_errors() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("divide"), "{e}");
+    // One packed token against a centroid past K, or of the wrong length: an error.
+    let r = ResidualCodec::new(
+        2,
+        4,
+        vec![f16::from_f32(0.5); 8],
+        vec![0.0; 3],
+        vec![0.0; 4],
+    )
+    .unwrap();
+    assert_eq!(r.encode_token(&[0.1, -0.1, 0.6, 0.0], 1).unwrap().len(), 1);
+    assert!(r.encode_token(&[0.1, -0.1, 0.6, 0.0], 2).is_err());
+    assert!(r.encode_token(&[0.1, -0.1], 0).is_err());
     // A centroid id past K, a NaN scale, an fp8 NaN code, wrong lengths.
     let codec = Codec::Residual(
         ResidualCodec::new(

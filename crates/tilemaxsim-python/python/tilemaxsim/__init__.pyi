@@ -52,6 +52,7 @@ class Corpus:
         seed: int = 0,
         rerank_k: int | None = None,
         normalize: bool = False,
+        device: str | None = None,
     ) -> Corpus: ...
     @classmethod
     def from_tensors(

@@ -86,14 +86,27 @@ class Corpus:
         )
 
     def compress(
-        self, codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=False
+        self,
+        codec,
+        *,
+        nbits=2,
+        centroids=None,
+        m=16,
+        kmeans_iters=None,
+        seed=0,
+        rerank_k=None,
+        normalize=False,
+        device=None,
     ):
         """This corpus compressed with `codec`: `"residual"` (ColBERTv2/PLAID; `nbits` 1, 2 or 4,
         `centroids` K, default PLAID's), `"pq"` (`m` sub-spaces of 256 centroids), `"int8"` or
         `"fp8"` (e4m3, per-token scales). k-means is seeded (`seed`). With `rerank_k`, searches
         rescore the compressed top-`rerank_k` exactly against this corpus, and `save` records the
         depth in the file. The residual codec needs unit-norm tokens (as ColBERT encoders give
-        them): `normalize=True` scales every token to unit L2 norm first."""
+        them): `normalize=True` scales every token to unit L2 norm first. Training and encoding
+        run on `device` (`"cpu"`, `"cuda"`, `"cuda:N"`, `"auto"`; default: this corpus's
+        device, so a corpus on a GPU compresses there); a seed gives the same codes twice on the
+        same device."""
         return type(self)(
             self._native.compress(
                 codec,
@@ -104,6 +117,7 @@ class Corpus:
                 seed=seed,
                 rerank_k=rerank_k,
                 normalize=normalize,
+                device=device,
             )
         )
 

@@ -48,6 +48,7 @@ class Corpus:
         seed: int = 0,
         rerank_k: int | None = None,
         normalize: bool = False,
+        device: str | None = None,
     ) -> Corpus: ...
     @staticmethod
     def from_arrays(

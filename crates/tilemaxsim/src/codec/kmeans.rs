@@ -164,10 +164,24 @@ fn kmeans_pp(
 fn random_init(points: &[f32], d: usize, k: usize, rng: &mut StdRng) -> Vec<f32> {
     let n = points.len() / d;
     let mut centroids = Vec::with_capacity(k * d);
-    for i in rand::seq::index::sample(rng, n, k.min(n)) {
+    for i in random_rows(n, k, rng) {
         centroids.extend_from_slice(&points[i * d..(i + 1) * d]);
     }
     centroids
+}
+
+/// The `k.min(n)` distinct rows of `n` that [`Seeding::Random`] takes, in draw order.
+fn random_rows(n: usize, k: usize, rng: &mut StdRng) -> Vec<usize> {
+    rand::seq::index::sample(rng, n, k.min(n)).into_vec()
+}
+
+/// The sample rows `kmeans(…, k, …, seed, Seeding::Random, …)` starts from (the GPU's k-means
+/// starts from the same ones): `k` centroids, the rows drawn, then row 0 for each centroid past
+/// the `n` points.
+pub(crate) fn random_start(n: usize, k: usize, seed: u64) -> Vec<usize> {
+    let mut rows = random_rows(n, k, &mut StdRng::seed_from_u64(seed));
+    rows.resize(k, 0);
+    rows
 }
 
 /// The stage names `kmeans` reports.

@@ -15,10 +15,10 @@
 mod format;
 mod fp8;
 mod int8;
-mod kmeans;
+pub(crate) mod kmeans;
 pub mod plaid;
-mod pq;
-mod residual;
+pub(crate) mod pq;
+pub(crate) mod residual;
 mod torch_pt;
 
 pub use format::is_compressed_file;
@@ -552,6 +552,16 @@ impl CodecSpec {
     }
 }
 
+/// The error of a token (`row` of the corpus's tokens) that the residual codec cannot take:
+/// its norm is not 1.
+pub(crate) fn not_unit(corpus: &Corpus, row: usize, norm: f32) -> Error {
+    let j = corpus.offsets().partition_point(|&o| o <= row) - 1;
+    Error::Argument(format!(
+        "the residual codec (PLAID) reconstructs unit vectors, but token {} of document {j} has norm {norm}; normalize the tokens first (`corpus compress --normalize`, `compress(..., normalize=True)` in Python)",
+        row - corpus.offsets()[j]
+    ))
+}
+
 /// Compress an exact corpus with `spec`, training the codec on its tokens (seeded: the same
 /// corpus, spec and seed give the same file). The residual codec needs L2-normalized tokens
 /// (it reconstructs unit vectors, as PLAID does). `progress` is told each stage's advance.
@@ -564,6 +574,11 @@ pub fn compress(
     let d = corpus.dim();
     let t = corpus.num_tokens();
     spec.check(d)?;
+    if corpus.num_tokens() == 0 {
+        return Err(Error::Argument(
+            "compress: the corpus has no tokens to train a codec on".into(),
+        ));
+    }
     corpus.check_finite()?;
     let tokens = corpus.tokens().to_f32_vec();
     let (codec, codes, aux) = match spec {
@@ -574,11 +589,7 @@ pub fn compress(
                 .enumerate()
                 .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
             {
-                let j = corpus.offsets().partition_point(|&o| o <= row) - 1;
-                return Err(Error::Argument(format!(
-                    "the residual codec (PLAID) reconstructs unit vectors, but token {} of document {j} has norm {norm}; normalize the tokens first (`corpus compress --normalize`, `compress(..., normalize=True)` in Python)",
-                    row - corpus.offsets()[j]
-                )));
+                return Err(not_unit(corpus, row, norm));
             }
             let r = ResidualCodec::train(&tokens, d, opts, seed, progress)?;
             // Every token's centroid, in chunks so the stage shows progress.

@@ -112,9 +112,32 @@ impl PqCodec {
         codes
     }
 
-    /// Train `M` codebooks on `tokens` (`[T, d]`), k-means++ then Lloyd per sub-space.
+    /// Train `M` codebooks on `tokens` (`[T, d]`), k-means++ then Lloyd per sub-space, on the
+    /// seeded sample [`Self::training_sample`] picks.
     pub(crate) fn train(
         tokens: &[f32],
+        dim: usize,
+        opts: &PqOptions,
+        seed: u64,
+        progress: super::Progress<'_>,
+    ) -> Result<Self> {
+        let t = tokens.len() / dim.max(1);
+        let mut sample = Vec::new();
+        for i in Self::training_sample(t, opts, seed) {
+            sample.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
+        }
+        Self::train_on_sample(&sample, dim, opts, seed, progress)
+    }
+
+    /// The tokens (of `t`) the codebooks train on: at most 256 · max_points_per_centroid, seeded.
+    pub(crate) fn training_sample(t: usize, opts: &PqOptions, seed: u64) -> Vec<usize> {
+        let cap = PQ_CENTROIDS * opts.max_points_per_centroid.max(1);
+        sample_indices(t, cap, seed ^ 0x09_0001)
+    }
+
+    /// Train `M` codebooks on the sampled rows `sample` (`[S, d]` f32).
+    pub(crate) fn train_on_sample(
+        sample: &[f32],
         dim: usize,
         opts: &PqOptions,
         seed: u64,
@@ -127,19 +150,12 @@ impl PqCodec {
             )));
         }
         let sub = dim / m;
-        let t = tokens.len() / dim;
-        let cap = PQ_CENTROIDS * opts.max_points_per_centroid.max(1);
-        let picked = sample_indices(t, cap, seed ^ 0x09_0001);
         let books: Vec<Vec<f32>> = (0..m)
             .into_par_iter()
             .map(|s| {
-                let part: Vec<f32> = picked
-                    .iter()
-                    .flat_map(|&i| {
-                        tokens[i * dim + s * sub..i * dim + (s + 1) * sub]
-                            .iter()
-                            .copied()
-                    })
+                let part: Vec<f32> = sample
+                    .chunks_exact(dim)
+                    .flat_map(|row| row[s * sub..(s + 1) * sub].iter().copied())
                     .collect();
                 let book = kmeans::kmeans(
                     &part,

@@ -182,6 +182,22 @@ impl ResidualCodec {
         kmeans::assign(tokens, &c, &zeros, self.dim)
     }
 
+    /// The packed residual of one token (`d` values) against centroid `id` (`row_bytes` bytes):
+    /// its bucket per dimension, as [`crate::codec::compress`] writes them.
+    pub fn encode_token(&self, token: &[f32], id: u32) -> Result<Vec<u8>> {
+        if token.len() != self.dim || id as usize >= self.num_centroids() {
+            return Err(Error::Shape(format!(
+                "residual codec: a token of {} values and centroid {id}; the codec has d = {} and {} centroids",
+                token.len(),
+                self.dim,
+                self.num_centroids()
+            )));
+        }
+        let mut out = vec![0u8; self.row_bytes()];
+        self.encode_residual(token, id, &mut out);
+        Ok(out)
+    }
+
     /// Pack the residual `token − centroid[id]` of one token into `out` (`row_bytes` bytes).
     pub(crate) fn encode_residual(&self, token: &[f32], id: u32, out: &mut [u8]) {
         let d = self.dim;
@@ -212,25 +228,103 @@ impl ResidualCodec {
         seed: u64,
         progress: super::Progress<'_>,
     ) -> Result<Self> {
+        let t = tokens.len() / dim;
+        let plan = TrainingPlan::new(t, opts, seed)?;
+        let rows = |idx: &[usize]| -> Vec<f32> {
+            let mut out = Vec::with_capacity(idx.len() * dim);
+            for &i in idx {
+                out.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
+            }
+            out
+        };
+        let sample = rows(&plan.sample);
+        let raw = kmeans::kmeans(
+            &sample,
+            dim,
+            plan.centroids,
+            opts.kmeans_iters,
+            seed,
+            kmeans::Seeding::Random,
+            progress,
+        );
+        let placeholder = Self::placeholder(opts.nbits, dim, &raw)?;
+        let held = rows(&plan.heldout);
+        let ids = placeholder.assign(&held);
+        placeholder.with_buckets(&held, &ids)
+    }
+
+    /// A codec with the trained centroids (`raw`, `[K, d]` f32: L2-normalized here and stored
+    /// in f16) and no buckets yet: what the held-out tokens are assigned against.
+    pub(crate) fn placeholder(nbits: u32, dim: usize, raw: &[f32]) -> Result<Self> {
+        let mut centroids = Vec::with_capacity(raw.len());
+        for c in raw.chunks_exact(dim) {
+            let n = c.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            centroids.extend(c.iter().map(|x| f16::from_f32(x / n)));
+        }
+        let buckets = 1usize << nbits;
+        ResidualCodec::new(
+            nbits,
+            dim,
+            centroids,
+            vec![0.0; buckets - 1],
+            vec![0.0; buckets],
+        )
+    }
+
+    /// This codec's centroids with the bucket cutoffs and weights of the held-out tokens `held`
+    /// (`[H, d]` f32), each assigned to centroid `ids[i]`.
+    pub(crate) fn with_buckets(self, held: &[f32], ids: &[u32]) -> Result<Self> {
+        let dim = self.dim;
+        let mut residuals: Vec<f32> = held
+            .par_chunks_exact(dim)
+            .zip(ids.par_iter())
+            .flat_map_iter(|(x, &id)| {
+                let c = &self.centroids[id as usize * dim..(id as usize + 1) * dim];
+                x.iter()
+                    .zip(c)
+                    .map(|(a, b)| a - b.to_f32())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        residuals.par_sort_unstable_by(f32::total_cmp);
+        let buckets = 1usize << self.nbits;
+        let cutoffs = (1..buckets)
+            .map(|i| quantile(&residuals, i as f64 / buckets as f64))
+            .collect();
+        let weights = (0..buckets)
+            .map(|i| quantile(&residuals, (i as f64 + 0.5) / buckets as f64))
+            .collect();
+        ResidualCodec::new(self.nbits, dim, self.centroids, cutoffs, weights)
+    }
+}
+
+/// Which tokens train a residual codec, as colbert-ai picks them (seeded): 5% of the `T`
+/// tokens, at most 50K, held out for the bucket statistics; k-means on a sample of the rest
+/// (all tokens when the corpus is tiny) of at most `K · max_points_per_centroid` tokens.
+pub(crate) struct TrainingPlan {
+    pub(crate) centroids: usize,
+    pub(crate) heldout: Vec<usize>,
+    pub(crate) sample: Vec<usize>,
+}
+
+impl TrainingPlan {
+    pub(crate) fn new(t: usize, opts: &ResidualOptions, seed: u64) -> Result<Self> {
         if !matches!(opts.nbits, 1 | 2 | 4) {
             return Err(Error::Argument(format!(
                 "residual codec: nbits must be 1, 2 or 4, got {}",
                 opts.nbits
             )));
         }
-        let t = tokens.len() / dim;
         let k = opts.centroids.unwrap_or_else(|| plaid_num_centroids(t));
         if k == 0 || k > u32::MAX as usize {
             return Err(Error::Argument(format!(
                 "residual codec: {k} centroids is not a valid count"
             )));
         }
-        // Held out for the bucket statistics: 5% of the tokens, at most 50K (colbert-ai's rule);
-        // k-means trains on the rest (all tokens when the corpus is tiny).
         let heldout_n = ((t as f64 * 0.05) as usize).clamp(1, 50_000).min(t);
-        let heldout_idx = sample_indices(t, heldout_n, seed ^ 0x5eed_0001);
+        let heldout = sample_indices(t, heldout_n, seed ^ 0x5eed_0001);
         let mut is_held = vec![false; t];
-        for &i in &heldout_idx {
+        for &i in &heldout {
             is_held[i] = true;
         }
         let train_pool: Vec<usize> = if heldout_n < t {
@@ -239,58 +333,15 @@ impl ResidualCodec {
             (0..t).collect()
         };
         let cap = k.saturating_mul(opts.max_points_per_centroid.max(1));
-        let picked = sample_indices(train_pool.len(), cap, seed ^ 0x5eed_0002);
-        let mut sample = Vec::with_capacity(picked.len() * dim);
-        for &p in &picked {
-            let i = train_pool[p];
-            sample.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
-        }
-        let raw = kmeans::kmeans(
-            &sample,
-            dim,
-            k,
-            opts.kmeans_iters,
-            seed,
-            kmeans::Seeding::Random,
-            progress,
-        );
-        let mut centroids = Vec::with_capacity(raw.len());
-        for c in raw.chunks_exact(dim) {
-            let n = c.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-            centroids.extend(c.iter().map(|x| f16::from_f32(x / n)));
-        }
-        let buckets = 1usize << opts.nbits;
-        let placeholder = ResidualCodec::new(
-            opts.nbits,
-            dim,
-            centroids,
-            vec![0.0; buckets - 1],
-            vec![0.0; buckets],
-        )?;
-        let mut held = Vec::with_capacity(heldout_n * dim);
-        for &i in &heldout_idx {
-            held.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
-        }
-        let ids = placeholder.assign(&held);
-        let mut residuals: Vec<f32> = held
-            .par_chunks_exact(dim)
-            .zip(ids.par_iter())
-            .flat_map_iter(|(x, &id)| {
-                let c = &placeholder.centroids[id as usize * dim..(id as usize + 1) * dim];
-                x.iter()
-                    .zip(c)
-                    .map(|(a, b)| a - b.to_f32())
-                    .collect::<Vec<_>>()
-            })
+        let sample = sample_indices(train_pool.len(), cap, seed ^ 0x5eed_0002)
+            .into_iter()
+            .map(|p| train_pool[p])
             .collect();
-        residuals.par_sort_unstable_by(f32::total_cmp);
-        let cutoffs = (1..buckets)
-            .map(|i| quantile(&residuals, i as f64 / buckets as f64))
-            .collect();
-        let weights = (0..buckets)
-            .map(|i| quantile(&residuals, (i as f64 + 0.5) / buckets as f64))
-            .collect();
-        ResidualCodec::new(opts.nbits, dim, placeholder.centroids, cutoffs, weights)
+        Ok(TrainingPlan {
+            centroids: k,
+            heldout,
+            sample,
+        })
     }
 }
 

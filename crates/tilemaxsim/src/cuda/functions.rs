@@ -1,4 +1,5 @@
-//! The compiled program's functions, by family and (dtype, d): `Kernels`, loaded once per scorer.
+//! The compiled program's functions, by family and (dtype, d): `Kernels`, loaded once per
+//! context; the compression kernels apart (`CompressKernels`).
 
 use std::sync::Arc;
 
@@ -41,6 +42,8 @@ pub(super) struct Kernels {
     pub(super) codec_centroid_scores: CudaFunction,
     pub(super) residual_inv_norms: CudaFunction,
     pub(super) codec_decode_f32: CudaFunction,
+    /// kernels/compress.cu: k-means and the encoders.
+    pub(super) compress: CompressKernels,
 }
 
 impl Kernels {
@@ -118,6 +121,7 @@ impl Kernels {
             codec_centroid_scores: f("codec_centroid_scores")?,
             residual_inv_norms: f("residual_inv_norms")?,
             codec_decode_f32: f("codec_decode_f32")?,
+            compress: CompressKernels::load(&f, arch)?,
         })
     }
 }
@@ -133,4 +137,67 @@ pub(super) fn kernel_in<'a>(
         .find(|(k, _)| *k == key)
         .map(|(_, f)| f)
         .ok_or_else(|| Error::Argument(format!("no {what} kernel for {} d = {}", key.0, key.1)))
+}
+
+/// The functions of kernels/compress.cu.
+pub(super) struct CompressKernels {
+    pub(super) to_f16: Vec<(DType, CudaFunction)>,
+    /// d → `kmeans_assign_wgmma_d*` (sm_90a only: elsewhere empty).
+    pub(super) assign_wgmma: Vec<(usize, CudaFunction)>,
+    pub(super) assign_simple: CudaFunction,
+    pub(super) accumulate: CudaFunction,
+    pub(super) finish: CudaFunction,
+    pub(super) residual: Vec<(DType, CudaFunction)>,
+    pub(super) pq: Vec<(DType, CudaFunction)>,
+    pub(super) int8: Vec<(DType, CudaFunction)>,
+    pub(super) fp8: Vec<(DType, CudaFunction)>,
+}
+
+impl CompressKernels {
+    pub(super) fn load(f: &dyn Fn(&str) -> Result<CudaFunction>, arch: &str) -> Result<Self> {
+        let per_dtype = |prefix: &str| -> Result<Vec<(DType, CudaFunction)>> {
+            [DType::F32, DType::F16, DType::BF16]
+                .into_iter()
+                .map(|t| Ok((t, f(&format!("{prefix}_{t}"))?)))
+                .collect()
+        };
+        let assign_wgmma = if arch == "sm_90a" {
+            [64, 128]
+                .into_iter()
+                .map(|d| Ok((d, f(&format!("kmeans_assign_wgmma_d{d}"))?)))
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(CompressKernels {
+            to_f16: per_dtype("rows_to_f16")?,
+            assign_wgmma,
+            assign_simple: f("kmeans_assign_simple")?,
+            accumulate: f("kmeans_accumulate")?,
+            finish: f("kmeans_finish")?,
+            residual: per_dtype("residual_encode")?,
+            pq: per_dtype("pq_encode")?,
+            int8: per_dtype("int8_encode")?,
+            fp8: per_dtype("fp8_encode")?,
+        })
+    }
+
+    pub(super) fn by_dtype<'k>(
+        &self,
+        table: &'k [(DType, CudaFunction)],
+        dtype: DType,
+    ) -> Result<&'k CudaFunction> {
+        table
+            .iter()
+            .find(|(t, _)| *t == dtype)
+            .map(|(_, f)| f)
+            .ok_or_else(|| Error::Argument(format!("no compression kernel for {dtype}")))
+    }
+
+    pub(super) fn assign_wgmma(&self, dim: usize) -> Option<&CudaFunction> {
+        self.assign_wgmma
+            .iter()
+            .find(|(d, _)| *d == dim)
+            .map(|(_, f)| f)
+    }
 }

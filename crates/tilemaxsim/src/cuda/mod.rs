@@ -22,11 +22,13 @@
 //! - `scorer.rs`: [`CudaScorer`]: the kernel choice and the sequence of a call, and its
 //!   `Scorer` impl;
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
-//! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora resident on GPUs.
+//! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora resident on GPUs;
+//! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU.
 
 mod codes;
 mod codes_index;
 mod compile;
+mod compress;
 mod context;
 mod device;
 mod functions;
@@ -42,6 +44,7 @@ mod topk;
 pub use codes::{CodecQueries, DeviceCodes};
 pub use codes_index::GpuCodesIndex;
 pub use compile::{arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
+pub use compress::{CHUNK_BYTES, compress, compress_in_chunks};
 pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};
 pub use index::GpuIndex;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{Target, sum_qblocks};
+use super::{Target, stride_grid, sum_qblocks};
 use crate::codec::Codec;
 use crate::cuda::codes::{CodecQueries, DeviceCodes, codec_tag};
 use crate::cuda::context::GpuContext;
@@ -19,16 +19,6 @@ use crate::matrix::DType;
 
 /// Threads of a fused kernel's block (CODEC_THREADS).
 const CODEC_THREADS: u32 = 128;
-
-/// A grid-stride launch of `threads`-thread blocks over `n` items, at most 8 blocks per SM.
-fn stride_grid(gpu: &GpuContext, n: u64, threads: u32) -> LaunchConfig {
-    let cap = gpu.info.multiprocessors.max(1) as u64 * 8;
-    LaunchConfig {
-        grid_dim: (n.div_ceil(threads as u64).clamp(1, cap) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
 
 /// Fill a residual upload's inverse reconstruction norms (one warp per token).
 pub(in crate::cuda) fn inv_norms(

@@ -27,6 +27,16 @@ use super::device::drv;
 use super::memory::{DeviceBlocks, DeviceCorpus, DeviceQueries};
 use crate::error::{Error, Result};
 
+/// A grid-stride launch of `threads`-thread blocks over `n` items, at most 8 blocks per SM.
+pub(in crate::cuda) fn stride_grid(gpu: &GpuContext, n: u64, threads: u32) -> LaunchConfig {
+    let cap = gpu.info.multiprocessors.max(1) as u64 * 8;
+    LaunchConfig {
+        grid_dim: (n.div_ceil(threads as u64).clamp(1, cap) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// Where a launch runs and what it writes: the stream, the candidate list (0: documents
 /// `0..n`), `n`, and the Q × n scores (device pointers as `u64`).
 #[derive(Clone, Copy)]
