@@ -2,9 +2,10 @@
 tensors as they lie on disk, with late-interaction-kernels' `plaid.maxsim_residual_varlen`
 signature.
 
-The documents are scored on their codes by the engine's compressed scorer (each document
-decoded into a worker's buffer, never the whole index), on the CPU until the GPU kernels for
-compressed corpora exist."""
+The documents are scored on their codes by the engine's compressed scorer: on the CPU each
+document is decoded into a worker's buffer (never the whole index); with `device="cuda"` the
+codes go to the GPU and its fused kernels score them (decoded on chip). The tensors pass through
+host memory on the way (no zero-copy entry for codes yet)."""
 
 from __future__ import annotations
 
