@@ -3,6 +3,8 @@ against the float64 reference on the decoded tokens (via `tilemaxsim corpus deco
 `save` then `Corpus.load` of the saved codes must search identically), `Corpus.load` of a
 compressed file with and without exact reranking, and the errors."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,16 @@ def test_compressed_errors(tmp_path):
     )
     with pytest.raises(ValueError, match="normalize"):
         loud.compress("residual")
+    with pytest.raises(ValueError, match="device"):
+        exact.compress("int8", device="tpu")
+    # Compressed on its own device by default; int8 codes are the same on every device, so a
+    # corpus compressed on the test device (TILEMAXSIM_TEST_DEVICE) searches as the CPU's.
+    here = os.environ.get("TILEMAXSIM_TEST_DEVICE", "cpu")
+    Q = unit(rng, 4, 16).reshape(1, 4, 16)
+    a = exact.compress("int8", device="cpu").search(Q, k=2)
+    b = exact.compress("int8", device=here).search(Q, k=2)
+    np.testing.assert_array_equal(a[1], b[1])
+    np.testing.assert_allclose(a[0], b[0], rtol=0, atol=1e-5)
     c = exact.compress("int8")
     with pytest.raises(ValueError, match="already compressed"):
         c.compress("fp8")

@@ -225,6 +225,21 @@ impl CompressedCorpus {
         Ok(c)
     }
 
+    /// The codes of `corpus` (its documents and ids) under `codec`: what [`compress`] returns,
+    /// on any device.
+    pub(crate) fn of(
+        corpus: &Corpus,
+        codec: Codec,
+        codes: Vec<u8>,
+        aux: Option<Vec<u32>>,
+    ) -> Result<Self> {
+        let c = Self::new(codec, corpus.dim(), corpus.offsets().to_vec(), codes, aux)?;
+        match corpus.doc_ids() {
+            Some(ids) => c.with_doc_ids(ids.to_vec()),
+            None => Ok(c),
+        }
+    }
+
     /// Shapes only (used by `new` and the file reader, which then checks values).
     pub(crate) fn from_parts(
         codec: Codec,
@@ -648,9 +663,5 @@ pub fn compress(
             )
         }
     };
-    let c = CompressedCorpus::new(codec, d, corpus.offsets().to_vec(), codes, aux)?;
-    match corpus.doc_ids() {
-        Some(ids) => c.with_doc_ids(ids.to_vec()),
-        None => Ok(c),
-    }
+    CompressedCorpus::of(corpus, codec, codes, aux)
 }

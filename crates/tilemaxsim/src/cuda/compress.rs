@@ -98,11 +98,7 @@ pub fn compress_in_chunks(
             )
         }
     };
-    let c = CompressedCorpus::new(codec, d, corpus.offsets().to_vec(), codes, aux)?;
-    match corpus.doc_ids() {
-        Some(ids) => c.with_doc_ids(ids.to_vec()),
-        None => Ok(c),
-    }
+    CompressedCorpus::of(corpus, codec, codes, aux)
 }
 
 /// One compression: the GPU and the tokens.
