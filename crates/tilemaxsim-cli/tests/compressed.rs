@@ -185,6 +185,16 @@ fn compressed_user_errors_are_clear() {
     let e = run_err(
         bin()
             .args([
+                "corpus", "compress", "--codec", "int8", "--device", "cuda", "--corpus",
+            ])
+            .arg(&exact_path)
+            .arg("-o")
+            .arg(dir.path().join("x")),
+    );
+    assert!(e.contains("cuda:0"), "{e}");
+    let e = run_err(
+        bin()
+            .args([
                 "corpus", "compress", "--codec", "pq", "--m", "12", "--corpus",
             ])
             .arg(&exact_path)
