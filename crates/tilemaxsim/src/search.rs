@@ -203,7 +203,7 @@ pub fn searcher_for<'c>(
 }
 
 /// The GPU searcher of a corpus: `GpuIndex` (exact: resident, streamed, sharded) or
-/// `GpuCodesIndex` (compressed: resident, sharded).
+/// `GpuCodesIndex` (compressed: resident, streamed, sharded).
 #[cfg(feature = "cuda")]
 fn gpu_searcher<'c>(
     corpus: CorpusKind<'c>,

@@ -233,3 +233,99 @@ fn compressed_top_k_on_the_gpu_matches_the_cpu() {
         }
     }
 }
+
+/// A compressed corpus searched with its codes resident, streamed in chunks (small enough that
+/// a long document is a chunk of its own), and sharded over the same GPU (resident and
+/// streamed) gives the same hits; and they are the top-k of the CPU twin's scores.
+#[test]
+fn compressed_search_resident_streamed_and_sharded_agree() {
+    use tilemaxsim::cuda::GpuCodesIndex;
+    use tilemaxsim::{Residency, SearchOptions, Searcher};
+    if gpu().is_none() {
+        return;
+    }
+    let n_docs = if std::env::var_os("TILEMAXSIM_SANITIZER").is_some() {
+        300
+    } else {
+        2000
+    };
+    let mut lens: Vec<usize> = (0..n_docs).map(|i| 1 + (i * 53) % 240).collect();
+    lens[n_docs / 3] = 3000;
+    let corpus = unit_corpus(21, &lens, 128, DType::F16);
+    let specs = [
+        CodecSpec::Residual(ResidualOptions {
+            nbits: 2,
+            centroids: Some(256),
+            kmeans_iters: 2,
+            ..Default::default()
+        }),
+        CodecSpec::Pq(PqOptions {
+            m: 16,
+            kmeans_iters: 2,
+            ..Default::default()
+        }),
+        CodecSpec::Int8,
+        CodecSpec::Fp8,
+    ];
+    let mut r = rng(22);
+    let qs: Vec<OwnedElements> = [1usize, 32, 45]
+        .iter()
+        .map(|&nq| random_query(&mut r, nq, 128, DType::F32, 1.0))
+        .collect();
+    let queries = matrices(&qs, 128);
+    let k = 40;
+    for spec in specs {
+        let c = compress(&corpus, &spec, 5, &|_, _, _| {}).unwrap();
+        let name = c.codec().name();
+        let row = c.codec().bytes_per_token(128);
+        let modes = [
+            ("resident", vec![0usize], Residency::Resident),
+            ("streamed", vec![0], Residency::Stream),
+            ("two shards", vec![0, 0], Residency::Resident),
+            ("three streamed shards", vec![0, 0, 0], Residency::Stream),
+        ];
+        let mut first: Option<Vec<Vec<tilemaxsim::Hit>>> = None;
+        for (mode, devices, residency) in modes {
+            let options = SearchOptions {
+                devices,
+                residency,
+                chunk_bytes: 900 * row,
+                ..Default::default()
+            };
+            let index =
+                GpuCodesIndex::new(&c, &options).unwrap_or_else(|e| panic!("{name} {mode}: {e}"));
+            let streamed = index.shards().iter().filter(|s| !s.2).count();
+            assert_eq!(
+                streamed > 0,
+                residency == Residency::Stream,
+                "{name} {mode}: {streamed} streamed shards"
+            );
+            let got = index
+                .search(&queries, k)
+                .unwrap_or_else(|e| panic!("{name} {mode}: {e}"));
+            match &first {
+                None => first = Some(got),
+                Some(f) => assert_eq!(&got, f, "{name}: {mode} differs from resident"),
+            }
+        }
+        let got = first.expect("results");
+        let cpu = CpuScorer::new().score_batch(&queries, &c).unwrap();
+        for (q, hits) in got.iter().enumerate() {
+            assert_eq!(hits.len(), k, "{name} q{q}");
+            let row = &cpu[q * c.len()..(q + 1) * c.len()];
+            let mut sorted = row.to_vec();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            for h in hits {
+                // f16 queries and tables on the GPU against f32 on the CPU.
+                assert!(
+                    (row[h.doc] - h.score).abs() <= 0.02 && row[h.doc] >= sorted[k - 1] - 0.02,
+                    "{name} q{q}: doc {} scores {} (CPU {}), the CPU's k-th is {}",
+                    h.doc,
+                    h.score,
+                    row[h.doc],
+                    sorted[k - 1]
+                );
+            }
+        }
+    }
+}

@@ -1,8 +1,12 @@
 //! [`GpuCodesIndex`]: search over a compressed corpus held on one or more GPUs: the documents
-//! split into contiguous shards of about equal tokens, one per GPU, each shard's codes
-//! resident in its GPU's memory and scored by the fused kernels; each shard's top-k selected
-//! on its device, the shards' merged on the host. Streaming codes from host memory is not
-//! built: a compressed corpus that does not fit is an error that says so.
+//! split into contiguous shards of about equal tokens, one per GPU. A shard's codes are either
+//! resident in its GPU's memory, or streamed from host memory in chunks (a compressed corpus
+//! larger than the GPU): each chunk uploaded, its inverse norms computed, then scored for every
+//! query by the fused kernels. Chunks are copied and scored in turn, not overlapped: codes are
+//! 4-30× smaller than f16 rows, so the copy over PCIe takes about ten times the scoring of the
+//! same chunk and overlap would save at most a tenth. Each shard's (and chunk's) top-k is
+//! selected on its device, the lists merged on the host; results are the same whichever way a
+//! shard is held.
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -10,8 +14,9 @@ use std::sync::Mutex;
 use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
-use super::codes::DeviceCodes;
-use super::index::{spawn_shards, split_by_tokens};
+use super::codes::{CodecQueries, DeviceCodes};
+use super::device::drv;
+use super::index::{HEADROOM, plan_chunks, spawn_shards, split_by_tokens};
 use super::memory::grow;
 use super::scorer::CudaScorer;
 use crate::codec::CompressedCorpus;
@@ -24,7 +29,7 @@ use crate::topk::{Hit, merge_top_k};
 /// Largest number of scores one pass over a shard holds (queries are taken in groups).
 const SCORES_PER_PASS: usize = 1 << 26;
 
-/// A compressed corpus resident on one or more GPUs.
+/// A compressed corpus on one or more GPUs.
 pub struct GpuCodesIndex<'c> {
     corpus: &'c CompressedCorpus,
     shards: Vec<Shard>,
@@ -33,26 +38,23 @@ pub struct GpuCodesIndex<'c> {
 struct Shard {
     scorer: CudaScorer,
     docs: Range<usize>,
-    codes: Option<DeviceCodes>,
+    /// The shard's codes in device memory, or `None` when it is streamed (or empty).
+    resident: Option<DeviceCodes>,
+    /// Streamed shards: the chunks (document ranges) they are copied in.
+    chunks: Vec<Range<usize>>,
     scores: Mutex<Option<CudaSlice<f32>>>,
 }
 
 impl<'c> GpuCodesIndex<'c> {
-    /// Shard `corpus` over `options.devices` and upload each shard's codes.
+    /// Shard `corpus` over `options.devices`; each shard's codes are uploaded, or streamed per
+    /// search as `options.residency` says (`Auto`: streamed when they do not fit).
     pub fn new(corpus: &'c CompressedCorpus, options: &SearchOptions) -> Result<Self> {
         if options.devices.is_empty() {
             return Err(Error::Argument("no GPUs given to shard over".into()));
         }
-        if options.residency == Residency::Stream {
-            return Err(Error::Argument(
-                "compressed corpora are searched resident on the GPU; streaming their codes \
-                 from host memory is not built yet (use --residency auto or resident)"
-                    .into(),
-            ));
-        }
         let ranges = split_by_tokens(corpus.offsets(), options.devices.len());
         let shards = spawn_shards(&options.devices, ranges, |ordinal, docs| {
-            Shard::new(corpus, ordinal, docs)
+            Shard::new(corpus, ordinal, docs, options)
         })?;
         Ok(GpuCodesIndex { corpus, shards })
     }
@@ -61,57 +63,140 @@ impl<'c> GpuCodesIndex<'c> {
         self.corpus
     }
 
-    /// `(device ordinal, documents)` of each shard.
-    pub fn shards(&self) -> Vec<(usize, Range<usize>)> {
+    /// `(device ordinal, documents, resident)` of each shard.
+    pub fn shards(&self) -> Vec<(usize, Range<usize>, bool)> {
         self.shards
             .iter()
-            .map(|s| (s.scorer.info().ordinal, s.docs.clone()))
+            .map(|s| {
+                let resident = s.resident.is_some() || s.docs.is_empty();
+                (s.scorer.info().ordinal, s.docs.clone(), resident)
+            })
             .collect()
     }
 }
 
 impl Shard {
-    fn new(corpus: &CompressedCorpus, ordinal: usize, docs: Range<usize>) -> Result<Self> {
+    fn new(
+        corpus: &CompressedCorpus,
+        ordinal: usize,
+        docs: Range<usize>,
+        o: &SearchOptions,
+    ) -> Result<Self> {
         let scorer = CudaScorer::new(ordinal)?;
-        let codes =
-            if docs.is_empty() {
-                None
-            } else {
-                Some(scorer.upload_codes(corpus, docs.clone()).map_err(|e| match e {
-                Error::OutOfMemory(m) => Error::OutOfMemory(format!(
-                    "{m}: the compressed corpus does not fit on cuda:{ordinal} (streaming \
-                     compressed corpora is not built yet; shard it over more GPUs)"
-                )),
-                e => e,
-            })?)
-            };
+        let row = corpus.codec().bytes_per_token(corpus.dim());
+        let offsets = corpus.offsets();
+        // Codes, the residual's inverse norms, offsets.
+        let bytes = (offsets[docs.end] - offsets[docs.start]) * (row + 4) + docs.len() * 8;
+        let fits = || -> Result<bool> {
+            let (free, _) = scorer
+                .gpu()
+                .ctx
+                .mem_get_info()
+                .map_err(drv("memory info"))?;
+            Ok(bytes + SCORES_PER_PASS.min(docs.len() * 64) * 4 + HEADROOM <= free)
+        };
+        let upload = || {
+            scorer
+                .upload_codes(corpus, docs.clone())
+                .map_err(|e| match e {
+                    Error::OutOfMemory(m) => Error::OutOfMemory(format!(
+                        "{m}: the compressed corpus does not fit on cuda:{ordinal} (search \
+                         it with --residency stream, or shard it over more GPUs)"
+                    )),
+                    e => e,
+                })
+        };
+        let resident = match o.residency {
+            _ if docs.is_empty() => None,
+            Residency::Stream => None,
+            Residency::Resident => Some(upload()?),
+            Residency::Auto if !fits()? => None,
+            Residency::Auto => match upload() {
+                Ok(d) => Some(d),
+                Err(Error::OutOfMemory(_)) => None,
+                Err(e) => return Err(e),
+            },
+        };
+        let chunks = if resident.is_none() {
+            plan_chunks(offsets, row, docs.clone(), o.chunk_bytes)
+        } else {
+            Vec::new()
+        };
         Ok(Shard {
             scorer,
             docs,
-            codes,
+            resident,
+            chunks,
             scores: Mutex::new(None),
         })
     }
 
     /// This shard's top-k per query, with corpus-wide document indices.
-    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
-        let Some(codes) = &self.codes else {
-            return Ok(vec![Vec::new(); queries.len()]);
-        };
-        let n = self.docs.len();
-        let per_pass = (SCORES_PER_PASS / n).max(1);
-        let mut slot = self.scores.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = Vec::with_capacity(queries.len());
-        for block in queries.chunks(per_pass) {
-            let dq = self.scorer.upload_codec_queries(block, codes)?;
-            let scores = grow(self.scorer.stream(), &mut slot, block.len() * n)?;
-            self.scorer.score_codes_device(&dq, codes, None, scores)?;
-            out.extend(
-                self.scorer
-                    .top_k_device(scores, block.len(), n, k, self.docs.start)?,
-            );
+    fn search(
+        &self,
+        corpus: &CompressedCorpus,
+        queries: &[Matrix<'_>],
+        k: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        let mut out = vec![Vec::new(); queries.len()];
+        if let Some(codes) = &self.resident {
+            self.score_into(queries, codes, self.docs.start, None, k, &mut out)?;
+            return Ok(out);
+        }
+        // Streamed: each chunk copied once, scored for every query; the queries uploaded once.
+        let mut uploaded = None;
+        for chunk in &self.chunks {
+            let codes = self.scorer.upload_codes(corpus, chunk.clone())?;
+            self.score_into(
+                queries,
+                &codes,
+                chunk.start,
+                Some(&mut uploaded),
+                k,
+                &mut out,
+            )?;
         }
         Ok(out)
+    }
+
+    /// Score `codes` (documents from `first` on) for every query, merging each query's top-k
+    /// into `out`. `uploaded`: queries already on the device, kept for the next chunk.
+    fn score_into(
+        &self,
+        queries: &[Matrix<'_>],
+        codes: &DeviceCodes,
+        first: usize,
+        uploaded: Option<&mut Option<Vec<CodecQueries>>>,
+        k: usize,
+        out: &mut [Vec<Hit>],
+    ) -> Result<()> {
+        let n = codes.len();
+        let per_pass = (SCORES_PER_PASS / n.max(1)).max(1);
+        let mut fresh = None;
+        let blocks = match uploaded {
+            Some(slot) => slot,
+            None => &mut fresh,
+        };
+        if blocks.is_none() {
+            *blocks = Some(
+                queries
+                    .chunks(per_pass)
+                    .map(|b| self.scorer.upload_codec_queries(b, codes))
+                    .collect::<Result<_>>()?,
+            );
+        }
+        let mut slot = self.scores.lock().unwrap_or_else(|e| e.into_inner());
+        let mut at = 0;
+        for dq in blocks.iter().flatten() {
+            let scores = grow(self.scorer.stream(), &mut slot, dq.len() * n)?;
+            self.scorer.score_codes_device(dq, codes, None, scores)?;
+            let hits = self.scorer.top_k_device(scores, dq.len(), n, k, first)?;
+            for (best, h) in out[at..at + dq.len()].iter_mut().zip(hits) {
+                merge_top_k(best, h, k);
+            }
+            at += dq.len();
+        }
+        Ok(())
     }
 }
 
@@ -131,11 +216,11 @@ impl Searcher for GpuCodesIndex<'_> {
         }
         check_queries(queries, self.corpus.dim())?;
         let per_shard: Vec<Vec<Vec<Hit>>> = if self.shards.len() == 1 {
-            vec![self.shards[0].search(queries, k)?]
+            vec![self.shards[0].search(self.corpus, queries, k)?]
         } else {
             self.shards
                 .par_iter()
-                .map(|shard| shard.search(queries, k))
+                .map(|shard| shard.search(self.corpus, queries, k))
                 .collect::<Result<_>>()?
         };
         let mut out = vec![Vec::new(); queries.len()];

@@ -26,7 +26,7 @@ use crate::topk::{Hit, merge_top_k};
 /// `Q × docs` floats.
 const SCORES_PER_PASS: usize = 1 << 26;
 /// Device memory left free beside a resident shard.
-const HEADROOM: usize = 1 << 30;
+pub(super) const HEADROOM: usize = 1 << 30;
 
 /// A corpus ready for repeated top-k search on one or more GPUs.
 pub struct GpuIndex<'c> {
@@ -266,10 +266,14 @@ pub(super) fn split_by_tokens(offsets: &[usize], parts: usize) -> Vec<Range<usiz
         .collect()
 }
 
-/// Consecutive document ranges of at most `bytes` token bytes each (at least one document).
-fn plan_chunks(corpus: &Corpus, docs: Range<usize>, bytes: usize) -> Vec<Range<usize>> {
-    let offsets = corpus.offsets();
-    let row = corpus.dim() * corpus.dtype().size();
+/// Consecutive ranges of `docs` (token offsets `offsets`, `row` bytes a token) of at most
+/// `bytes` token bytes each (at least one document).
+pub(super) fn plan_chunks(
+    offsets: &[usize],
+    row: usize,
+    docs: Range<usize>,
+    bytes: usize,
+) -> Vec<Range<usize>> {
     let mut chunks = Vec::new();
     let mut start = docs.start;
     while start < docs.end {
@@ -313,7 +317,7 @@ impl Shard {
             },
         };
         let chunks = if resident.is_none() {
-            plan_chunks(corpus, docs.clone(), o.chunk_bytes)
+            plan_chunks(corpus.offsets(), row, docs.clone(), o.chunk_bytes)
         } else {
             Vec::new()
         };
@@ -580,14 +584,17 @@ mod tests {
     fn chunks_respect_the_byte_budget_and_take_oversized_documents_alone() {
         let c = corpus(&[5, 1, 1, 1, 9, 2, 2, 3]);
         let row = 2 * 4;
-        let chunks = plan_chunks(&c, 1..8, 4 * row);
+        let chunks = plan_chunks(c.offsets(), row, 1..8, 4 * row);
         assert_eq!(chunks, vec![1..4, 4..5, 5..7, 7..8]);
         for ch in &chunks {
             let tokens = c.offsets()[ch.end] - c.offsets()[ch.start];
             assert!(tokens <= 4 || ch.len() == 1, "{ch:?}: {tokens} tokens");
         }
-        assert_eq!(plan_chunks(&c, 0..8, usize::MAX), vec![0..8]);
-        assert_eq!(plan_chunks(&c, 3..3, 100), Vec::<Range<usize>>::new());
-        assert_eq!(plan_chunks(&c, 0..8, 1).len(), 8);
+        assert_eq!(plan_chunks(c.offsets(), row, 0..8, usize::MAX), vec![0..8]);
+        assert_eq!(
+            plan_chunks(c.offsets(), row, 3..3, 100),
+            Vec::<Range<usize>>::new()
+        );
+        assert_eq!(plan_chunks(c.offsets(), row, 0..8, 1).len(), 8);
     }
 }

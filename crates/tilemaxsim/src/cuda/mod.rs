@@ -22,7 +22,7 @@
 //! - `scorer.rs`: [`CudaScorer`]: the kernel choice and the sequence of a call, and its
 //!   `Scorer` impl;
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
-//! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora resident on GPUs;
+//! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora on GPUs (resident or streamed);
 //! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU.
 
 mod codes;
