@@ -23,7 +23,8 @@ tmp=$(mktemp -d)
   ( timeout 420 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]}"
     timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
     timeout 300 .dev/test-gpu_compress 2>&1 | grep -E "^test |test result|panicked|token|code"; echo "compress tests exit: ${PIPESTATUS[0]}" ) >"$tmp/tests" &
-  ( TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
+  ( export TILEMAXSIM_SANITIZER=1
+    TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
     echo "memcheck exit: ${PIPESTATUS[0]}"
     TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
     echo "codec memcheck exit: ${PIPESTATUS[0]}"
@@ -31,10 +32,11 @@ tmp=$(mktemp -d)
     echo "compress memcheck exit: ${PIPESTATUS[0]}" ) >"$tmp/memcheck" &
   # Every kernel, through the tests that launch them directly (the index test runs the same
   # kernels through the search pipeline and takes over 5 minutes under racecheck); few cases.
-  ( TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
+  ( export TILEMAXSIM_SANITIZER=1
+    TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
       tensor_core random_shapes ablation top_k raw_device fp32 2>&1 | tail -6
     echo "racecheck exit: ${PIPESTATUS[0]}"
-    TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec 2>&1 | tail -4
+    TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors 2>&1 | tail -4
     echo "codec racecheck exit: ${PIPESTATUS[0]}"
     timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 residual 2>&1 | tail -4
     echo "compress racecheck exit: ${PIPESTATUS[0]}" ) >"$tmp/racecheck" &

@@ -1,5 +1,6 @@
 //! `tilemaxsim._native`: the engine for Python. Thin on purpose: tensors come in through DLPack
-//! (`tensor.rs`), scoring runs on the tensors' device (`score.rs`), corpora load, search and
+//! (`tensor.rs`), scoring runs on the tensors' device (`score.rs`; PLAID residual tensors on a
+//! GPU in place: `residual.rs`), corpora load, search and
 //! save (`corpus.rs`), and errors become Python exceptions (`errors.rs`). The Python API, its
 //! shape handling, autograd and the drop-ins live in `python/tilemaxsim/`.
 
@@ -7,6 +8,7 @@ use pyo3::prelude::*;
 
 mod corpus;
 mod errors;
+mod residual;
 mod score;
 mod tensor;
 
@@ -27,6 +29,7 @@ fn cuda_devices() -> Vec<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score::score, m)?)?;
+    m.add_function(wrap_pyfunction!(residual::score_residual, m)?)?;
     m.add_class::<corpus::Corpus>()?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_devices, m)?)?;

@@ -17,7 +17,7 @@ use crate::tensor::{Elem, Place, Tensor, matrices};
 /// and kept for the process.
 type Scorers = Mutex<Vec<(usize, Arc<CudaScorer>)>>;
 
-fn cuda_scorer(ordinal: usize) -> PyResult<Arc<CudaScorer>> {
+pub(crate) fn cuda_scorer(ordinal: usize) -> PyResult<Arc<CudaScorer>> {
     static SCORERS: OnceLock<Scorers> = OnceLock::new();
     let table = SCORERS.get_or_init(|| Mutex::new(Vec::new()));
     // A poisoned lock only means a panic elsewhere; the table is still valid.
@@ -167,7 +167,7 @@ impl Call {
 }
 
 /// Whether a tensor is dense row-major.
-fn contiguous(t: &Tensor) -> bool {
+pub(crate) fn contiguous(t: &Tensor) -> bool {
     let mut want = 1;
     for (&n, &s) in t.shape.iter().zip(&t.strides).rev() {
         if n > 1 && s != want {

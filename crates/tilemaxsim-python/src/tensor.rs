@@ -29,13 +29,14 @@ impl std::fmt::Display for Place {
     }
 }
 
-/// The element types the bindings read: the three float types scored, and the integers of
-/// offsets and lengths.
+/// The element types the bindings read: the three float types scored, the integers of
+/// offsets and lengths, and the bytes of codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Elem {
     Float(DType),
     I64,
     I32,
+    U8,
     Other,
 }
 
@@ -83,6 +84,7 @@ impl Tensor {
             (DLDataTypeCode::BFLOAT, 16, 1) => Elem::Float(DType::BF16),
             (DLDataTypeCode::INT, 64, 1) => Elem::I64,
             (DLDataTypeCode::INT, 32, 1) => Elem::I32,
+            (DLDataTypeCode::UINT, 8, 1) => Elem::U8,
             _ => Elem::Other,
         };
         let shape: Vec<usize> = view

@@ -72,3 +72,105 @@ def test_corpus_resident_and_streamed_on_the_gpu_agree_with_topk(rng):
         s, i = corpus.search(Q, 10)
         assert i.tolist() == want_i.cpu().tolist(), residency
         np.testing.assert_allclose(s.numpy(), want_s.cpu().numpy(), atol=1e-4)
+
+
+def _residual_index(rng, n_docs, dim, nbits, K, device):
+    """A random PLAID residual index's tensors (1-token and long documents, colbert bit order)."""
+    lens = [1] + [int(x) for x in rng.integers(1, 90, n_docs - 1)]
+    T = sum(lens)
+    cu = torch.tensor(np.cumsum([0, *lens]), dtype=torch.int32)
+    cents = torch.nn.functional.normalize(torch.from_numpy(rng.standard_normal((K, dim))).float(), dim=-1).half()
+    codes = torch.from_numpy(rng.integers(0, K, T)).to(torch.int64)
+    res = torch.from_numpy(rng.integers(0, 256, (T, dim * nbits // 8)).astype(np.uint8))
+    w = torch.from_numpy(np.sort(rng.standard_normal(2**nbits) * 0.05)).float()
+    return [t.to(device) for t in (codes, res, cu, cents, w)]
+
+
+def _residual_reference(Q, codes, res, cu, cents, w, nbits):
+    """float64 MaxSim against PLAID's reconstruction normalize(centroid + weights[buckets])."""
+    bits = np.unpackbits(res.cpu().numpy(), axis=1).reshape(res.shape[0], -1, nbits)
+    buckets = sum(bits[..., b].astype(np.int64) << b for b in range(nbits))
+    tok = cents.cpu().double().numpy()[codes.cpu().numpy()] + w.cpu().double().numpy()[buckets]
+    tok /= np.maximum(np.linalg.norm(tok, axis=1, keepdims=True), 1e-12)
+    q = Q.cpu().double().numpy()
+    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
+    cu = cu.cpu().numpy()
+    return np.array([[np.max(qi @ tok[cu[j] : cu[j + 1]].T, axis=1).sum() for j in range(len(cu) - 1)] for qi in q])
+
+
+@pytest.mark.parametrize(("dim", "nbits", "lq"), [(128, 2, 32), (128, 4, 45), (64, 1, 1), (96, 2, 7), (48, 2, 33)])
+def test_maxsim_residual_scores_cuda_tensors_in_place(rng, dim, nbits, lq):
+    """CUDA tensors are scored where they lie, on the current stream (a side stream here): equal
+    to the float64 reference of PLAID's reconstruction (f16 queries), to the same tensors scored
+    through host memory on the GPU, and to the CPU; int32/int64 ids alike; the native entry
+    writes every score of a poisoned output."""
+    args = _residual_index(rng, 300, dim, nbits, 61, "cuda")
+    Q = torch.from_numpy(rng.standard_normal((3, lq, dim))).to(torch.bfloat16).cuda()
+    want = _residual_reference(Q, *args, nbits)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = tilemaxsim.maxsim_residual(Q, *args, nbits)
+        unchecked = tilemaxsim.maxsim_residual(Q, args[0].int(), *args[1:], nbits, check=False)
+    side.synchronize()
+    assert got.is_cuda and got.shape == (3, 300) and got.dtype == torch.float32
+    np.testing.assert_allclose(got.cpu().numpy(), want, atol=lq * 2e-3)
+    assert torch.equal(got, unchecked)
+    host = [t.cpu() for t in args]
+    through_host = tilemaxsim.maxsim_residual(Q.cpu(), *host, nbits, device="cuda")
+    np.testing.assert_allclose(got.cpu().numpy(), through_host.numpy(), atol=1e-5)
+    cpu = tilemaxsim.maxsim_residual(Q.cpu(), *host, nbits)
+    np.testing.assert_allclose(got.cpu().numpy(), cpu.numpy(), atol=lq * 2e-3)
+    single = tilemaxsim.maxsim_residual(Q[1], *args, nbits)
+    assert torch.equal(single, got[1])
+
+    from tilemaxsim import _native
+
+    q = torch.nn.functional.normalize(Q.float(), dim=-1)
+    codes, res, cu, cents, w = args
+    out = torch.full((3, 300), float("nan"), device="cuda")
+    _native.score_residual(q, res, codes.int(), cu.long(), cents, w, nbits, out)
+    assert torch.equal(out, got)
+
+
+def test_maxsim_residual_on_cuda_refuses_bad_input(rng):
+    codes, res, cu, cents, w = _residual_index(rng, 20, 64, 2, 9, "cuda")
+    Q = torch.randn(2, 5, 64, device="cuda")
+    ok = dict(codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2)
+    bad_codes = codes.clone()
+    bad_codes[3] = 9
+    neg = codes.clone()
+    neg[0] = -1
+    empty = cu.clone()
+    empty[2] = empty[1]
+    for bad, what in [
+        (dict(codes_flat=bad_codes), "9 or more"),
+        (dict(codes_flat=neg), "non-negative"),
+        (dict(cu_seqlens_d=empty), "empty"),
+        (dict(cu_seqlens_d=cu[:-1]), "ends at"),
+        (dict(residuals_flat=res[:, :8]), "residuals_flat"),
+        (dict(centroids=cents[:, :32]), "centroids"),
+        (dict(bucket_weights=torch.tensor([0.0, float("nan"), 0.1, 0.2], device="cuda")), "finite"),
+        (dict(bucket_weights=w.cpu()), "one device"),
+        (dict(nbits=3), "nbits"),
+    ]:
+        with pytest.raises((ValueError, TypeError)) as e:
+            tilemaxsim.maxsim_residual(Q, **{**ok, **bad})
+        assert what.lower() in str(e.value).lower(), (what, str(e.value))
+    assert torch.isfinite(tilemaxsim.maxsim_residual(Q, **ok)).all()
+
+
+def test_maxsim_residual_matches_late_interaction_kernels_on_the_gpu(rng):
+    """Beside late-interaction-kernels' Triton kernel on the same tensors (its bit order: each
+    byte reversed), where it is installed."""
+    plaid = pytest.importorskip("late_interaction_kernels.plaid")
+    rev = torch.tensor([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=torch.uint8, device="cuda")
+    for nbits in (2, 4):
+        codes, res, cu, cents, w = _residual_index(rng, 500, 128, nbits, 300, "cuda")
+        Q = torch.nn.functional.normalize(torch.randn(4, 32, 128, device="cuda"), dim=-1).half()
+        ours = tilemaxsim.maxsim_residual(Q, codes, res, cu, cents, w, nbits)
+        lens = cu[1:] - cu[:-1]
+        theirs = plaid.maxsim_residual_varlen(
+            Q, codes.int(), rev[res.long()], cu, cents, w, nbits, max_seqlen_d=int(lens.max())
+        )
+        np.testing.assert_allclose(ours.cpu().numpy(), theirs.float().cpu().numpy(), atol=0.05)

@@ -435,3 +435,50 @@ extern "C" __global__ void codec_decode_f32(
         out[i] = v;
     }
 }
+
+// For residual tensors the engine borrows (`CudaScorer::score_residual_raw`):
+//
+// The pair table of the residual kernels from bucket weights in device memory (f32, 2^nbits),
+// as `residual_pair_table` in codes.rs builds it on the host: for each key of 2·nbits code
+// bits, the pair's weights as f16 (round to nearest even), the first dimension's bucket in the
+// key's higher bits, each bucket's bit 0 first. One thread per key.
+extern "C" __global__ void residual_pair_table(const float* __restrict__ weights, int nbits,
+                                               unsigned* __restrict__ out)
+{
+    const int key = threadIdx.x;
+    if (key >= 1 << (2 * nbits)) return;
+    const unsigned byte = (unsigned)key << (8 - 2 * nbits);
+    int b0 = 0, b1 = 0;
+    for (int bit = 0; bit < nbits; ++bit) {
+        b0 |= (int)((byte >> (7 - bit)) & 1u) << bit;
+        b1 |= (int)((byte >> (7 - nbits - bit)) & 1u) << bit;
+    }
+    u16 lo, hi;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(lo) : "f"(weights[b0]));
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(hi) : "f"(weights[b1]));
+    out[key] = (unsigned)lo | ((unsigned)hi << 16);
+}
+
+// Queries (f32 rows) as the fused kernels take them: query q's rows, from element src_start[q]
+// of `src`, row_stride apart, d contiguous, into its 32-row blocks from block start[q] on, as
+// f32 (`q32`, for the centroid scores) and f16 (`q16`, round to nearest even), zeros past the
+// query's lens[q] rows. Block (q, y) takes rows y, y + gridDim.y, … of query q.
+extern "C" __global__ void __launch_bounds__(128) codec_pack_queries(
+    const float* __restrict__ src, const i64* __restrict__ src_start, i64 row_stride,
+    const int* __restrict__ lens, const int* __restrict__ start, int dim,
+    float* __restrict__ q32, u16* __restrict__ q16)
+{
+    const int q = blockIdx.x;
+    const int rows = lens[q];
+    const int padded = (start[q + 1] - start[q]) * 32;
+    for (int r = blockIdx.y; r < padded; r += gridDim.y) {
+        const i64 at = ((i64)start[q] * 32 + r) * dim;
+        for (int c = threadIdx.x; c < dim; c += blockDim.x) {
+            const float v = r < rows ? src[src_start[q] + r * row_stride + c] : 0.f;
+            u16 h;
+            asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+            q32[at + c] = v;
+            q16[at + c] = h;
+        }
+    }
+}

@@ -329,3 +329,141 @@ fn compressed_search_resident_streamed_and_sharded_agree() {
         }
     }
 }
+
+/// `score_residual_raw`: a residual corpus's tensors in device memory the engine does not own
+/// (as `maxsim_residual` hands over CUDA tensors), on a stream it does not own, scored in
+/// place: equal to the same corpus uploaded and scored by the engine (bit for bit through the
+/// fused kernels; within f32 rounding at a d none is built for, decoded then scored exactly),
+/// outputs poisoned first; and bad shapes are errors before anything is enqueued.
+#[test]
+fn residual_tensors_scored_in_place() {
+    use cudarc::driver::DevicePtr;
+    use tilemaxsim::cuda::{RawQueries, RawResidual};
+    let Some(gpu) = gpu() else { return };
+    let stream = gpu.stream().context().new_stream().unwrap();
+    let mut r = rng(41);
+    let cases = [
+        (128usize, 2u32),
+        (128, 1),
+        (128, 4),
+        (64, 2),
+        (96, 4),
+        (32, 1),
+        (48, 2),
+        (40, 1),
+    ];
+    for (case, &(dim, nbits)) in cases.iter().enumerate() {
+        let n_docs = 1 + (case * 97) % 400;
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| if i == 0 { 1 } else { 1 + (i * 31 + case) % 300 })
+            .collect();
+        let corpus = unit_corpus(50 + case as u64, &lens, dim, DType::F16);
+        let spec = CodecSpec::Residual(ResidualOptions {
+            nbits,
+            centroids: Some(16 + case * 40),
+            kmeans_iters: 2,
+            ..Default::default()
+        });
+        let c = f16_exact(&compress(&corpus, &spec, 9, &|_, _, _| {}).unwrap());
+        let Codec::Residual(codec) = c.codec() else {
+            unreachable!()
+        };
+        // Unit f32 query rows, queries of 1, 31, 32 and 45 rows in one buffer [T, d].
+        let qlens = [1usize, 31, 32, 45];
+        let qs: Vec<OwnedElements> = qlens
+            .iter()
+            .map(|&n| {
+                let mut v = random_values(&mut r, n, dim, 1.0);
+                for t in v.chunks_exact_mut(dim) {
+                    let s = t.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                    t.iter_mut().for_each(|x| *x /= s);
+                }
+                OwnedElements::from_f32(&v, DType::F32)
+            })
+            .collect();
+        let queries = matrices(&qs, dim);
+        let want = gpu.score_batch(&queries, &c).unwrap();
+        let flat: Vec<f32> = queries.iter().flat_map(|q| q.to_f32_vec()).collect();
+        let mut spans = Vec::new();
+        let mut at = 0;
+        for &n in &qlens {
+            spans.push((at * dim, n));
+            at += n;
+        }
+        let up_u8 = |v: &[u8]| stream.clone_htod(v).unwrap();
+        let q_dev = stream.clone_htod(&flat).unwrap();
+        let res = up_u8(c.codes());
+        let ids = stream.clone_htod(c.aux().unwrap()).unwrap();
+        let offs: Vec<i64> = c.offsets().iter().map(|&o| o as i64).collect();
+        let offs = stream.clone_htod(&offs).unwrap();
+        let cents: Vec<u16> = codec.centroids().iter().map(|x| x.to_bits()).collect();
+        let cents = stream.clone_htod(&cents).unwrap();
+        let weights = stream.clone_htod(codec.bucket_weights()).unwrap();
+        let out = stream
+            .clone_htod(&vec![f32::NAN; qlens.len() * c.len()])
+            .unwrap();
+        let args = RawResidual {
+            queries: RawQueries {
+                tokens: q_dev.device_ptr(&stream).0,
+                dtype: DType::F32,
+                dim,
+                row_stride: dim,
+                spans: &spans,
+            },
+            nbits,
+            residuals: res.device_ptr(&stream).0,
+            ids: ids.device_ptr(&stream).0,
+            offsets: offs.device_ptr(&stream).0,
+            docs: c.len(),
+            tokens: c.num_tokens(),
+            centroids: cents.device_ptr(&stream).0,
+            num_centroids: codec.num_centroids(),
+            bucket_weights: weights.device_ptr(&stream).0,
+            out: out.device_ptr(&stream).0,
+        };
+        let label = format!("d {dim} nbits {nbits}, {} docs", c.len());
+        // SAFETY: every pointer is a live allocation of the size `args` describes.
+        unsafe { gpu.score_residual_raw(Some(stream.cu_stream()), args) }
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got = stream.clone_dtoh(&out).unwrap();
+        let fused = [32, 64, 96, 128].contains(&dim);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let ok = if fused {
+                g.to_bits() == w.to_bits()
+            } else {
+                (g - w).abs() <= 1e-5 * (1.0 + w.abs())
+            };
+            assert!(ok, "{label}: score {i}: {g} in place, {w} uploaded");
+        }
+        // Bad shapes are refused before anything runs.
+        let empty = [(0usize, 0usize)];
+        for (what, bad) in [
+            ("nbits", RawResidual { nbits: 3, ..args }),
+            ("documents", RawResidual { docs: 0, ..args }),
+            (
+                "centroids",
+                RawResidual {
+                    num_centroids: 0,
+                    ..args
+                },
+            ),
+            ("null", RawResidual { ids: 0, ..args }),
+            (
+                "token",
+                RawResidual {
+                    queries: RawQueries {
+                        spans: &empty,
+                        ..args.queries
+                    },
+                    ..args
+                },
+            ),
+        ] {
+            // SAFETY: refused by the shape checks before any pointer is read.
+            let e = unsafe { gpu.score_residual_raw(Some(stream.cu_stream()), bad) }
+                .expect_err(what)
+                .to_string();
+            assert!(e.contains(what), "{label}: {what}: {e}");
+        }
+    }
+}

@@ -138,9 +138,11 @@ def maxsim_residual(
     nbits: int,
     *,
     normalize: bool = True,
-    device: str = "cpu",
+    device: str | None = None,
+    check: bool = True,
 ) -> Array:
-    """[Nq, Nd] (or [Nd]): Q against a PLAID residual index's tensors, decoded on the fly."""
+    """[Nq, Nd] (or [Nd]): Q against a PLAID residual index's tensors, decoded on the fly
+    (CUDA tensors in place on their GPU)."""
 
 # utilities
 

@@ -24,6 +24,20 @@ def score(
 ) -> str:
     """Score DLPack tensors into `out` on their device; returns the kernel that ran."""
 
+def score_residual(
+    queries: Any,
+    residuals: Any,
+    ids: Any,
+    offsets: Any,
+    centroids: Any,
+    bucket_weights: Any,
+    nbits: int,
+    out: Any,
+    *,
+    stream: int = 0,
+) -> None:
+    """Score a PLAID residual corpus's CUDA tensors in place into `out` on `stream`."""
+
 class Corpus:
     @staticmethod
     def load(

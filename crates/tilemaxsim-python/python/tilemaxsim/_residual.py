@@ -1,11 +1,15 @@
 """`maxsim_residual`: MaxSim of queries against a PLAID (ColBERTv2 / fast-plaid) residual index's
-tensors as they lie on disk, with late-interaction-kernels' `plaid.maxsim_residual_varlen`
-signature.
+tensors as they lie on disk or on the GPU, with late-interaction-kernels'
+`plaid.maxsim_residual_varlen` signature.
 
-The documents are scored on their codes by the engine's compressed scorer: on the CPU each
-document is decoded into a worker's buffer (never the whole index); with `device="cuda"` the
-codes go to the GPU and its fused kernels score them (decoded on chip). The tensors pass through
-host memory on the way (no zero-copy entry for codes yet)."""
+- CUDA tensors (the default when `Q` is one) are scored in place by the GPU's fused kernels
+  (`_native.score_residual`): on the caller's current stream, nothing copied to the host, the
+  documents decoded on chip. With `check=True` (the default) the ids, offsets and weights are
+  checked first on the device, which waits for one small result; `check=False` skips that, as
+  late-interaction-kernels does.
+- Otherwise the tensors become a compressed corpus in host memory, scored on the CPU (each
+  document decoded into a worker's buffer, never the whole index) or, with `device="cuda"`,
+  uploaded and scored by the same fused kernels."""
 
 from __future__ import annotations
 
@@ -28,7 +32,17 @@ def _numpy(x, name):
 
 
 def maxsim_residual(
-    Q, codes_flat, residuals_flat, cu_seqlens_d, centroids, bucket_weights, nbits, *, normalize=True, device="cpu"
+    Q,
+    codes_flat,
+    residuals_flat,
+    cu_seqlens_d,
+    centroids,
+    bucket_weights,
+    nbits,
+    *,
+    normalize=True,
+    device=None,
+    check=True,
 ):
     """Scores `[Nq, Nd]` float32 (`[Nd]` for `Q` `[Lq, d]`) of `Q` `[Nq, Lq, d]` against the
     `Nd` documents of a residual index: `codes_flat` `[T]` centroid ids, `residuals_flat`
@@ -38,7 +52,8 @@ def maxsim_residual(
     `normalize(centroid + weights[buckets])`, and `Q`'s rows are L2-normalized (zero rows stay
     zero and add 0). Residual bytes are read in colbert-ai's and fast-plaid's bit order (the
     first dimension in the high bits); late-interaction-kernels 0.4.5 reads each byte's bits in
-    the reverse order. Torch in, torch out (on `Q`'s device); empty documents are an error."""
+    the reverse order. `device`: None (`Q`'s device), "cpu", "cuda" or "cuda:N". Torch in,
+    torch out (on `Q`'s device); empty documents are an error (with `check`, on the GPU)."""
     if not normalize:
         raise ValueError(
             "normalize=False: PLAID scores L2-normalized reconstructions; only normalize=True is supported"
@@ -49,6 +64,14 @@ def maxsim_residual(
     single = Q.ndim == 2
     if Q.ndim not in (2, 3):
         raise ValueError(f"Q: expected [Lq, d] or [Nq, Lq, d], got {tuple(Q.shape)}")
+    if device is None:
+        device = str(Q.device) if is_torch(Q) and Q.is_cuda else "cpu"
+    if is_torch(Q) and Q.is_cuda and str(device).startswith("cuda"):
+        if torch.device(device).index not in (None, Q.device.index):
+            raise ValueError(f"device={device!r}: Q is on {Q.device}; move it there first")
+        args = (codes_flat, residuals_flat, cu_seqlens_d, centroids, bucket_weights)
+        out = _on_cuda(Q[None] if single else Q, *args, int(nbits), check)
+        return out[0] if single else out
     q = _numpy(Q, "Q").astype(np.float32, copy=False)
     q = q[None] if single else q
     if q.shape[0] == 0 or q.shape[1] == 0:
@@ -105,3 +128,73 @@ def _native_from_plaid(codes, residuals, offsets, cents, weights, nbits, dim, de
         dim,
         device,
     )
+
+
+def _on_cuda(Q, codes, residuals, cu, centroids, weights, nbits, check):
+    """`maxsim_residual` on CUDA tensors, in place on `Q`'s device and current stream."""
+    dev = Q.device
+    names = ("codes_flat", "residuals_flat", "cu_seqlens_d", "centroids", "bucket_weights")
+    for name, t in zip(names, (codes, residuals, cu, centroids, weights), strict=True):
+        if not is_torch(t):
+            raise TypeError(f"{name}: expected a torch tensor on {dev} like Q, got {type(t).__name__}")
+        if t.device != dev:
+            raise ValueError(f"{name}: on {t.device}, Q on {dev}: every tensor must be on one device")
+    if nbits not in (1, 2, 4):
+        raise ValueError(f"nbits = {nbits}: expected 1, 2 or 4")
+    if not Q.dtype.is_floating_point:
+        raise TypeError(f"Q: expected a float tensor, got {Q.dtype}")
+    if Q.shape[0] == 0 or Q.shape[1] == 0:
+        raise ValueError(f"Q: no query tokens (shape {tuple(Q.shape)})")
+    dim = Q.shape[-1]
+    if codes.ndim != 1 or codes.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"codes_flat: expected [T] int32 or int64, got {codes.dtype} {tuple(codes.shape)}")
+    T = codes.shape[0]
+    row = (dim * nbits + 7) // 8
+    if residuals.dtype != torch.uint8 or tuple(residuals.shape) != (T, row):
+        raise ValueError(
+            f"residuals_flat: expected [T = {T}, {row}] uint8 ({row} bytes a token at d = {dim}, "
+            f"nbits = {nbits}), got {residuals.dtype} {tuple(residuals.shape)}"
+        )
+    if cu.ndim != 1 or cu.dtype not in (torch.int32, torch.int64) or cu.shape[0] < 2:
+        raise ValueError(f"cu_seqlens_d: expected [Nd + 1] integers with Nd >= 1, got {cu.dtype} {tuple(cu.shape)}")
+    if centroids.ndim != 2 or centroids.shape[1] != dim or not centroids.dtype.is_floating_point:
+        raise ValueError(f"centroids: expected [K, d = {dim}] floats, got {centroids.dtype} {tuple(centroids.shape)}")
+    if weights.numel() != 2**nbits or not weights.dtype.is_floating_point:
+        raise ValueError(f"bucket_weights: expected {2**nbits} weights for nbits = {nbits}, got {tuple(weights.shape)}")
+    K = centroids.shape[0]
+    q = torch.nn.functional.normalize(Q.float(), dim=-1, eps=1e-12).contiguous()
+    ids = codes.to(torch.int32).contiguous()
+    offsets = cu.to(torch.int64).contiguous()
+    cents = centroids.to(torch.float16).contiguous()
+    w = weights.reshape(-1).to(torch.float32).contiguous()
+    if check:
+        # One wait for every value check, each a reduction on the device.
+        lens = offsets[1:] - offsets[:-1]
+        flags = torch.stack(
+            [
+                (codes.min() < 0) if T else torch.zeros((), dtype=torch.bool, device=dev),
+                (codes.max() >= K) if T else torch.zeros((), dtype=torch.bool, device=dev),
+                offsets[0] != 0,
+                offsets[-1] != T,
+                (lens < 0).any(),
+                (lens == 0).any(),
+                ~torch.isfinite(w).all(),
+            ]
+        ).tolist()
+        problems = (
+            "codes_flat: centroid ids must be non-negative",
+            f"codes_flat: a centroid id is {K} or more, and there are {K} centroids",
+            "cu_seqlens_d: offsets must start at 0",
+            f"cu_seqlens_d ends at {int(offsets[-1])}, codes_flat has {T} tokens: they must agree",
+            "cu_seqlens_d: offsets must never decrease",
+            "cu_seqlens_d: a document is empty; every document needs at least one token",
+            "bucket_weights: every bucket weight must be finite",
+        )
+        for bad, msg in zip(flags, problems, strict=True):
+            if bad:
+                raise ValueError(msg)
+    out = torch.empty(Q.shape[0], offsets.shape[0] - 1, dtype=torch.float32, device=dev)
+    _native.score_residual(
+        q, residuals.contiguous(), ids, offsets, cents, w, nbits, out, stream=torch.cuda.current_stream(dev).cuda_stream
+    )
+    return out

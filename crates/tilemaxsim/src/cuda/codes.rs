@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use half::f16;
 
 use super::device::drv;
@@ -36,15 +36,19 @@ pub(super) const PQ_SHAPES: [(usize, usize); 11] = [
 
 /// The fused kernel for a codec at d, if one is built: its name in kernels/codec.cu.
 pub(super) fn fused_kernel(codec: &Codec, dim: usize) -> Option<String> {
-    match codec {
-        Codec::Residual(r) if CODEC_DIMS.contains(&dim) => {
-            Some(format!("maxsim_codec_residual{}_d{dim}", r.nbits()))
+    let (tag, param) = codec_tag(codec);
+    fused_kernel_of(tag, param, dim)
+}
+
+/// `fused_kernel` by codec tag and parameter (`codec_tag`).
+pub(super) fn fused_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String> {
+    match tag {
+        0 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_residual{param}_d{dim}")),
+        1 if PQ_SHAPES.contains(&(dim, param as usize)) => {
+            Some(format!("maxsim_codec_pq{param}_d{dim}"))
         }
-        Codec::Pq(p) if PQ_SHAPES.contains(&(dim, p.m())) => {
-            Some(format!("maxsim_codec_pq{}_d{dim}", p.m()))
-        }
-        Codec::Int8 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_int8_d{dim}")),
-        Codec::Fp8 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_fp8_d{dim}")),
+        2 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_int8_d{dim}")),
+        3 if CODEC_DIMS.contains(&dim) => Some(format!("maxsim_codec_fp8_d{dim}")),
         _ => None,
     }
 }
@@ -100,7 +104,54 @@ pub struct DeviceCodes {
     pub(super) bytes: usize,
 }
 
+/// What the codec kernels read of a compressed corpus in device memory, as addresses: a
+/// [`DeviceCodes`] upload, or tensors a caller owns (`CudaScorer::score_residual_raw`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CodesView {
+    /// `codec_tag`: the kernels' codec tag and its parameter (nbits, M).
+    pub tag: i32,
+    pub param: i32,
+    /// The residual codec's K (0 otherwise).
+    pub num_centroids: usize,
+    pub dim: usize,
+    pub tokens: usize,
+    /// `[tokens][row bytes]` u8; one u32 per token (centroid id, scale bits; PQ: unused);
+    /// each document's i64 offsets from 0.
+    pub codes: u64,
+    pub aux: u64,
+    pub offsets: u64,
+    /// Residual: f32 inverse norms (`tokens`), f16 centroids `[K][d]`; 0 otherwise.
+    pub inv_norm: u64,
+    pub centroids: u64,
+    /// The fused kernel's table and the decoder's values (as `DeviceCodes`).
+    pub table: u64,
+    pub values: u64,
+}
+
 impl DeviceCodes {
+    /// The upload's addresses on `stream`.
+    pub(super) fn view(&self, stream: &Arc<CudaStream>) -> CodesView {
+        let (tag, param) = codec_tag(&self.codec);
+        let opt = |s: Option<u64>| s.unwrap_or(0);
+        CodesView {
+            tag,
+            param,
+            num_centroids: match &self.codec {
+                Codec::Residual(r) => r.num_centroids(),
+                _ => 0,
+            },
+            dim: self.dim,
+            tokens: self.tokens,
+            codes: self.codes.device_ptr(stream).0,
+            aux: self.aux.device_ptr(stream).0,
+            offsets: self.offsets.device_ptr(stream).0,
+            inv_norm: opt(self.inv_norm.as_ref().map(|c| c.device_ptr(stream).0)),
+            centroids: opt(self.centroids.as_ref().map(|c| c.device_ptr(stream).0)),
+            table: self.table.device_ptr(stream).0,
+            values: self.values.device_ptr(stream).0,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

@@ -42,6 +42,9 @@ pub(super) struct Kernels {
     pub(super) codec_centroid_scores: CudaFunction,
     pub(super) residual_inv_norms: CudaFunction,
     pub(super) codec_decode_f32: CudaFunction,
+    /// Borrowed residual tensors (`score_residual_raw`): the pair table, the query blocks.
+    pub(super) residual_pair_table: CudaFunction,
+    pub(super) codec_pack_queries: CudaFunction,
     /// kernels/compress.cu: k-means and the encoders.
     pub(super) compress: CompressKernels,
 }
@@ -121,6 +124,8 @@ impl Kernels {
             codec_centroid_scores: f("codec_centroid_scores")?,
             residual_inv_norms: f("residual_inv_norms")?,
             codec_decode_f32: f("codec_decode_f32")?,
+            residual_pair_table: f("residual_pair_table")?,
+            codec_pack_queries: f("codec_pack_queries")?,
             compress: CompressKernels::load(&f, arch)?,
         })
     }

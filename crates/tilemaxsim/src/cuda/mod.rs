@@ -19,6 +19,8 @@
 //! - `launch/`: one small type per kernel family, each a `Launch`;
 //! - `topk.rs`: top-k selection on the device; `timing.rs`: CUDA-event timing and ceilings;
 //! - `raw.rs`: device memory the engine borrows, made ready for `score_raw`;
+//! - `raw_residual.rs`: a PLAID residual corpus the engine borrows, scored in place
+//!   ([`CudaScorer::score_residual_raw`]);
 //! - `scorer.rs`: [`CudaScorer`]: the kernel choice and the sequence of a call, and its
 //!   `Scorer` impl;
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
@@ -37,6 +39,7 @@ mod launch;
 mod memory;
 mod plan;
 mod raw;
+mod raw_residual;
 mod scorer;
 mod timing;
 mod topk;
@@ -51,6 +54,7 @@ pub use index::GpuIndex;
 pub use memory::{DeviceCorpus, DeviceQueries};
 pub use plan::Kernel;
 pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
+pub use raw_residual::RawResidual;
 pub use scorer::CudaScorer;
 pub use timing::median;
 pub use topk::hits_from;

@@ -22,6 +22,7 @@ use super::plan::{
     bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok, ring_layout,
 };
 use super::raw::{self, RawArgs};
+use super::raw_residual::{self, RawResidual};
 use super::timing;
 use super::topk::{self, TopKBuffers};
 use crate::codec::{CodecKind, CompressedCorpus};
@@ -332,6 +333,46 @@ impl CudaScorer {
         Ok(kernel)
     }
 
+    /// Score queries against a PLAID residual corpus the caller owns ([`RawResidual`]), on the
+    /// caller's stream (`None`: the scorer's), without waiting: `out[q · docs + i]` = Σ over
+    /// query q's rows of the largest ⟨row, normalize(centroid[id] + weights[buckets])⟩ over
+    /// document i's tokens. Shapes are checked here; values are not (NaN and Inf propagate
+    /// into the scores), nor is memory the host cannot see (ids, offsets).
+    ///
+    /// # Safety
+    /// Every pointer must be live device memory of this device's primary context holding what
+    /// `args` describes, until the work enqueued on `stream` has run; `stream` must belong to
+    /// this context.
+    pub unsafe fn score_residual_raw(
+        &self,
+        stream: Option<CUstream>,
+        args: RawResidual<'_>,
+    ) -> Result<()> {
+        let borrowed;
+        let stream: &Arc<CudaStream> = match stream {
+            // SAFETY: the caller guarantees the stream belongs to this context and outlives
+            // the work enqueued on it.
+            Some(s) => {
+                borrowed = unsafe { self.gpu.ctx.wrap_borrowed_stream(s) };
+                &borrowed
+            }
+            None => &self.gpu.stream,
+        };
+        // SAFETY (all three): this function's contract, each step enqueued after the one before.
+        let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
+        match raw_residual::fused_name(&args) {
+            Some(name) => unsafe {
+                raw_residual::score_fused(&self.gpu, stream, &prepared, &args, &name)
+            },
+            None => {
+                let (_decoded, exact) =
+                    unsafe { raw_residual::decode(&self.gpu, stream, &prepared, &args) }?;
+                // The decoded rows are freed in stream order, after the scoring.
+                unsafe { self.score_raw(Some(stream.cu_stream()), exact) }.map(|_| ())
+            }
+        }
+    }
+
     /// The `k` best of each of the `rows` rows of `n` scores in `scores` (row-major), selected on
     /// the device (kernels/topk.cu) and returned best first, ties to the lower index. Document
     /// indices are offset by `first_doc`. Synchronizes the stream.
@@ -381,8 +422,14 @@ impl CudaScorer {
         docs: std::ops::Range<usize>,
     ) -> Result<DeviceCodes> {
         let stream = &self.gpu.stream;
-        let mut codes = DeviceCodes::upload(stream, corpus, docs.clone())?;
-        codec_launch::inv_norms(&self.gpu, stream, &mut codes)?;
+        let codes = DeviceCodes::upload(stream, corpus, docs.clone())?;
+        if let Some(inv) = &codes.inv_norm {
+            let out = inv.device_ptr(stream).0;
+            // SAFETY: the upload's own buffers (ids below K, checked when the corpus was built
+            // or opened); `out` holds one float per token.
+            unsafe { codec_launch::inv_norms(&self.gpu, stream, &codes.view(stream), out) }?;
+        }
+        let mut codes = codes;
         if fused_kernel(&codes.codec, codes.dim).is_none() {
             let offsets = &corpus.offsets()[docs.start..=docs.end];
             codes.decoded = Some(codec_launch::decode_f32(
@@ -441,11 +488,12 @@ impl CudaScorer {
             Error::Argument("queries were uploaded for the fused kernels of another corpus".into())
         })?;
         let stream = &self.gpu.stream;
-        let cs = match codes.codec {
-            crate::codec::Codec::Residual(_) => Some(codec_launch::centroid_scores(
-                &self.gpu, stream, queries, codes,
-            )?),
-            _ => None,
+        let view = codes.view(stream);
+        let cs = if view.tag == 0 {
+            // SAFETY: the upload's centroids.
+            Some(unsafe { codec_launch::centroid_scores(&self.gpu, stream, queries, &view) }?)
+        } else {
+            None
         };
         let target = Target {
             stream,
@@ -453,9 +501,10 @@ impl CudaScorer {
             n,
             out: out.device_ptr(stream).0,
         };
-        // SAFETY: the candidate list holds `n` indices (checked < codes.len by the callers that
-        // build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
-        unsafe { codec_launch::fused(&self.gpu, &name, queries, codes, cs.as_ref(), target) }
+        // SAFETY: the upload's buffers (inverse norms filled in `upload_codes`); the candidate
+        // list holds `n` indices (checked < codes.len by the callers that build it) and `out`
+        // room for Q × n floats (checked above), on this scorer's stream.
+        unsafe { codec_launch::fused(&self.gpu, &name, queries, &view, cs.as_ref(), target) }
     }
 
     // Timing.

@@ -1,15 +1,15 @@
 //! The kernels of compressed corpora (kernels/codec.cu): the fused decode-and-multiply kernels
-//! (`fused`), the residual codec's per-call centroid scores (`centroid_scores`) and per-upload
-//! inverse norms (`inv_norms`), and the decoder to f32 rows (`decode_f32`) for what no fused
-//! kernel reads.
+//! (`fused`), the residual codec's per-call centroid scores (`centroid_scores`) and inverse
+//! norms (`inv_norms`), and the decoder to f32 rows (`decode_into`, `decode_f32`) for what no
+//! fused kernel reads. They read a corpus through its addresses (`CodesView`): an upload of
+//! ours or tensors a caller owns.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::{Target, stride_grid, sum_qblocks};
-use crate::codec::Codec;
-use crate::cuda::codes::{CodecQueries, DeviceCodes, codec_tag};
+use crate::cuda::codes::{CodecQueries, CodesView, DeviceCodes};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
@@ -20,38 +20,65 @@ use crate::matrix::DType;
 /// Threads of a fused kernel's block (CODEC_THREADS).
 const CODEC_THREADS: u32 = 128;
 
-/// Fill a residual upload's inverse reconstruction norms (one warp per token).
-pub(in crate::cuda) fn inv_norms(
+/// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (one warp
+/// per token). Nothing for other codecs.
+///
+/// # Safety
+/// `v` describes live device memory (ids below K) and `out` holds `v.tokens` floats, on `stream`.
+pub(in crate::cuda) unsafe fn inv_norms(
     gpu: &GpuContext,
     stream: &Arc<CudaStream>,
-    codes: &mut DeviceCodes,
+    v: &CodesView,
+    out: u64,
 ) -> Result<()> {
-    let (Codec::Residual(r), Some(cent), Some(inv)) = (
-        &codes.codec,
-        codes.centroids.as_ref(),
-        codes.inv_norm.as_mut(),
-    ) else {
-        return Ok(());
-    };
-    if codes.tokens == 0 {
+    if v.tag != 0 || v.tokens == 0 {
         return Ok(());
     }
-    let nbits = r.nbits() as i32;
-    let dim = codes.dim as i32;
-    let tokens = codes.tokens as i64;
-    let cfg = stride_grid(gpu, codes.tokens as u64 * 32, 256);
+    let (nbits, dim, tokens) = (v.param, v.dim as i32, v.tokens as i64);
+    let cfg = stride_grid(gpu, v.tokens as u64 * 32, 256);
     let mut b = stream.launch_builder(&gpu.kernels.residual_inv_norms);
-    b.arg(&codes.codes)
-        .arg(&codes.aux)
-        .arg(cent)
-        .arg(&codes.values)
+    b.arg(&v.codes)
+        .arg(&v.aux)
+        .arg(&v.centroids)
+        .arg(&v.values)
         .arg(&nbits)
         .arg(&dim)
         .arg(&tokens)
-        .arg(inv);
-    // SAFETY: `residual_inv_norms` reads `tokens` rows of codes and ids (ids < K, checked when
-    // the corpus was built or opened), K × d centroids and 2^nbits weights; writes `tokens` floats.
+        .arg(&out);
+    // SAFETY: `residual_inv_norms` reads `tokens` rows of codes and ids (ids < K: this
+    // function's contract), K × d centroids and 2^nbits weights; writes `tokens` floats.
     unsafe { b.launch(cfg) }.map_err(drv("residual_inv_norms launch"))?;
+    Ok(())
+}
+
+/// Decode every token of `v` to f32 rows at `out` (`v.tokens × v.dim` floats).
+///
+/// # Safety
+/// As `inv_norms` (the residual's inverse norms filled), `out` holding tokens × d floats.
+pub(in crate::cuda) unsafe fn decode_into(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    v: &CodesView,
+    out: u64,
+) -> Result<()> {
+    let n = v.tokens * v.dim;
+    if n == 0 {
+        return Ok(());
+    }
+    let (dim, tokens) = (v.dim as i32, v.tokens as i64);
+    let mut b = stream.launch_builder(&gpu.kernels.codec_decode_f32);
+    b.arg(&v.tag)
+        .arg(&v.param)
+        .arg(&v.codes)
+        .arg(&v.aux)
+        .arg(&v.inv_norm)
+        .arg(&v.centroids)
+        .arg(&v.values)
+        .arg(&dim)
+        .arg(&tokens)
+        .arg(&out);
+    // SAFETY: the codec's buffers as `v` describes them (this function's contract).
+    unsafe { b.launch(stride_grid(gpu, n as u64, 256)) }.map_err(drv("codec_decode_f32 launch"))?;
     Ok(())
 }
 
@@ -63,37 +90,10 @@ pub(in crate::cuda) fn decode_f32(
     offsets: &[usize],
 ) -> Result<DeviceCorpus> {
     let n = codes.tokens * codes.dim;
-    // SAFETY: every element is written by `codec_decode_f32` below.
+    // SAFETY: every element is written by `decode_into` below.
     let out = unsafe { stream.alloc::<u8>(n.max(1) * 4) }.map_err(drv("decoded corpus"))?;
-    if n > 0 {
-        let (tag, param) = codec_tag(&codes.codec);
-        let dim = codes.dim as i32;
-        let tokens = codes.tokens as i64;
-        let inv = codes
-            .inv_norm
-            .as_ref()
-            .map_or(0, |c| c.device_ptr(stream).0);
-        let cent = codes
-            .centroids
-            .as_ref()
-            .map_or(0, |c| c.device_ptr(stream).0);
-        let out_ptr = out.device_ptr(stream).0;
-        let mut b = stream.launch_builder(&gpu.kernels.codec_decode_f32);
-        b.arg(&tag)
-            .arg(&param)
-            .arg(&codes.codes)
-            .arg(&codes.aux)
-            .arg(&inv)
-            .arg(&cent)
-            .arg(&codes.values)
-            .arg(&dim)
-            .arg(&tokens)
-            .arg(&out_ptr);
-        // SAFETY: the codec's buffers as `DeviceCodes::upload` made them (the residual's
-        // inverse norms filled first); `out` holds tokens × d floats.
-        unsafe { b.launch(stride_grid(gpu, n as u64, 256)) }
-            .map_err(drv("codec_decode_f32 launch"))?;
-    }
+    // SAFETY: the upload's own buffers (inverse norms filled first); `out` holds n floats.
+    unsafe { decode_into(gpu, stream, &codes.view(stream), out.device_ptr(stream).0) }?;
     let rel: Vec<i64> = offsets.iter().map(|&o| (o - offsets[0]) as i64).collect();
     Ok(DeviceCorpus {
         tokens: Mem::owned(out),
@@ -108,37 +108,39 @@ pub(in crate::cuda) fn decode_f32(
 }
 
 /// The residual codec's centroid scores for every query block: `[blocks][K][32]` f16.
-pub(in crate::cuda) fn centroid_scores(
+///
+/// # Safety
+/// `v.centroids` holds K × d halves on `stream`.
+pub(in crate::cuda) unsafe fn centroid_scores(
     gpu: &GpuContext,
     stream: &Arc<CudaStream>,
     queries: &CodecQueries,
-    codes: &DeviceCodes,
+    v: &CodesView,
 ) -> Result<CudaSlice<u16>> {
-    let (Codec::Residual(r), Some(cent), Some(q32)) =
-        (&codes.codec, codes.centroids.as_ref(), queries.f32.as_ref())
-    else {
+    let (0, Some(q32)) = (v.tag, queries.f32.as_ref()) else {
         return Err(Error::Argument(
             "centroid scores are the residual codec's".into(),
         ));
     };
-    let k = r.num_centroids();
+    let k = v.num_centroids;
     // SAFETY: every element is written by `codec_centroid_scores`.
-    let mut cs =
-        unsafe { stream.alloc::<u16>(queries.blocks * k * 32) }.map_err(drv("centroid scores"))?;
-    let smem = 32 * (codes.dim + 1) * 4;
+    let mut cs = unsafe { stream.alloc::<u16>((queries.blocks * k * 32).max(1)) }
+        .map_err(drv("centroid scores"))?;
+    let smem = 32 * (v.dim + 1) * 4;
     let func = &gpu.kernels.codec_centroid_scores;
     gpu.blocks_per_sm(func, 256, smem)?;
     let per_block = 8u64;
-    let x = (k as u64).div_ceil(per_block).min(65535) as u32;
+    let x = (k as u64).div_ceil(per_block).clamp(1, 65535) as u32;
     let cfg = LaunchConfig {
         grid_dim: (x, queries.blocks as u32, 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let (kk, dim) = (k as i32, codes.dim as i32);
+    let (kk, dim) = (k as i32, v.dim as i32);
     let mut b = stream.launch_builder(func);
-    b.arg(q32).arg(cent).arg(&kk).arg(&dim).arg(&mut cs);
-    // SAFETY: `q32` holds blocks × 32 × d floats, the centroids K × d halves, `cs` blocks × K × 32.
+    b.arg(q32).arg(&v.centroids).arg(&kk).arg(&dim).arg(&mut cs);
+    // SAFETY: `q32` holds blocks × 32 × d floats, the centroids K × d halves (this function's
+    // contract), `cs` blocks × K × 32.
     unsafe { b.launch(cfg) }.map_err(drv("codec_centroid_scores launch"))?;
     Ok(cs)
 }
@@ -148,13 +150,13 @@ pub(in crate::cuda) fn centroid_scores(
 /// `cs`: the residual codec's centroid scores (`centroid_scores`).
 ///
 /// # Safety
-/// `t.doc_index` is 0 or `t.n` indices < codes.len, `t.out` holds Q × `t.n` floats, all
-/// usable on `t.stream`.
+/// `v` describes live device memory (the residual's inverse norms filled), `t.doc_index` is 0
+/// or `t.n` indices below the corpus's documents, `t.out` holds Q × `t.n` floats, all usable on `t.stream`.
 pub(in crate::cuda) unsafe fn fused(
     gpu: &GpuContext,
     name: &str,
     queries: &CodecQueries,
-    codes: &DeviceCodes,
+    v: &CodesView,
     cs: Option<&CudaSlice<u16>>,
     t: Target<'_>,
 ) -> Result<()> {
@@ -166,9 +168,9 @@ pub(in crate::cuda) unsafe fn fused(
         .map(|(_, f)| f)
         .ok_or_else(|| Error::Argument(format!("no fused kernel {name}")))?;
     // The residual's pair table, one copy per lane; the pq codebooks as f16.
-    let smem = match &codes.codec {
-        Codec::Residual(r) => (1usize << (2 * r.nbits())) * 32 * 4,
-        Codec::Pq(_) => codes.dim * 256 * 2,
+    let smem = match v.tag {
+        0 => (1usize << (2 * v.param)) * 32 * 4,
+        1 => v.dim * 256 * 2,
         _ => 0,
     };
     let tasks = (queries.blocks * t.n) as u64;
@@ -180,14 +182,7 @@ pub(in crate::cuda) unsafe fn fused(
     let cfg = gpu.persistent_grid(func, CODEC_THREADS, smem, tasks.div_ceil(4))?;
     let (_counter, tc) = gpu.task_counter(tasks, &cfg, t.stream)?;
     let s = t.stream;
-    let (nb, nd, k) = (
-        queries.blocks as i32,
-        t.n as i32,
-        match &codes.codec {
-            Codec::Residual(r) => r.num_centroids() as i32,
-            _ => 0,
-        },
-    );
+    let (nb, nd, k) = (queries.blocks as i32, t.n as i32, v.num_centroids as i32);
     let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
     let partial = if queries.blocks == queries.len {
         None
@@ -196,26 +191,18 @@ pub(in crate::cuda) unsafe fn fused(
         Some(unsafe { s.alloc::<f32>(queries.blocks * t.n) }.map_err(drv("score buffer"))?)
     };
     let out = partial.as_ref().map_or(t.out, |p| p.device_ptr(s).0);
-    let inv_ptr = codes.inv_norm.as_ref().map_or(0, |c| c.device_ptr(s).0);
-    let args = (
-        queries.f16.device_ptr(s).0,
-        queries.rows.device_ptr(s).0,
-        codes.codes.device_ptr(s).0,
-        codes.aux.device_ptr(s).0,
-        codes.table.device_ptr(s).0,
-        codes.offsets.device_ptr(s).0,
-    );
+    let args = (queries.f16.device_ptr(s).0, queries.rows.device_ptr(s).0);
     let mut b = s.launch_builder(func);
     b.arg(&args.0)
         .arg(&args.1)
         .arg(&nb)
-        .arg(&args.2)
-        .arg(&args.3)
-        .arg(&inv_ptr)
+        .arg(&v.codes)
+        .arg(&v.aux)
+        .arg(&v.inv_norm)
         .arg(&cs_ptr)
         .arg(&k)
-        .arg(&args.4)
-        .arg(&args.5)
+        .arg(&v.table)
+        .arg(&v.offsets)
         .arg(&t.doc_index)
         .arg(&nd)
         .arg(&out)
