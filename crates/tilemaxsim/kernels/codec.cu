@@ -370,30 +370,57 @@ extern "C" __global__ void __launch_bounds__(256) codec_centroid_scores(
 }
 
 // The inverse norm of every residual token's reconstruction centroid[id] + weights[buckets], in
-// f32 as the CPU decoder computes it (F.normalize's eps 1e-12). One warp per token.
+// f32 as the CPU decoder computes it (F.normalize's eps 1e-12). Eight lanes per token (four
+// tokens a warp in flight), each lane a contiguous eighth of the dimensions; the weights in
+// shared memory. Per call on borrowed tensors (score_residual_raw), so it must keep up with the
+// scoring: one warp per token, lanes strided over d, was latency-bound.
+template <int NB>
+__device__ __forceinline__ float residual_norm2_part(const u16* __restrict__ cen, const unsigned char* __restrict__ p,
+                                                     const float* w, int x0, int x1)
+{
+    float s = 0.f;
+    for (int x = x0; x < x1; ++x) {
+        int bucket = 0;
+#pragma unroll
+        for (int bit = 0; bit < NB; ++bit) {
+            const int pos = x * NB + bit;
+            bucket |= ((__ldg(p + (pos >> 3)) >> (7 - (pos & 7))) & 1) << bit;
+        }
+        const float v = F16::load(cen + x) + w[bucket];
+        s = fmaf(v, v, s);
+    }
+    return s;
+}
+
 extern "C" __global__ void __launch_bounds__(256) residual_inv_norms(
     const unsigned char* __restrict__ codes, const unsigned* __restrict__ ids,
     const u16* __restrict__ centroids, const float* __restrict__ weights, int nbits, int dim,
     i64 tokens, float* __restrict__ out)
 {
-    const int lane = threadIdx.x & 31;
+    __shared__ float w[16];
+    if (threadIdx.x < (1 << nbits)) w[threadIdx.x] = weights[threadIdx.x];
+    __syncthreads();
+    const int lane = threadIdx.x & 31, sub = lane & 7;
     const int row = (dim * nbits + 7) / 8;
-    for (i64 t = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < tokens;
-         t += ((i64)gridDim.x * blockDim.x) >> 5) {
-        const u16* cen = centroids + (i64)ids[t] * dim;
-        const unsigned char* p = codes + t * row;
+    const int chunk = (dim + 7) / 8;
+    const int x0 = min(sub * chunk, dim), x1 = min(x0 + chunk, dim);
+    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
+    // The loop runs the same number of times on every lane (shuffles below need all 32).
+    for (i64 base = warp * 4; base < tokens; base += nwarps * 4) {
+        const i64 t = base + (lane >> 3);
         float s = 0.f;
-        for (int x = lane; x < dim; x += 32) {
-            int bucket = 0;
-            for (int bit = 0; bit < nbits; ++bit) {
-                const int pos = x * nbits + bit;
-                bucket |= ((p[pos / 8] >> (7 - pos % 8)) & 1) << bit;
-            }
-            const float v = F16::load(cen + x) + weights[bucket];
-            s += v * v;
+        if (t < tokens) {
+            const u16* cen = centroids + (i64)__ldg(ids + t) * dim;
+            const unsigned char* p = codes + t * row;
+            s = nbits == 1 ? residual_norm2_part<1>(cen, p, w, x0, x1)
+              : nbits == 2 ? residual_norm2_part<2>(cen, p, w, x0, x1)
+                           : residual_norm2_part<4>(cen, p, w, x0, x1);
         }
-        s = warp_sum(s);
-        if (lane == 0) out[t] = 1.f / fmaxf(sqrtf(s), 1e-12f);
+        s += __shfl_xor_sync(0xffffffffu, s, 4);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        if (sub == 0 && t < tokens) out[t] = 1.f / fmaxf(sqrtf(s), 1e-12f);
     }
 }
 

@@ -20,8 +20,8 @@ use crate::matrix::DType;
 /// Threads of a fused kernel's block (CODEC_THREADS).
 const CODEC_THREADS: u32 = 128;
 
-/// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (one warp
-/// per token). Nothing for other codecs.
+/// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (eight
+/// lanes per token). Nothing for other codecs.
 ///
 /// # Safety
 /// `v` describes live device memory (ids below K) and `out` holds `v.tokens` floats, on `stream`.
@@ -35,7 +35,7 @@ pub(in crate::cuda) unsafe fn inv_norms(
         return Ok(());
     }
     let (nbits, dim, tokens) = (v.param, v.dim as i32, v.tokens as i64);
-    let cfg = stride_grid(gpu, v.tokens as u64 * 32, 256);
+    let cfg = stride_grid(gpu, v.tokens as u64 * 8, 256);
     let mut b = stream.launch_builder(&gpu.kernels.residual_inv_norms);
     b.arg(&v.codes)
         .arg(&v.aux)
