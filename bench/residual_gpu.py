@@ -11,29 +11,11 @@ Also the scores' agreement with LIK on that corpus, and the fp8 error of ours an
 
 import argparse
 import json
-import statistics
 from functools import partial
 
 import tilemaxsim
 import torch
-
-
-def bench(fn, reps=30, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = (
-            torch.cuda.Event(enable_timing=True),
-            torch.cuda.Event(enable_timing=True),
-        )
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+from peers_codecs import bench  # bench/ is the script's directory
 
 
 def fp8_error(rows, g):

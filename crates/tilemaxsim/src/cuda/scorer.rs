@@ -269,6 +269,18 @@ impl CudaScorer {
         unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
     }
 
+    /// The caller's stream (`None`: the scorer's own).
+    ///
+    /// # Safety
+    /// A given stream must belong to this context and outlive the work enqueued on it.
+    unsafe fn caller_stream(&self, stream: Option<CUstream>) -> Arc<CudaStream> {
+        match stream {
+            // SAFETY: this function's contract.
+            Some(s) => unsafe { self.gpu.ctx.wrap_borrowed_stream(s) },
+            None => self.gpu.stream.clone(),
+        }
+    }
+
     /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's),
     /// without waiting for it; returns the kernel it enqueued. Shapes are checked here (dims,
     /// empty queries, null pointers, sizes); values are not (NaN and Inf propagate into the
@@ -288,16 +300,8 @@ impl CudaScorer {
             out,
         } = args;
         raw::check(&q, &docs, candidates, out)?;
-        let borrowed;
-        let stream: &Arc<CudaStream> = match stream {
-            // SAFETY: the caller guarantees the stream belongs to this context and outlives
-            // the work enqueued on it.
-            Some(s) => {
-                borrowed = unsafe { self.gpu.ctx.wrap_borrowed_stream(s) };
-                &borrowed
-            }
-            None => &self.gpu.stream,
-        };
+        // SAFETY: forwarded (this function's contract).
+        let stream = &unsafe { self.caller_stream(stream) };
         let n = candidates.map_or(docs.len(), |c| c.1);
         let target = Target {
             stream,
@@ -348,16 +352,8 @@ impl CudaScorer {
         stream: Option<CUstream>,
         args: RawResidual<'_>,
     ) -> Result<()> {
-        let borrowed;
-        let stream: &Arc<CudaStream> = match stream {
-            // SAFETY: the caller guarantees the stream belongs to this context and outlives
-            // the work enqueued on it.
-            Some(s) => {
-                borrowed = unsafe { self.gpu.ctx.wrap_borrowed_stream(s) };
-                &borrowed
-            }
-            None => &self.gpu.stream,
-        };
+        // SAFETY: forwarded (this function's contract).
+        let stream = &unsafe { self.caller_stream(stream) };
         // SAFETY (all three): this function's contract, each step enqueued after the one before.
         let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
         match raw_residual::fused_name(&args) {
