@@ -20,7 +20,10 @@ fn err<T>(msg: String) -> PyResult<T> {
 /// `t` is a dense tensor of `elem` (named `what`) with these sizes (`None`: any).
 fn expect(t: &Tensor, elem: Elem, what: &str, shape: &[Option<usize>]) -> PyResult<()> {
     let fits = t.shape.len() == shape.len()
-        && t.shape.iter().zip(shape).all(|(&n, s)| s.is_none_or(|s| s == n));
+        && t.shape
+            .iter()
+            .zip(shape)
+            .all(|(&n, s)| s.is_none_or(|s| s == n));
     if t.elem != elem || !fits || !contiguous(t) {
         let want: Vec<String> = shape
             .iter()
@@ -72,18 +75,33 @@ pub fn score_residual(
     }
     q.expect_ndim(&[3], "[Nq, Lq, d]")?;
     let (nq, lq, dim) = (q.shape[0], q.shape[1], q.shape[2]);
-    expect(&q, Elem::Float(DType::F32), "float32", &[None, None, Some(dim)])?;
+    expect(
+        &q,
+        Elem::Float(DType::F32),
+        "float32",
+        &[None, None, Some(dim)],
+    )?;
     if !(1..=4).contains(&nbits) || nbits == 3 {
         return err(format!("nbits = {nbits}: expected 1, 2 or 4"));
     }
     let tokens = i.shape.first().copied().unwrap_or(0);
     expect(&i, Elem::I32, "int32", &[Some(tokens)])?;
-    expect(&r, Elem::U8, "uint8", &[Some(tokens), Some(dim * nbits as usize / 8)])?;
+    expect(
+        &r,
+        Elem::U8,
+        "uint8",
+        &[Some(tokens), Some(dim * nbits as usize / 8)],
+    )?;
     expect(&o, Elem::I64, "int64", &[None])?;
     let docs = o.shape[0].saturating_sub(1);
     expect(&c, Elem::Float(DType::F16), "float16", &[None, Some(dim)])?;
     expect(&w, Elem::Float(DType::F32), "float32", &[Some(1 << nbits)])?;
-    expect(&out, Elem::Float(DType::F32), "float32", &[Some(nq), Some(docs)])?;
+    expect(
+        &out,
+        Elem::Float(DType::F32),
+        "float32",
+        &[Some(nq), Some(docs)],
+    )?;
     let spans: Vec<(usize, usize)> = (0..nq).map(|k| (k * lq * dim, lq)).collect();
     let scorer = cuda_scorer(ordinal)?;
     let args = RawResidual {
