@@ -2,6 +2,8 @@
 results stay on the device, CUDA tensors with row strides and offsets are read in place, and a
 call inside CUDA graph capture either works or raises clearly."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -104,30 +106,29 @@ def test_maxsim_residual_scores_cuda_tensors_in_place(rng, dim, nbits, lq):
     to the float64 reference of PLAID's reconstruction (f16 queries), to the same tensors scored
     through host memory on the GPU, and to the CPU; int32/int64 ids alike; the native entry
     writes every score of a poisoned output."""
-    args = _residual_index(rng, 300, dim, nbits, 61, "cuda")
+    codes, res, cu, cents, w = _residual_index(rng, 300, dim, nbits, 61, "cuda")
     Q = torch.from_numpy(rng.standard_normal((3, lq, dim))).to(torch.bfloat16).cuda()
-    want = _residual_reference(Q, *args, nbits)
+    want = _residual_reference(Q, codes, res, cu, cents, w, nbits)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        got = tilemaxsim.maxsim_residual(Q, *args, nbits)
-        unchecked = tilemaxsim.maxsim_residual(Q, args[0].int(), *args[1:], nbits, check=False)
+        got = tilemaxsim.maxsim_residual(Q, codes, res, cu, cents, w, nbits)
+        unchecked = tilemaxsim.maxsim_residual(Q, codes.int(), res, cu, cents, w, nbits, check=False)
     side.synchronize()
     assert got.is_cuda and got.shape == (3, 300) and got.dtype == torch.float32
     np.testing.assert_allclose(got.cpu().numpy(), want, atol=lq * 2e-3)
     assert torch.equal(got, unchecked)
-    host = [t.cpu() for t in args]
-    through_host = tilemaxsim.maxsim_residual(Q.cpu(), *host, nbits, device="cuda")
+    hc, hr, hu, hn, hw = (t.cpu() for t in (codes, res, cu, cents, w))
+    through_host = tilemaxsim.maxsim_residual(Q.cpu(), hc, hr, hu, hn, hw, nbits, device="cuda")
     np.testing.assert_allclose(got.cpu().numpy(), through_host.numpy(), atol=1e-5)
-    cpu = tilemaxsim.maxsim_residual(Q.cpu(), *host, nbits)
+    cpu = tilemaxsim.maxsim_residual(Q.cpu(), hc, hr, hu, hn, hw, nbits)
     np.testing.assert_allclose(got.cpu().numpy(), cpu.numpy(), atol=lq * 2e-3)
-    single = tilemaxsim.maxsim_residual(Q[1], *args, nbits)
+    single = tilemaxsim.maxsim_residual(Q[1], codes, res, cu, cents, w, nbits)
     assert torch.equal(single, got[1])
 
     from tilemaxsim import _native
 
     q = torch.nn.functional.normalize(Q.float(), dim=-1)
-    codes, res, cu, cents, w = args
     out = torch.full((3, 300), float("nan"), device="cuda")
     _native.score_residual(q, res, codes.int(), cu.long(), cents, w, nbits, out)
     assert torch.equal(out, got)
@@ -136,7 +137,9 @@ def test_maxsim_residual_scores_cuda_tensors_in_place(rng, dim, nbits, lq):
 def test_maxsim_residual_on_cuda_refuses_bad_input(rng):
     codes, res, cu, cents, w = _residual_index(rng, 20, 64, 2, 9, "cuda")
     Q = torch.randn(2, 5, 64, device="cuda")
-    ok = dict(codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2)
+    ok: dict[str, Any] = dict(
+        codes_flat=codes, residuals_flat=res, cu_seqlens_d=cu, centroids=cents, bucket_weights=w, nbits=2
+    )
     bad_codes = codes.clone()
     bad_codes[3] = 9
     neg = codes.clone()
@@ -154,8 +157,9 @@ def test_maxsim_residual_on_cuda_refuses_bad_input(rng):
         (dict(bucket_weights=w.cpu()), "one device"),
         (dict(nbits=3), "nbits"),
     ]:
+        kw: dict[str, Any] = {**ok, **bad}
         with pytest.raises((ValueError, TypeError)) as e:
-            tilemaxsim.maxsim_residual(Q, **{**ok, **bad})
+            tilemaxsim.maxsim_residual(Q, **kw)
         assert what.lower() in str(e.value).lower(), (what, str(e.value))
     assert torch.isfinite(tilemaxsim.maxsim_residual(Q, **ok)).all()
 
