@@ -12,3 +12,4 @@
 #include "topk.cu"
 #include "codec.cu"
 #include "compress.cu"
+#include "codec_wgmma.cu"

@@ -90,41 +90,14 @@ __device__ __forceinline__ void kmeans_assign_wgmma_impl(const u16* __restrict__
     constexpr int D = KCH * 32;
     constexpr int KS = D / 16;
     constexpr int S = WG_STAGES;
-    constexpr unsigned ATOM_BYTES = WG_BN * 128;
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
     extern __shared__ __attribute__((aligned(1024))) unsigned char km_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
-    const unsigned raw0 = smem_addr(km_smem);
-    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
-    TileMeta* meta = (TileMeta*)(km_smem + (smem0 - raw0) + S * TILE_BYTES);
     const int num_qblocks = (int)((num_points + 31) / 32);
     const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
-    auto swz = [](int row, int ch) {
-        return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
-    };
-    const unsigned full0 = smem0 + S * TILE_BYTES + S * (unsigned)sizeof(TileMeta), empty0 = full0 + 8u * S;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S; ++s) {
-            mbar_init(full0 + 8u * s, 33);
-            mbar_init(empty0 + 8u * s, WG_THREADS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
+    const WgRing ring = wg_ring<D, S>(km_smem, 33, false);
     if (warp == WG_THREADS / 32) {  // the producer warp
-        TileProducer<D, WG_BN, 32> producer(cent_offsets, nullptr, 1, qtiles, (unsigned)lane);
-        for (int n = 0, slot = 0;; ++n) {
-            if (n >= S) mbar_wait(empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);
-            const TileMeta m = producer.issue(cents, smem0 + (unsigned)slot * TILE_BYTES, swz);
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(full0 + 8u * slot) : "memory");
-            if (lane == 0) {
-                meta[slot] = m;
-                mbar_arrive(full0 + 8u * slot);
-            }
-            if (m.pair < 0) break;
-            slot = slot + 1 == S ? 0 : slot + 1;
-        }
-        cp_async_wait<0>();
+        wg_copy_tiles<D, S>(ring, cents, cent_offsets, nullptr, 1, qtiles, lane);
         return;
     }
 
@@ -140,9 +113,9 @@ __device__ __forceinline__ void kmeans_assign_wgmma_impl(const u16* __restrict__
     unsigned phase = 0;
     bool live = false;
     while (true) {
-        mbar_wait(full0 + 8u * slot, phase);
+        mbar_wait(ring.full0 + 8u * slot, phase);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        const TileMeta m = meta[slot];
+        const TileMeta m = ring.meta[slot];
         if (m.pair < 0) break;
         if (m.qtile != cur_qtile) {
             cur_qtile = m.qtile;
@@ -163,7 +136,7 @@ __device__ __forceinline__ void kmeans_assign_wgmma_impl(const u16* __restrict__
         // the other warpgroup's chains keep the tensor cores busy meanwhile (a second set, as
         // maxsim_wgmma keeps, spills: the argmax needs its columns' indices and biases too).
         if (live) {
-            const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
+            const unsigned tile0 = ring.tiles + (unsigned)slot * TILE_BYTES;
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -173,7 +146,7 @@ __device__ __forceinline__ void kmeans_assign_wgmma_impl(const u16* __restrict__
                     argmax_fold_half(bv[mb], bi[mb], acc, bias, tok0 + h * (WG_BN / 2), c);
                 }
         }
-        mbar_arrive(empty0 + 8u * slot);
+        mbar_arrive(ring.empty0 + 8u * slot);
         if (m.last) {  // every centroid seen: the block's rows are assigned
 #pragma unroll
             for (int mb = 0; mb < 2; ++mb)

@@ -46,16 +46,17 @@ struct alignas(16) TileMeta {
     int qtile;  // the task's query tile
     int pair;   // the task's document (in the launch's order); -1: no task (the walk is over)
 };
-template <int D, int TOKENS, int NTHREADS>
-struct TileProducer {
+// The walk alone: the tiles of TOKENS tokens of each task in turn, as TileMetas (the
+// decoding producer of kernels/codec_wgmma.cu fills the stages itself).
+template <int TOKENS>
+struct TileWalk {
     const i64* __restrict__ d_offsets;
     const i64* __restrict__ doc_index;
     i64 num_docs, pair, step_pair;  // (64-bit: a step past the last of 2^31 - 1 documents)
     int qtiles, qtile, step_q, tile = 0;
-    unsigned tid;            // this thread's index among the NTHREADS copying threads
     i64 start = 0, end = 0;  // the current task's tokens (as loaded: used a call later)
-    __device__ __forceinline__ TileProducer(const i64* offsets, const i64* index, int docs, int tiles, unsigned thread)
-        : d_offsets(offsets), doc_index(index), num_docs(docs), qtiles(tiles), tid(thread) {
+    __device__ __forceinline__ TileWalk(const i64* offsets, const i64* index, int docs, int tiles)
+        : d_offsets(offsets), doc_index(index), num_docs(docs), qtiles(tiles) {
         const unsigned t = tiles > 0 ? (unsigned)tiles : 1u;
         pair = tiles > 0 ? (i64)(blockIdx.x / t) : num_docs;  // no query tile: no task
         step_pair = gridDim.x / t;
@@ -70,15 +71,45 @@ struct TileProducer {
             end = d_offsets[doc + 1];
         }
     }
-    template <class Swz>
-    __device__ __forceinline__ TileMeta issue(const u16* __restrict__ d_tokens, unsigned dst0, Swz swz) {
-        constexpr int C = D / 8;  // 16-byte chunks per token row
+    // The next tile's TileMeta ({0, 0, 0, -1} when the walk is over) and its first token.
+    __device__ __forceinline__ TileMeta next(i64& first) {
         TileMeta m{0, 0, 0, -1};
+        first = 0;
         if (pair < num_docs) {
             const int nd = (int)(end - start);
             const int tok0 = tile * TOKENS;
-            const int ntok = min(TOKENS, nd - tok0);
-            const u16* base = d_tokens + (start + tok0) * D;
+            first = start + tok0;
+            m = TileMeta{min(TOKENS, nd - tok0), tok0 + TOKENS >= nd, qtile, (int)pair};
+            if (m.last) {
+                tile = 0;
+                pair += step_pair;
+                qtile += step_q;
+                if (qtile >= qtiles) {
+                    qtile -= qtiles;
+                    ++pair;
+                }
+                load();
+            } else {
+                ++tile;
+            }
+        }
+        return m;
+    }
+};
+
+template <int D, int TOKENS, int NTHREADS>
+struct TileProducer : TileWalk<TOKENS> {
+    unsigned tid;  // this thread's index among the NTHREADS copying threads
+    __device__ __forceinline__ TileProducer(const i64* offsets, const i64* index, int docs, int tiles, unsigned thread)
+        : TileWalk<TOKENS>(offsets, index, docs, tiles), tid(thread) {}
+    template <class Swz>
+    __device__ __forceinline__ TileMeta issue(const u16* __restrict__ d_tokens, unsigned dst0, Swz swz) {
+        constexpr int C = D / 8;  // 16-byte chunks per token row
+        i64 first;
+        const TileMeta m = this->next(first);
+        if (m.pair >= 0) {
+            const int ntok = m.ntok;
+            const u16* base = d_tokens + first * D;
             if constexpr (NTHREADS % C == 0) {  // a thread copies one chunk column, every RSTEP rows
                 constexpr int RSTEP = NTHREADS / C;
                 static_assert(TOKENS % RSTEP == 0, "every thread copies the same number of chunks");
@@ -99,19 +130,6 @@ struct TileProducer {
                     cp_async16(dst0 + swz(row, ch), ok ? (const void*)(base + (i64)row * D + ch * 8) : (const void*)d_tokens,
                                ok ? 16u : 0u);
                 }
-            }
-            m = TileMeta{ntok, tok0 + TOKENS >= nd, qtile, (int)pair};
-            if (m.last) {
-                tile = 0;
-                pair += step_pair;
-                qtile += step_q;
-                if (qtile >= qtiles) {
-                    qtile -= qtiles;
-                    ++pair;
-                }
-                load();
-            } else {
-                ++tile;
             }
         }
         cp_async_commit();

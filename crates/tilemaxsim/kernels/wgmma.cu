@@ -123,58 +123,105 @@ template <int N> __device__ __forceinline__ void wg_wait(float (&d)[32]) {
 }
 #endif
 
-template <bool BF, int KCH>
-__device__ __forceinline__ void maxsim_wgmma_impl(
-    const u16* __restrict__ qpad, const int* __restrict__ qblock_rows, int num_qblocks,
-    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+// The ring of the warp-specialized kernels (maxsim_wgmma, maxsim_codec_wg, kmeans_assign_wgmma)
+// in dynamic shared memory: S stages of a WG_BN × D tile (1024-byte aligned: the host allocates
+// 1 KB more), a TileMeta per stage, S "full" mbarriers (`full_arrivals` arrivals each: the
+// producer's), S "empty" ones (each consumer thread's arrival), then, for kernels that scale
+// their columns (SCALED), WG_BN f32 column scales per stage. Thread 0 initializes the barriers;
+// every thread of the block must call it (it ends with __syncthreads).
+struct WgRing {
+    unsigned tiles;   // shared address of stage 0
+    unsigned full0, empty0;
+    TileMeta* meta;
+    float* scales;    // WG_BN per stage (SCALED), else null
+    unsigned char* end;  // the first byte past the ring
+};
+template <int D, int S>
+__device__ __forceinline__ WgRing wg_ring(unsigned char* smem, unsigned full_arrivals, bool scaled) {
+    constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    const unsigned raw0 = smem_addr(smem);
+    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
+    unsigned char* base = smem + (smem0 - raw0);
+    WgRing r;
+    r.tiles = smem0;
+    r.meta = (TileMeta*)(base + S * TILE_BYTES);
+    r.full0 = smem0 + S * TILE_BYTES + S * (unsigned)sizeof(TileMeta);
+    r.empty0 = r.full0 + 8u * S;
+    unsigned char* after = base + S * TILE_BYTES + S * sizeof(TileMeta) + 16u * S;
+    r.scales = scaled ? (float*)after : nullptr;
+    r.end = after + (scaled ? S * WG_BN * 4u : 0u);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; ++s) {
+            mbar_init(r.full0 + 8u * s, full_arrivals);
+            mbar_init(r.empty0 + 8u * s, WG_THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#endif
+    __syncthreads();
+    return r;
+}
+// The byte offset of 16-byte chunk `ch` of token row `row` in a stage (wgmma's layout above).
+__device__ __forceinline__ unsigned wg_swz(int row, int ch) {
+    return (unsigned)(ch >> 3) * (WG_BN * 128u) + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
+}
+
+// The producer warp of the copying kernels (maxsim_wgmma, kmeans_assign_wgmma): every tile of
+// the walk copied into the ring by cp.async (a full barrier of 33 arrivals: the 32 lanes'
+// copies and lane 0's after its TileMeta store), then the end-of-walk TileMeta.
+template <int D, int S>
+__device__ __forceinline__ void wg_copy_tiles(const WgRing& ring, const u16* __restrict__ tokens,
+                                              const i64* __restrict__ offsets, const i64* __restrict__ doc_index,
+                                              int num_docs, int qtiles, int lane)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    TileProducer<D, WG_BN, 32> producer(offsets, doc_index, num_docs, qtiles, (unsigned)lane);
+    for (int n = 0, slot = 0;; ++n) {
+        if (n >= S) mbar_wait(ring.empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
+        const TileMeta m = producer.issue(tokens, ring.tiles + (unsigned)slot * TILE_BYTES,
+                                          [](int row, int ch) { return wg_swz(row, ch); });
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(ring.full0 + 8u * slot) : "memory");
+        if (lane == 0) {
+            ring.meta[slot] = m;
+            mbar_arrive(ring.full0 + 8u * slot);  // release: the TileMeta store before it
+        }
+        if (m.pair < 0) break;
+        slot = slot + 1 == S ? 0 : slot + 1;
+    }
+    cp_async_wait<0>();
+#endif
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A half tile's accumulators times their columns' scales (columns col0 + 8j + 2c and + 1).
+__device__ __forceinline__ void wg_scale_half(float (&d)[32], const float* sc, int col0, int c) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const float2 s = *(const float2*)(sc + col0 + 8 * j + 2 * c);
+        d[4 * j] *= s.x;
+        d[4 * j + 1] *= s.y;
+        d[4 * j + 2] *= s.x;
+        d[4 * j + 3] *= s.y;
+    }
+}
+#endif
+
+// The consumers of the MaxSim kernels (warps 0-7, two warpgroups): each warp's query block from
+// `qpad` as A fragments, every tile of the ring multiplied and folded into its rows' maxima,
+// each document's block score to out[qblock * num_docs + pair]. SCALED: each column's product
+// is multiplied by the stage's column scale first.
+template <bool BF, int KCH, int S, bool SCALED>
+__device__ __forceinline__ void wg_consume(const WgRing& ring, const u16* __restrict__ qpad,
+                                           const int* __restrict__ qblock_rows, int num_qblocks,
+                                           int num_docs, float* __restrict__ out)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int D = KCH * 32;
     constexpr int KS = D / 16;                 // k16 steps
-    constexpr int S = WG_STAGES;
-    constexpr unsigned ATOM_BYTES = WG_BN * 128;
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
-    extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
-    // The ring, 1024-byte aligned (the host allocates 1 KB more), then a TileMeta per stage,
-    // then the mbarriers.
-    const unsigned raw0 = smem_addr(wg_smem);
-    const unsigned smem0 = (raw0 + 1023u) & ~1023u;
-    TileMeta* meta = (TileMeta*)(wg_smem + (smem0 - raw0) + S * TILE_BYTES);
-    const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
-
-    auto swz = [](int row, int ch) {
-        return (unsigned)(ch >> 3) * ATOM_BYTES + (unsigned)row * 128u + (unsigned)(((ch & 7) ^ (row & 7)) << 4);
-    };
-    // After the TileMetas: S "full" mbarriers (32 copying lanes' cp.async arrivals and lane 0's
-    // arrival after its TileMeta store), then S "empty" ones (each consumer thread's arrival).
-    const unsigned full0 = smem0 + S * TILE_BYTES + S * (unsigned)sizeof(TileMeta), empty0 = full0 + 8u * S;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S; ++s) {
-            mbar_init(full0 + 8u * s, 33);
-            mbar_init(empty0 + 8u * s, WG_THREADS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    if (warp == WG_THREADS / 32) {  // the producer warp
-        TileProducer<D, WG_BN, 32> producer(d_offsets, doc_index, num_docs, qtiles, (unsigned)lane);
-        for (int n = 0, slot = 0;; ++n) {
-            if (n >= S) mbar_wait(empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
-            const TileMeta m = producer.issue(d_tokens, smem0 + (unsigned)slot * TILE_BYTES, swz);
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(full0 + 8u * slot) : "memory");
-            if (lane == 0) {
-                meta[slot] = m;
-                mbar_arrive(full0 + 8u * slot);  // release: the TileMeta store before it
-            }
-            if (m.pair < 0) break;
-            slot = slot + 1 == S ? 0 : slot + 1;
-        }
-        cp_async_wait<0>();
-        return;
-    }
-
     unsigned a[2][KS][4];   // the warp's query block: m-block 0 (rows 0-15), m-block 1 (16-31)
     float acc0[32], acc1[32];  // chains 0 and 2 of a tile into acc0, 1 and 3 into acc1
     float best[2][2];          // per m-block: the maxima of rows g and g + 8
@@ -185,9 +232,9 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
     unsigned phase = 0;                        // the parity of the stages' current use
     bool live = false;                         // the warpgroup has a real query block
     while (true) {
-        mbar_wait(full0 + 8u * slot, phase);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async data to wgmma
-        const TileMeta m = meta[slot];
+        mbar_wait(ring.full0 + 8u * slot, phase);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the stage's data to wgmma
+        const TileMeta m = ring.meta[slot];
         if (m.pair < 0) break;  // uniform across the consumers
         if (m.qtile != cur_qtile) {  // uniform across the consumers
             cur_qtile = m.qtile;
@@ -209,23 +256,28 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
         // the tile has no token past 64, masked in the fold: a branch around wgmma makes ptxas
         // serialize them.)
         if (live) {  // uniform across the warpgroup
-            const unsigned tile0 = smem0 + (unsigned)slot * TILE_BYTES;
+            const unsigned tile0 = ring.tiles + (unsigned)slot * TILE_BYTES;
+            const float* sc = SCALED ? ring.scales + slot * WG_BN : nullptr;
             wg_chain<BF, KS>(acc0, a[0], tile0, 0);
             wg_chain<BF, KS>(acc1, a[1], tile0, 0);
             wg_wait<1>(acc0);
+            if constexpr (SCALED) wg_scale_half(acc0, sc, 0, c);
             wg_fold_half(best[0], acc0, 0, ntok, c);
             wg_chain<BF, KS>(acc0, a[0], tile0, 1);
             wg_wait<1>(acc1);
+            if constexpr (SCALED) wg_scale_half(acc1, sc, 0, c);
             wg_fold_half(best[1], acc1, 0, ntok, c);
             wg_chain<BF, KS>(acc1, a[1], tile0, 1);
             wg_wait<1>(acc0);
+            if constexpr (SCALED) wg_scale_half(acc0, sc, WG_BN / 2, c);
             wg_fold_half(best[0], acc0, WG_BN / 2, ntok, c);
             wg_wait<0>(acc1);
+            if constexpr (SCALED) wg_scale_half(acc1, sc, WG_BN / 2, c);
             wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
         }
         // Every consumer thread arrives: an arrive releases its own thread's reads (of the
         // TileMeta) only; and the warp's chains, waited for above, are done with the stage.
-        mbar_arrive(empty0 + 8u * slot);
+        mbar_arrive(ring.empty0 + 8u * slot);
         if (m.last) {  // the document is done: its score for the warp's block
             const float sum = block_score(best, rows, g);
             if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + m.pair] = sum;
@@ -236,6 +288,28 @@ __device__ __forceinline__ void maxsim_wgmma_impl(
             phase ^= 1u;
         }
     }
+#endif
+}
+
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_wgmma_impl(
+    const u16* __restrict__ qpad, const int* __restrict__ qblock_rows, int num_qblocks,
+    const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int D = KCH * 32;
+    constexpr int S = WG_STAGES;
+    extern __shared__ __attribute__((aligned(1024))) unsigned char wg_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int qtiles = (num_qblocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
+    // Full: the 32 copying lanes' cp.async arrivals and lane 0's after its TileMeta store.
+    const WgRing ring = wg_ring<D, S>(wg_smem, 33, false);
+    if (warp == WG_THREADS / 32) {  // the producer warp
+        wg_copy_tiles<D, S>(ring, d_tokens, d_offsets, doc_index, num_docs, qtiles, lane);
+        return;
+    }
+    wg_consume<BF, KCH, S, false>(ring, qpad, qblock_rows, num_qblocks, num_docs, out);
 #endif
 }
 

@@ -12,6 +12,7 @@ use half::f16;
 
 use super::device::drv;
 use super::memory::{DeviceCorpus, DeviceQueries, block_layout};
+use super::plan::{Kernel, WG_DIMS};
 use crate::codec::{Codec, CodecKind, CompressedCorpus};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -67,6 +68,62 @@ pub(super) fn fused_kernel_names() -> Vec<String> {
         names.push(format!("maxsim_codec_pq{m}_d{d}"));
     }
     names
+}
+
+/// The batched twin of a fused kernel (kernels/codec_wgmma.cu, sm_90a: a tile decoded once
+/// into shared memory and multiplied against a query tile of 256 rows), where one is built:
+/// d ∈ `WG_DIMS` and every codec the fused kernels read there.
+pub(super) fn batched_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String> {
+    if !WG_DIMS.contains(&dim) {
+        return None;
+    }
+    fused_kernel_of(tag, param, dim).map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1))
+}
+
+/// Every batched kernel's name.
+pub(super) fn batched_kernel_names() -> Vec<String> {
+    fused_kernel_names()
+        .into_iter()
+        .filter(|n| WG_DIMS.iter().any(|d| n.ends_with(&format!("_d{d}"))))
+        .map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1))
+        .collect()
+}
+
+/// Query blocks from which the batched kernel scores a call (it multiplies whole 256-row query
+/// tiles, so below this the one-warp kernel wastes less). Measured on the H200: see
+/// BENCHMARKS.md, "the batched codec kernel".
+pub(super) const BATCHED_MIN_BLOCKS: usize = 4;
+
+/// The compressed-corpus kernel of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum CodecKernel {
+    /// `maxsim_codec_*` (kernels/codec.cu): a warp per (query block, document).
+    Warp(String),
+    /// `maxsim_codec_wg_*` (kernels/codec_wgmma.cu).
+    Batched(String),
+}
+
+/// The kernel for `blocks` query blocks of a codec at d: the batched one where it is loaded
+/// (`batched_ok`) and the call has `BATCHED_MIN_BLOCKS` blocks, or when forced
+/// (`Kernel::Wgmma` or `Kernel::Gemm`); the one-warp kernel otherwise (forced by the others).
+/// `None`: no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
+pub(super) fn codec_kernel(
+    (tag, param, dim): (i32, i32, usize),
+    blocks: usize,
+    batched_ok: bool,
+    force: Option<Kernel>,
+) -> Option<CodecKernel> {
+    let warp = fused_kernel_of(tag, param, dim)?;
+    let batched = batched_kernel_of(tag, param, dim).filter(|_| batched_ok);
+    let want = match force {
+        Some(Kernel::Wgmma | Kernel::Gemm) => true,
+        Some(_) => false,
+        None => blocks >= BATCHED_MIN_BLOCKS,
+    };
+    Some(match batched {
+        Some(name) if want => CodecKernel::Batched(name),
+        _ => CodecKernel::Warp(warp),
+    })
 }
 
 /// The codec tag of kernels/codec.cu (`CodecTag`) and its parameter (nbits, M).
@@ -383,5 +440,44 @@ mod tests {
         for (d, m) in PQ_SHAPES {
             assert!((d / m) % 2 == 0 && m % 4 == 0 && d % m == 0, "({d}, {m})");
         }
+        // The batched kernels: every codec at d 64 and 128, each instantiated in the source.
+        let batched = batched_kernel_names();
+        assert_eq!(batched.len(), 2 * 5 + 7);
+        let src = include_str!("../../kernels/codec_wgmma.cu");
+        for name in &batched {
+            let (stem, d) = name.rsplit_once("_d").unwrap();
+            let per_d = format!("INSTANTIATE_CODEC_WG_DIMS({stem},");
+            let one = format!("INSTANTIATE_CODEC_WG({name},");
+            assert!(
+                src.contains(&one) || (src.contains(&per_d) && ["64", "128"].contains(&d)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn batched_kernel_from_four_blocks_or_when_forced() {
+        let r2 = (0, 2, 128);
+        let warp = || Some(CodecKernel::Warp("maxsim_codec_residual2_d128".into()));
+        let batched = || {
+            Some(CodecKernel::Batched(
+                "maxsim_codec_wg_residual2_d128".into(),
+            ))
+        };
+        assert_eq!(codec_kernel(r2, 1, true, None), warp());
+        assert_eq!(codec_kernel(r2, BATCHED_MIN_BLOCKS, true, None), batched());
+        assert_eq!(codec_kernel(r2, 32, false, None), warp());
+        assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Wgmma)), batched());
+        assert_eq!(codec_kernel(r2, 32, true, Some(Kernel::Mma)), warp());
+        // d = 96: the one-warp kernel only; d = 48: none (decoded at upload).
+        assert!(matches!(
+            codec_kernel((3, 0, 96), 32, true, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert_eq!(codec_kernel((0, 2, 48), 32, true, None), None);
+        assert_eq!(
+            batched_kernel_of(1, 16, 128).as_deref(),
+            Some("maxsim_codec_wg_pq16_d128")
+        );
     }
 }

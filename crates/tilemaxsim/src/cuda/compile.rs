@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 16] = [
+const FILES: [(&str, &str); 17] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
@@ -34,6 +34,10 @@ const FILES: [(&str, &str); 16] = [
     ("topk.cu", include_str!("../../kernels/topk.cu")),
     ("codec.cu", include_str!("../../kernels/codec.cu")),
     ("compress.cu", include_str!("../../kernels/compress.cu")),
+    (
+        "codec_wgmma.cu",
+        include_str!("../../kernels/codec_wgmma.cu"),
+    ),
 ];
 
 /// The kernel translation unit (NVRTC gets one string): `all.cu` with every `#include "name"`

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule};
 
-use super::codes::fused_kernel_names;
+use super::codes::{batched_kernel_names, fused_kernel_names};
 use super::device::drv;
 use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
 use crate::error::{Error, Result};
@@ -39,6 +39,8 @@ pub(super) struct Kernels {
     pub(super) ring: Vec<((DType, usize), CudaFunction)>,
     /// name → the fused compressed-corpus kernels (kernels/codec.cu, `codes::fused_kernel`).
     pub(super) codec: Vec<(String, CudaFunction)>,
+    /// name → the batched ones (kernels/codec_wgmma.cu; empty but on sm_90a).
+    pub(super) codec_wg: Vec<(String, CudaFunction)>,
     pub(super) codec_centroid_scores: CudaFunction,
     pub(super) residual_inv_norms: CudaFunction,
     pub(super) codec_decode_f32: CudaFunction,
@@ -121,6 +123,14 @@ impl Kernels {
                 .into_iter()
                 .map(|n| Ok((n.clone(), f(&n)?)))
                 .collect::<Result<_>>()?,
+            codec_wg: if arch == "sm_90a" {
+                batched_kernel_names()
+                    .into_iter()
+                    .map(|n| Ok((n.clone(), f(&n)?)))
+                    .collect::<Result<_>>()?
+            } else {
+                Vec::new()
+            },
             codec_centroid_scores: f("codec_centroid_scores")?,
             residual_inv_norms: f("residual_inv_norms")?,
             codec_decode_f32: f("codec_decode_f32")?,

@@ -4,18 +4,20 @@
 //! `CudaScorer::score_residual_raw`. Per call, on the device: the pair table from the bucket
 //! weights, every token's inverse reconstruction norm, the queries in 32-row blocks and their
 //! centroid scores; then the fused kernel (or, at a d none is built for, the tokens decoded to
-//! f32 rows and scored by the exact kernels). Nothing is copied to the host and nothing waits.
+//! f32 rows and scored by the exact kernels). From `BATCHED_MIN_BLOCKS` query blocks on, the
+//! batched kernel needs none of that: it computes the norms as it decodes. Nothing is copied to the host and nothing waits.
 //! The scorer sequences these steps.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::codes::{CodecQueries, CodesView, fused_kernel_of};
+use super::codes::{CodecKernel, CodecQueries, CodesView, codec_kernel};
 use super::context::GpuContext;
 use super::device::drv;
 use super::launch::{Target, codec as codec_launch};
 use super::memory::block_layout;
+use super::plan::Kernel;
 use super::raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -44,6 +46,66 @@ pub struct RawResidual<'a> {
     pub out: u64,
 }
 
+/// The corpus's addresses as the kernels read them (`table` and `inv_norm` not yet filled: 0).
+fn view_of(a: &RawResidual<'_>) -> CodesView {
+    CodesView {
+        tag: 0,
+        param: a.nbits as i32,
+        num_centroids: a.num_centroids,
+        dim: a.queries.dim,
+        tokens: a.tokens,
+        codes: a.residuals,
+        aux: a.ids,
+        offsets: a.offsets,
+        inv_norm: 0,
+        centroids: a.centroids,
+        table: 0,
+        values: a.bucket_weights,
+    }
+}
+
+/// The kernel for the call (`codes::codec_kernel`): the batched one needs 16-byte aligned
+/// centroids and 4-byte aligned codes (its loads); `batched_ok`: it is loaded.
+pub(super) fn kernel(
+    a: &RawResidual<'_>,
+    batched_ok: bool,
+    force: Option<Kernel>,
+) -> Result<Option<CodecKernel>> {
+    check(a)?;
+    let (_, start) = block_layout(a.queries.spans.iter().map(|s| s.1)).ok_or_else(|| {
+        Error::Argument("too many query tokens for one call (over 2^31 blocks)".into())
+    })?;
+    let blocks = start.last().copied().unwrap_or(0) as usize;
+    let aligned = a.centroids.is_multiple_of(16) && a.residuals.is_multiple_of(4);
+    let shape = (0, a.nbits as i32, a.queries.dim);
+    Ok(codec_kernel(shape, blocks, batched_ok && aligned, force))
+}
+
+/// Enqueue the batched kernel `name`: the queries in blocks, then the scores (the kernel
+/// computes each token's norm itself: no table, no norms, no centroid scores).
+///
+/// # Safety
+/// As `CudaScorer::score_residual_raw`.
+pub(super) unsafe fn score_batched(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    a: &RawResidual<'_>,
+    name: &str,
+    wg_stages: usize,
+) -> Result<()> {
+    let blocks = pack_queries(gpu, stream, &a.queries)?;
+    let target = Target {
+        stream,
+        doc_index: 0,
+        n: a.docs,
+        out: a.out,
+    };
+    let kernel = CodecKernel::Batched(name.to_string());
+    // SAFETY: the caller's tensors (this function's contract; alignment checked by `kernel`)
+    // and our query blocks, enqueued on `stream` before the kernel.
+    unsafe { codec_launch::fused(gpu, &kernel, &blocks, &view_of(a), None, wg_stages, target) }
+}
+
 /// A call's per-call device state: the corpus's addresses with our pair table and inverse
 /// norms (enqueued by `prepare`; the buffers live as long as this does).
 pub(super) struct Prepared {
@@ -66,18 +128,9 @@ pub(super) unsafe fn prepare(
     let table = alloc(stream, "residual table", 1 << (2 * a.nbits))?;
     let inv = alloc(stream, "inverse norms", a.tokens)?;
     let view = CodesView {
-        tag: 0,
-        param: nbits,
-        num_centroids: a.num_centroids,
-        dim: a.queries.dim,
-        tokens: a.tokens,
-        codes: a.residuals,
-        aux: a.ids,
-        offsets: a.offsets,
         inv_norm: inv.device_ptr(stream).0,
-        centroids: a.centroids,
         table: table.device_ptr(stream).0,
-        values: a.bucket_weights,
+        ..view_of(a)
     };
     let cfg = LaunchConfig {
         grid_dim: (1, 1, 1),
@@ -95,11 +148,6 @@ pub(super) unsafe fn prepare(
         _table: table,
         _inv: inv,
     })
-}
-
-/// The fused kernel for the call, if one is built at its d and nbits.
-pub(super) fn fused_name(a: &RawResidual<'_>) -> Option<String> {
-    fused_kernel_of(0, a.nbits as i32, a.queries.dim)
 }
 
 /// Where no fused kernel is built: the tokens decoded to f32 rows (the returned buffer) and the
@@ -137,7 +185,8 @@ pub(super) unsafe fn decode<'a>(
     Ok((decoded, exact))
 }
 
-/// Enqueue the fused kernel `name`: the queries in blocks, their centroid scores, the scores.
+/// Enqueue the one-warp fused kernel `name`: the queries in blocks, their centroid scores, the
+/// scores.
 ///
 /// # Safety
 /// As `prepare`, after it.
@@ -157,9 +206,10 @@ pub(super) unsafe fn score_fused(
         n: a.docs,
         out: a.out,
     };
+    let kernel = CodecKernel::Warp(name.to_string());
     // SAFETY: the caller's tensors (this function's contract), our table, norms, query blocks
     // and centroid scores, all enqueued on `stream` before the kernel.
-    unsafe { codec_launch::fused(gpu, name, &blocks, &p.view, Some(&cs), target) }
+    unsafe { codec_launch::fused(gpu, &kernel, &blocks, &p.view, Some(&cs), 0, target) }
 }
 
 fn alloc(stream: &Arc<CudaStream>, what: &'static str, n: usize) -> Result<CudaSlice<u32>> {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DevicePtr};
 
-use super::codes::{CodecQueries, DeviceCodes, fused_kernel};
+use super::codes::{CodecKernel, CodecQueries, DeviceCodes, codec_kernel, codec_tag, fused_kernel};
 use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};
@@ -355,9 +355,15 @@ impl CudaScorer {
         // SAFETY: forwarded (this function's contract).
         let stream = &unsafe { self.caller_stream(stream) };
         // SAFETY (all three): this function's contract, each step enqueued after the one before.
+        let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
+        let kernel = raw_residual::kernel(&args, batched_ok, self.force)?;
+        if let Some(CodecKernel::Batched(name)) = &kernel {
+            let stages = self.shape.wg_stages;
+            return unsafe { raw_residual::score_batched(&self.gpu, stream, &args, name, stages) };
+        }
         let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
-        match raw_residual::fused_name(&args) {
-            Some(name) => unsafe {
+        match kernel {
+            Some(CodecKernel::Warp(name) | CodecKernel::Batched(name)) => unsafe {
                 raw_residual::score_fused(&self.gpu, stream, &prepared, &args, &name)
             },
             None => {
@@ -480,12 +486,20 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        let name = fused_kernel(&codes.codec, codes.dim).ok_or_else(|| {
+        let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
+        let (tag, param) = codec_tag(&codes.codec);
+        let kernel = codec_kernel(
+            (tag, param, codes.dim),
+            queries.blocks,
+            batched_ok,
+            self.force,
+        )
+        .ok_or_else(|| {
             Error::Argument("queries were uploaded for the fused kernels of another corpus".into())
         })?;
         let stream = &self.gpu.stream;
         let view = codes.view(stream);
-        let cs = if view.tag == 0 {
+        let cs = if view.tag == 0 && matches!(kernel, CodecKernel::Warp(_)) {
             // SAFETY: the upload's centroids.
             Some(unsafe { codec_launch::centroid_scores(&self.gpu, stream, queries, &view) }?)
         } else {
@@ -500,7 +514,17 @@ impl CudaScorer {
         // SAFETY: the upload's buffers (inverse norms filled in `upload_codes`); the candidate
         // list holds `n` indices (checked < codes.len by the callers that build it) and `out`
         // room for Q × n floats (checked above), on this scorer's stream.
-        unsafe { codec_launch::fused(&self.gpu, &name, queries, &view, cs.as_ref(), target) }
+        unsafe {
+            codec_launch::fused(
+                &self.gpu,
+                &kernel,
+                queries,
+                &view,
+                cs.as_ref(),
+                self.shape.wg_stages,
+                target,
+            )
+        }
     }
 
     // Timing.

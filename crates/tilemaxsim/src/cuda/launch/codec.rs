@@ -6,19 +6,21 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::{Target, stride_grid, sum_qblocks};
-use crate::cuda::codes::{CodecQueries, CodesView, DeviceCodes};
+use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
-use crate::cuda::plan::DocLengths;
+use crate::cuda::plan::{DocLengths, TILE_META, WG_BN, WG_QBLOCKS};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
-/// Threads of a fused kernel's block (CODEC_THREADS).
+/// Threads of a fused kernel's block (CODEC_THREADS), and of a batched one's (CWG_BLOCK_THREADS:
+/// two consumer warpgroups and the decoding one).
 const CODEC_THREADS: u32 = 128;
+const CODEC_WG_THREADS: u32 = 384;
 
 /// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (eight
 /// lanes per token). Nothing for other codecs.
@@ -145,45 +147,31 @@ pub(in crate::cuda) unsafe fn centroid_scores(
     Ok(cs)
 }
 
-/// Enqueue the fused kernel `name` for the queries against the target's documents:
+/// Enqueue the fused kernel `kernel` for the queries against the target's documents:
 /// `t.out[q * t.n + i]`, queries longer than one block summed from per-block partial scores.
-/// `cs`: the residual codec's centroid scores (`centroid_scores`).
+/// `cs`: the residual codec's centroid scores (`centroid_scores`; the one-warp kernel's only);
+/// `wg_stages`: the batched kernel's ring depth (WG_STAGES of the program).
 ///
 /// # Safety
-/// `v` describes live device memory (the residual's inverse norms filled), `t.doc_index` is 0
-/// or `t.n` indices below the corpus's documents, `t.out` holds Q × `t.n` floats, all usable on `t.stream`.
+/// `v` describes live device memory (the residual's inverse norms filled for the one-warp
+/// kernel), `t.doc_index` is 0 or `t.n` indices below the corpus's documents, `t.out` holds
+/// Q × `t.n` floats, all usable on `t.stream`.
 pub(in crate::cuda) unsafe fn fused(
     gpu: &GpuContext,
-    name: &str,
+    kernel: &CodecKernel,
     queries: &CodecQueries,
     v: &CodesView,
     cs: Option<&CudaSlice<u16>>,
+    wg_stages: usize,
     t: Target<'_>,
 ) -> Result<()> {
-    let func = gpu
-        .kernels
-        .codec
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, f)| f)
-        .ok_or_else(|| Error::Argument(format!("no fused kernel {name}")))?;
-    // The residual's pair table, one copy per lane; the pq codebooks as f16.
-    let smem = match v.tag {
-        0 => (1usize << (2 * v.param)) * 32 * 4,
-        1 => v.dim * 256 * 2,
-        _ => 0,
-    };
     let tasks = (queries.blocks * t.n) as u64;
     if queries.blocks * t.n > i32::MAX as usize || t.n > i32::MAX as usize {
         return Err(Error::Argument(format!(
             "{tasks} (query block, document) pairs per launch is over the limit"
         )));
     }
-    let cfg = gpu.persistent_grid(func, CODEC_THREADS, smem, tasks.div_ceil(4))?;
-    let (_counter, tc) = gpu.task_counter(tasks, &cfg, t.stream)?;
     let s = t.stream;
-    let (nb, nd, k) = (queries.blocks as i32, t.n as i32, v.num_centroids as i32);
-    let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
     let partial = if queries.blocks == queries.len {
         None
     } else {
@@ -191,26 +179,76 @@ pub(in crate::cuda) unsafe fn fused(
         Some(unsafe { s.alloc::<f32>(queries.blocks * t.n) }.map_err(drv("score buffer"))?)
     };
     let out = partial.as_ref().map_or(t.out, |p| p.device_ptr(s).0);
-    let args = (queries.f16.device_ptr(s).0, queries.rows.device_ptr(s).0);
-    let mut b = s.launch_builder(func);
-    b.arg(&args.0)
-        .arg(&args.1)
-        .arg(&nb)
-        .arg(&v.codes)
-        .arg(&v.aux)
-        .arg(&v.inv_norm)
-        .arg(&cs_ptr)
-        .arg(&k)
-        .arg(&v.table)
-        .arg(&v.offsets)
-        .arg(&t.doc_index)
-        .arg(&nd)
-        .arg(&out)
-        .arg(&tc);
-    // SAFETY: the arguments match `maxsim_codec_*` in kernels/codec.cu: the query blocks and
-    // their rows, the codes, words, inverse norms, centroid scores and table as `upload` and
-    // `centroid_scores` made them for this codec; the candidates and output are the caller's.
-    unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec launch"))?;
+    let (nb, nd) = (queries.blocks as i32, t.n as i32);
+    let (q16, rows) = (queries.f16.device_ptr(s).0, queries.rows.device_ptr(s).0);
+    match kernel {
+        CodecKernel::Warp(name) => {
+            let func = find(&gpu.kernels.codec, name)?;
+            // The residual's pair table, one copy per lane; the pq codebooks as f16.
+            let smem = match v.tag {
+                0 => (1usize << (2 * v.param)) * 32 * 4,
+                1 => v.dim * 256 * 2,
+                _ => 0,
+            };
+            let cfg = gpu.persistent_grid(func, CODEC_THREADS, smem, tasks.div_ceil(4))?;
+            let (_counter, tc) = gpu.task_counter(tasks, &cfg, s)?;
+            let k = v.num_centroids as i32;
+            let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
+            let mut b = s.launch_builder(func);
+            b.arg(&q16)
+                .arg(&rows)
+                .arg(&nb)
+                .arg(&v.codes)
+                .arg(&v.aux)
+                .arg(&v.inv_norm)
+                .arg(&cs_ptr)
+                .arg(&k)
+                .arg(&v.table)
+                .arg(&v.offsets)
+                .arg(&t.doc_index)
+                .arg(&nd)
+                .arg(&out)
+                .arg(&tc);
+            // SAFETY: the arguments match `maxsim_codec_*` in kernels/codec.cu: the query
+            // blocks and their rows, the codes, words, inverse norms, centroid scores and table
+            // as `upload` and `centroid_scores` made them for this codec; the candidates and
+            // output are the caller's.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec launch"))?;
+        }
+        CodecKernel::Batched(name) => {
+            let func = find(&gpu.kernels.codec_wg, name)?;
+            // The ring (1 KB of alignment, per stage a tile, a TileMeta and two mbarriers, and
+            // int8/fp8's column scales), then the pq codebooks as f16.
+            let scales = if matches!(v.tag, 2 | 3) { WG_BN * 4 } else { 0 };
+            let book = if v.tag == 1 { v.dim * 256 * 2 } else { 0 };
+            let smem = 1024 + wg_stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales) + book;
+            // A persistent grid, a multiple of the query tiles where it holds them all (as
+            // `Gemm`): each block keeps its query tile.
+            let qtiles = queries.blocks.div_ceil(WG_QBLOCKS) as u64;
+            let mut cfg = gpu.persistent_grid(func, CODEC_WG_THREADS, smem, qtiles * t.n as u64)?;
+            if cfg.grid_dim.0 as u64 >= qtiles {
+                cfg.grid_dim.0 -= (cfg.grid_dim.0 as u64 % qtiles) as u32;
+            }
+            let mut b = s.launch_builder(func);
+            b.arg(&q16)
+                .arg(&rows)
+                .arg(&nb)
+                .arg(&v.codes)
+                .arg(&v.aux)
+                .arg(&v.centroids)
+                .arg(&v.values)
+                .arg(&v.table)
+                .arg(&v.offsets)
+                .arg(&t.doc_index)
+                .arg(&nd)
+                .arg(&out);
+            // SAFETY: the arguments match `maxsim_codec_wg_*` in kernels/codec_wgmma.cu: the
+            // query blocks and rows, the codes and words, the residual's centroids (16-byte
+            // aligned: `upload` and `raw_residual::batched_ok`) and bucket weights, the pq
+            // codebooks; `smem` bytes for its ring and tables; candidates and output the caller's.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_wg launch"))?;
+        }
+    }
     if let Some(p) = &partial {
         sum_qblocks(
             gpu,
@@ -221,4 +259,13 @@ pub(in crate::cuda) unsafe fn fused(
         )?;
     }
     Ok(())
+}
+
+/// The function called `name` in a table of loaded kernels.
+fn find<'f>(table: &'f [(String, CudaFunction)], name: &str) -> Result<&'f CudaFunction> {
+    table
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, f)| f)
+        .ok_or_else(|| Error::Argument(format!("no fused kernel {name}")))
 }

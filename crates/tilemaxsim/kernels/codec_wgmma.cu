@@ -1,0 +1,277 @@
+// maxsim_codec_wg_*: MaxSim over compressed corpora for many query rows at once (a batch of
+// queries), sm_90a, d in {64, 128}: maxsim_wgmma's consumers (two warpgroups, a query tile of
+// WG_QBLOCKS 32-row blocks in registers, wgmma m64n64k16 against each 128-token tile in shared
+// memory) fed by a producer warpgroup that decodes the codes into the ring instead of copying
+// tokens. A tile is decoded once and multiplied against 256 query rows, where maxsim_codec_*
+// (codec.cu) decodes each document again for every 32-row block. Decoded values live only in
+// shared memory.
+//
+// Each producer thread decodes 16-byte chunks (8 dimensions) of the tile's token rows: thread p
+// takes chunk p % (d / 8) of rows p / (d / 8), + 128 / (d / 8), ...; then it fences its stores
+// to the async proxy and arrives on the stage's full barrier (128 arrivals).
+// - residual (PLAID, nbits 1/2/4): normalize(centroid[id] + weights[buckets]), computed in f32
+//   (each token's norm summed over the d / 8 threads of its row by shuffles, so no inverse
+//   norms need exist beforehand) and rounded once to f16, as PLAID's decompression (and LIK)
+//   round the reconstruction to f16.
+// - pq: the sub-space centroids' f16 values, copied from the codebook in shared memory.
+// - int8 / fp8: the codes as exact f16 (int8 as integers, e4m3 as value / 256); the per-token
+//   scale (times 256 for fp8) goes to the stage's column scales, applied to the products in
+//   the fold (SCALED), as maxsim_codec_* applies it.
+// Rows past the tile's tokens are zero (their columns are masked in the fold anyway).
+#include "codec.cu"
+#include "wgmma.cu"
+
+#define CWG_PRODUCERS 128
+#define CWG_BLOCK_THREADS (WG_THREADS + CWG_PRODUCERS)
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Eight f32 values as four f16 pairs (round to nearest even), the first value in the low half.
+__device__ __forceinline__ U4 pack8_f16(const float (&v)[8]) {
+    unsigned h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[i]) : "f"(v[2 * i + 1]), "f"(v[2 * i]));
+    return U4{h[0], h[1], h[2], h[3]};
+}
+__device__ __forceinline__ void st_shared_v4(unsigned addr, const U4& v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ float f16_lo(unsigned x) {
+    float f;
+    asm("{ .reg .f16 t, u; mov.b32 {t, u}, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "r"(x));
+    return f;
+}
+__device__ __forceinline__ float f16_hi(unsigned x) {
+    float f;
+    asm("{ .reg .f16 t, u; mov.b32 {u, t}, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "r"(x));
+    return f;
+}
+
+// What a producer thread loads of a tile from global memory before decoding it, one tile
+// ahead (its latency hides behind the decoding of the tile before): per chunk the code bits
+// and a word (residual: the centroid id; int8/fp8: the scale; pq: unused).
+template <int TAG, int ITEMS> struct CodecRaw {
+    static constexpr int W = (TAG == INT8 || TAG == FP8) ? 2 : 1;
+    unsigned bits[ITEMS][W];
+    unsigned word[ITEMS];
+};
+
+// The producer warpgroup: every tile of the walk decoded into the ring. `pt`: the thread's
+// index among the producers; `wtab` (residual): the bucket weight of each nbits field as it
+// stands in the code stream; `book` (pq): the f16 codebooks [M][256][d / M].
+template <int TAG, int D, int P, int S>
+__device__ __forceinline__ void codec_wg_produce(
+    const WgRing& ring, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const u16* __restrict__ centroids, const float* wtab, const u16* book, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, int qtiles)
+{
+    constexpr int C = D / 8;                  // chunks per row
+    constexpr int RSTEP = CWG_PRODUCERS / C;  // rows per pass
+    constexpr int ITEMS = WG_BN / RSTEP;      // chunks per thread per tile
+    constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    constexpr int ROW = CodecShape<TAG, D, P>::ROW;  // code bytes per token
+    constexpr int DSUB = TAG == PQ ? D / P : 8;
+    constexpr int NC = DSUB >= 8 ? 1 : 8 / DSUB;    // pq: code bytes per chunk
+    using Raw = CodecRaw<TAG, ITEMS>;
+    const int ch = pt % C, r0 = pt / C;
+
+    auto load = [&](Raw& r, i64 first, int ntok) {
+        const unsigned char* cp = codes + first * ROW;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const int row = r0 + i * RSTEP;
+            const bool ok = row < ntok;
+            unsigned b = 0u, b1 = 0u, w = 0u;
+            if (ok) {
+                if constexpr (TAG == RESIDUAL) {
+                    const unsigned char* p = cp + (i64)row * ROW + ch * P;
+                    if constexpr (P == 1) b = __ldg(p);
+                    else if constexpr (P == 2) b = __ldg((const unsigned short*)p);
+                    else b = __ldg((const unsigned*)p);
+                    w = __ldg(aux + first + row);
+                } else if constexpr (TAG == PQ) {
+                    const unsigned char* p = cp + (i64)row * ROW + (ch * 8) / DSUB;
+                    if constexpr (NC == 1) b = __ldg(p);
+                    else if constexpr (NC == 2) b = __ldg((const unsigned short*)p);
+                    else b = __ldg((const unsigned*)p);
+                } else {
+                    const uint2 v = __ldg((const uint2*)(cp + (i64)row * ROW + ch * 8));
+                    b = v.x;
+                    b1 = v.y;
+                    if (ch == 0) w = __ldg(aux + first + row);
+                }
+            }
+            r.bits[i][0] = b;
+            if constexpr (Raw::W == 2) r.bits[i][1] = b1;
+            r.word[i] = w;
+        }
+    };
+
+    auto decode = [&](const Raw& r, unsigned tile0, float* sc, int ntok) {
+        if constexpr (TAG == RESIDUAL) {
+            U4 cen[ITEMS];
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const int row = r0 + i * RSTEP;
+                cen[i] = row < ntok ? *(const U4*)(centroids + (i64)r.word[i] * D + ch * 8) : U4{0u, 0u, 0u, 0u};
+            }
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const int row = r0 + i * RSTEP;
+                // The P bytes with the first byte highest: field k (dimension ch * 8 + k) is
+                // bits 8P - P(k + 1) .. of it.
+                unsigned w = r.bits[i][0];
+                if constexpr (P == 2) w = __byte_perm(w, 0u, 0x3201u) & 0xffffu;
+                else if constexpr (P == 4) w = __byte_perm(w, 0u, 0x0123u);
+                const unsigned h[4] = {cen[i].x, cen[i].y, cen[i].z, cen[i].w};
+                float e[8], ss = 0.f;
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    const unsigned key = (w >> (8 * P - P * (k + 1))) & ((1u << P) - 1u);
+                    const float cv = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
+                    e[k] = cv + wtab[key];
+                    ss = fmaf(e[k], e[k], ss);
+                }
+#pragma unroll
+                for (int o = 1; o < C; o <<= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+                const float inv = row < ntok ? 1.f / fmaxf(sqrtf(ss), 1e-12f) : 0.f;
+#pragma unroll
+                for (int k = 0; k < 8; ++k) e[k] *= inv;
+                st_shared_v4(tile0 + wg_swz(row, ch), pack8_f16(e));
+            }
+        } else if constexpr (TAG == PQ) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const int row = r0 + i * RSTEP;
+                U4 v{0u, 0u, 0u, 0u};
+                if (row < ntok) {
+                    if constexpr (DSUB >= 8) {
+                        const int m = (ch * 8) / DSUB, off = (ch * 8) % DSUB;
+                        v = *(const U4*)(book + ((m * 256 + (int)r.bits[i][0]) * DSUB + off));
+                    } else {
+                        unsigned o[4];
+                        const int m0 = (ch * 8) / DSUB;
+#pragma unroll
+                        for (int j = 0; j < 4; ++j) {  // f16 pair j: dimensions 2j, 2j + 1 of the chunk
+                            const int sub = (2 * j) / DSUB, off = (2 * j) % DSUB;
+                            const unsigned code = (r.bits[i][0] >> (8 * sub)) & 0xffu;
+                            o[j] = *(const unsigned*)(book + (((m0 + sub) * 256 + (int)code) * DSUB + off));
+                        }
+                        v = U4{o[0], o[1], o[2], o[3]};
+                    }
+                }
+                st_shared_v4(tile0 + wg_swz(row, ch), v);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const int row = r0 + i * RSTEP;
+                if (ch == 0) sc[row] = __uint_as_float(r.word[i]) * (TAG == FP8 ? 256.f : 1.f);
+                U4 v;
+                if constexpr (TAG == INT8) {
+                    i8_to_f16x2(r.bits[i][0], v.x, v.y);
+                    i8_to_f16x2(r.bits[i][1], v.z, v.w);
+                } else {
+                    e4m3_to_f16x2(r.bits[i][0], v.x, v.y);
+                    e4m3_to_f16x2(r.bits[i][1], v.z, v.w);
+                }
+                st_shared_v4(tile0 + wg_swz(row, ch), v);
+            }
+        }
+    };
+
+    TileWalk<WG_BN> walk(d_offsets, doc_index, num_docs, qtiles);
+    i64 first;
+    TileMeta m = walk.next(first);
+    Raw cur;
+    if (m.pair >= 0) load(cur, first, m.ntok);
+    for (int n = 0, slot = 0;; ++n) {
+        // The next tile's words, loaded before this tile is decoded.
+        i64 nfirst = 0;
+        TileMeta mn{0, 0, 0, -1};
+        Raw nxt;
+        if (m.pair >= 0) {
+            mn = walk.next(nfirst);
+            if (mn.pair >= 0) load(nxt, nfirst, mn.ntok);
+        }
+        if (n >= S) mbar_wait(ring.empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
+        if (m.pair >= 0) {
+            float* sc = (TAG == INT8 || TAG == FP8) ? ring.scales + slot * WG_BN : nullptr;
+            decode(cur, ring.tiles + (unsigned)slot * TILE_BYTES, sc, m.ntok);
+        }
+        // The generic-proxy stores to the async proxy (wgmma), then the arrival (release).
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        if (pt == 0) ring.meta[slot] = m;
+        mbar_arrive(ring.full0 + 8u * slot);
+        if (m.pair < 0) break;
+        slot = slot + 1 == S ? 0 : slot + 1;
+        m = mn;
+        cur = nxt;
+    }
+}
+#endif
+
+// The tables (residual weights, pq codebooks) sit after the ring; `values`: the residual's
+// 2^nbits bucket weights (f32), `table`: the pq codebooks as f16 pairs ([M][256][d / M]).
+template <int TAG, int D, int P>
+__device__ __forceinline__ void maxsim_codec_wg_impl(
+    const u16* __restrict__ qblocks, const int* __restrict__ qrows, int num_blocks,
+    const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const u16* __restrict__ centroids, const float* __restrict__ values, const unsigned* __restrict__ table,
+    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int S = WG_STAGES;
+    constexpr bool SCALED = TAG == INT8 || TAG == FP8;
+    extern __shared__ __attribute__((aligned(1024))) unsigned char cwg_smem[];
+    __shared__ float wtab[16];
+    // The ring's layout is known before its barriers exist: tables go after it, then one
+    // __syncthreads (inside wg_ring) covers both.
+    const unsigned raw0 = smem_addr(cwg_smem);
+    unsigned char* tables = cwg_smem + (((raw0 + 1023u) & ~1023u) - raw0) + S * (WG_BN * D * 2 + sizeof(TileMeta) + 16) +
+                            (SCALED ? S * WG_BN * 4 : 0);
+    if constexpr (TAG == RESIDUAL) {
+        if (threadIdx.x < (1u << P)) {  // field → bucket: the field's first bit is the bucket's bit 0
+            unsigned b = 0u;
+#pragma unroll
+            for (int i = 0; i < P; ++i) b |= ((threadIdx.x >> (P - 1 - i)) & 1u) << i;
+            wtab[threadIdx.x] = values[b];
+        }
+    } else if constexpr (TAG == PQ) {
+        for (int i = threadIdx.x; i < D * 256 / 2; i += blockDim.x) ((unsigned*)tables)[i] = table[i];
+    }
+    const int qtiles = (num_blocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
+    const WgRing ring = wg_ring<D, S>(cwg_smem, CWG_PRODUCERS, SCALED);
+    if (threadIdx.x >= WG_THREADS) {
+        codec_wg_produce<TAG, D, P, S>(ring, threadIdx.x - WG_THREADS, codes, aux, centroids, wtab, (const u16*)tables,
+                                       d_offsets, doc_index, num_docs, qtiles);
+        return;
+    }
+    wg_consume<false, D / 32, S, SCALED>(ring, qblocks, qrows, num_blocks, num_docs, out);
+#endif
+}
+
+#define INSTANTIATE_CODEC_WG(NAME, TAG, D, P)                                                  \
+    extern "C" __global__ void __launch_bounds__(CWG_BLOCK_THREADS, 1) NAME(                   \
+        const u16* qblocks, const int* qrows, int num_blocks, const unsigned char* codes,      \
+        const unsigned* aux, const u16* centroids, const float* values, const unsigned* table, \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+    {                                                                                          \
+        maxsim_codec_wg_impl<TAG, D, P>(qblocks, qrows, num_blocks, codes, aux, centroids,     \
+                                        values, table, d_offsets, doc_index, num_docs, out);   \
+    }
+#define INSTANTIATE_CODEC_WG_DIMS(PREFIX, TAG, P)      \
+    INSTANTIATE_CODEC_WG(PREFIX##_d64, TAG, 64, P)     \
+    INSTANTIATE_CODEC_WG(PREFIX##_d128, TAG, 128, P)
+
+INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual1, RESIDUAL, 1)
+INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual2, RESIDUAL, 2)
+INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual4, RESIDUAL, 4)
+INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_int8, INT8, 0)
+INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_fp8, FP8, 0)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq8_d64, PQ, 64, 8)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq16_d64, PQ, 64, 16)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq32_d64, PQ, 64, 32)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq8_d128, PQ, 128, 8)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq16_d128, PQ, 128, 16)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq32_d128, PQ, 128, 32)
+INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq64_d128, PQ, 128, 64)
