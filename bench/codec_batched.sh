@@ -2,7 +2,7 @@
 # usage: OUT=$OUT bash bench/codec_batched.sh [--no-peers]   (on the GPU machine, .dev and .whl carried)
 # The batched codec kernels (kernels/codec_wgmma.cu), one device call: the codec GPU tests;
 # the batched and the one-warp kernel forced side by side at 1 to 32 queries (where the engine
-# switches: BATCHED_MIN_BLOCKS in src/cuda/codes.rs); then, unless --no-peers, every codec
+# switches: batched_min_blocks in src/cuda/codes.rs); then, unless --no-peers, every codec
 # beside the peers (bench/peers_codecs.py) and maxsim_residual on CUDA tensors beside LIK
 # (bench/residual_gpu.py). Log and JSON in $OUT (or ./gpu-out).
 set -uo pipefail

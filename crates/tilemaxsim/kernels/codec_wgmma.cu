@@ -12,7 +12,9 @@
 // - residual (PLAID, nbits 1/2/4): normalize(centroid[id] + weights[buckets]), computed in f32
 //   (each token's norm summed over the d / 8 threads of its row by shuffles, so no inverse
 //   norms need exist beforehand) and rounded once to f16, as PLAID's decompression (and LIK)
-//   round the reconstruction to f16.
+//   round the reconstruction to f16. The centroid chunks are gathered by cp.async into a
+//   staging tile (two, in turn) a tile ahead of their decoding, from ids loaded a tile before
+//   that, so neither gather waits on the other.
 // - pq: the sub-space centroids' f16 values, copied from the codebook in shared memory.
 // - int8 / fp8: the codes as exact f16 (int8 as integers, e4m3 as value / 256); the per-token
 //   scale (times 256 for fp8) goes to the stage's column scales, applied to the products in
@@ -23,6 +25,10 @@
 
 #define CWG_PRODUCERS 128
 #define CWG_BLOCK_THREADS (WG_THREADS + CWG_PRODUCERS)
+// Residual chunks a producer thread decodes step by step together.
+#ifndef CWG_GROUP
+#define CWG_GROUP 2
+#endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Eight f32 values as four f16 pairs (round to nearest even), the first value in the low half.
@@ -31,6 +37,11 @@ __device__ __forceinline__ U4 pack8_f16(const float (&v)[8]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(h[i]) : "f"(v[2 * i + 1]), "f"(v[2 * i]));
     return U4{h[0], h[1], h[2], h[3]};
+}
+__device__ __forceinline__ U4 lds128(unsigned addr) {
+    U4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+    return v;
 }
 __device__ __forceinline__ void st_shared_v4(unsigned addr, const U4& v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
@@ -61,8 +72,8 @@ template <int TAG, int ITEMS> struct CodecRaw {
 template <int TAG, int D, int P, int S>
 __device__ __forceinline__ void codec_wg_produce(
     const WgRing& ring, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
-    const u16* __restrict__ centroids, const float* wtab, const u16* book, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, int qtiles)
+    const u16* __restrict__ centroids, const float* wtab, const u16* book, unsigned stage,
+    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, int qtiles)
 {
     constexpr int C = D / 8;                  // chunks per row
     constexpr int RSTEP = CWG_PRODUCERS / C;  // rows per pass
@@ -73,6 +84,7 @@ __device__ __forceinline__ void codec_wg_produce(
     constexpr int NC = DSUB >= 8 ? 1 : 8 / DSUB;    // pq: code bytes per chunk
     using Raw = CodecRaw<TAG, ITEMS>;
     const int ch = pt % C, r0 = pt / C;
+    auto stage_off = [&](int row) { return (unsigned)(row * D * 2 + ch * 16); };  // in a gather tile
 
     auto load = [&](Raw& r, i64 first, int ntok) {
         const unsigned char* cp = codes + first * ROW;
@@ -106,37 +118,46 @@ __device__ __forceinline__ void codec_wg_produce(
         }
     };
 
-    auto decode = [&](const Raw& r, unsigned tile0, float* sc, int ntok) {
+    auto decode = [&](const Raw& r, unsigned tile0, float* sc, int ntok, unsigned gather) {
         if constexpr (TAG == RESIDUAL) {
-            U4 cen[ITEMS];
+            // In groups of G chunks, each step for the whole group before the next (the shared
+            // loads, the sums, the shuffles, the stores), so the chains of a group overlap.
+            constexpr int G = CWG_GROUP;
 #pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                const int row = r0 + i * RSTEP;
-                cen[i] = row < ntok ? *(const U4*)(centroids + (i64)r.word[i] * D + ch * 8) : U4{0u, 0u, 0u, 0u};
-            }
+            for (int i0 = 0; i0 < ITEMS; i0 += G) {
+                U4 cv[G];
 #pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                const int row = r0 + i * RSTEP;
-                // The P bytes with the first byte highest: field k (dimension ch * 8 + k) is
-                // bits 8P - P(k + 1) .. of it.
-                unsigned w = r.bits[i][0];
-                if constexpr (P == 2) w = __byte_perm(w, 0u, 0x3201u) & 0xffffu;
-                else if constexpr (P == 4) w = __byte_perm(w, 0u, 0x0123u);
-                const unsigned h[4] = {cen[i].x, cen[i].y, cen[i].z, cen[i].w};
-                float e[8], ss = 0.f;
+                for (int j = 0; j < G; ++j) cv[j] = lds128(gather + stage_off(r0 + (i0 + j) * RSTEP));
+                float e[G][8], ss[G];
 #pragma unroll
-                for (int k = 0; k < 8; ++k) {
-                    const unsigned key = (w >> (8 * P - P * (k + 1))) & ((1u << P) - 1u);
-                    const float cv = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
-                    e[k] = cv + wtab[key];
-                    ss = fmaf(e[k], e[k], ss);
+                for (int j = 0; j < G; ++j) {
+                    // The P bytes with the first byte highest: field k (dimension ch * 8 + k)
+                    // is bits 8P - P(k + 1) .. of it.
+                    unsigned w = r.bits[i0 + j][0];
+                    if constexpr (P == 2) w = __byte_perm(w, 0u, 0x3201u);
+                    else if constexpr (P == 4) w = __byte_perm(w, 0u, 0x0123u);
+                    const unsigned h[4] = {cv[j].x, cv[j].y, cv[j].z, cv[j].w};
+                    ss[j] = 0.f;
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) {
+                        const unsigned key = (w >> (8 * P - P * (k + 1))) & ((1u << P) - 1u);
+                        const float c = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
+                        e[j][k] = c + wtab[key];
+                        ss[j] = fmaf(e[j][k], e[j][k], ss[j]);
+                    }
                 }
 #pragma unroll
-                for (int o = 1; o < C; o <<= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-                const float inv = row < ntok ? 1.f / fmaxf(sqrtf(ss), 1e-12f) : 0.f;
+                for (int o = 1; o < C; o <<= 1)
 #pragma unroll
-                for (int k = 0; k < 8; ++k) e[k] *= inv;
-                st_shared_v4(tile0 + wg_swz(row, ch), pack8_f16(e));
+                    for (int j = 0; j < G; ++j) ss[j] += __shfl_xor_sync(0xffffffffu, ss[j], o);
+#pragma unroll
+                for (int j = 0; j < G; ++j) {
+                    const int row = r0 + (i0 + j) * RSTEP;
+                    const float inv = row < ntok ? 1.f / fmaxf(sqrtf(ss[j]), 1e-12f) : 0.f;
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) e[j][k] *= inv;
+                    st_shared_v4(tile0 + wg_swz(row, ch), pack8_f16(e[j]));
+                }
             }
         } else if constexpr (TAG == PQ) {
 #pragma unroll
@@ -179,38 +200,79 @@ __device__ __forceinline__ void codec_wg_produce(
         }
     };
 
-    TileWalk<WG_BN> walk(d_offsets, doc_index, num_docs, qtiles);
-    i64 first;
-    TileMeta m = walk.next(first);
-    Raw cur;
-    if (m.pair >= 0) load(cur, first, m.ntok);
-    for (int n = 0, slot = 0;; ++n) {
-        // The next tile's words, loaded before this tile is decoded.
-        i64 nfirst = 0;
-        TileMeta mn{0, 0, 0, -1};
-        Raw nxt;
-        if (m.pair >= 0) {
-            mn = walk.next(nfirst);
-            if (mn.pair >= 0) load(nxt, nfirst, mn.ntok);
+    // Residual: each tile's centroid chunks gathered by cp.async into one of two buffers of
+    // `stage` (a tile each, row-major: this thread's chunks only, so no barrier), issued a tile
+    // ahead of its decoding from ids loaded a tile before that.
+    auto gather = [&](const Raw& r, unsigned buf, int ntok) {
+        if constexpr (TAG == RESIDUAL) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const int row = r0 + i * RSTEP;
+                const bool ok = row < ntok;
+                cp_async16(buf + stage_off(row), ok ? (const void*)(centroids + (i64)r.word[i] * D + ch * 8) : (const void*)centroids,
+                           ok ? 16u : 0u);
+            }
+            cp_async_commit();
         }
+    };
+    constexpr unsigned STAGE_BYTES = WG_BN * D * 2;
+
+    TileWalk<WG_BN> walk(d_offsets, doc_index, num_docs, qtiles);
+    auto fetch = [&](TileMeta& m, Raw& r) {
+        i64 first = 0;
+        m = walk.next(first);
+        if (m.pair >= 0) load(r, first, m.ntok);
+    };
+    // The stage's tile (decoded into `slot` unless the walk is over), then its TileMeta and the
+    // arrival: the generic-proxy stores fenced to the async proxy (wgmma), the arrival a release.
+    auto publish = [&](int n, int slot, const TileMeta& m, const Raw& r, unsigned buf) {
         if (n >= S) mbar_wait(ring.empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
         if (m.pair >= 0) {
+            if constexpr (TAG == RESIDUAL) cp_async_wait<1>();  // the tile's centroids landed
             float* sc = (TAG == INT8 || TAG == FP8) ? ring.scales + slot * WG_BN : nullptr;
-            decode(cur, ring.tiles + (unsigned)slot * TILE_BYTES, sc, m.ntok);
+            decode(r, ring.tiles + (unsigned)slot * TILE_BYTES, sc, m.ntok, buf);
         }
-        // The generic-proxy stores to the async proxy (wgmma), then the arrival (release).
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         if (pt == 0) ring.meta[slot] = m;
         mbar_arrive(ring.full0 + 8u * slot);
-        if (m.pair < 0) break;
-        slot = slot + 1 == S ? 0 : slot + 1;
-        m = mn;
-        cur = nxt;
+    };
+    TileMeta m, mn{0, 0, 0, -1};
+    Raw cur, nxt;
+    fetch(m, cur);
+    if constexpr (TAG == RESIDUAL) {
+        // Tiles n (cur: words loaded, centroids in flight), n + 1 (nxt: words loaded), n + 2.
+        if (m.pair >= 0) fetch(mn, nxt);
+        gather(cur, stage, m.pair >= 0 ? m.ntok : 0);
+        for (int n = 0, slot = 0;; ++n) {
+            gather(nxt, stage + (unsigned)((n + 1) & 1) * STAGE_BYTES, mn.pair >= 0 ? mn.ntok : 0);
+            TileMeta m2{0, 0, 0, -1};
+            Raw nxt2;
+            if (mn.pair >= 0) fetch(m2, nxt2);
+            publish(n, slot, m, cur, stage + (unsigned)(n & 1) * STAGE_BYTES);
+            if (m.pair < 0) break;
+            slot = slot + 1 == S ? 0 : slot + 1;
+            m = mn;
+            mn = m2;
+            cur = nxt;
+            nxt = nxt2;
+        }
+        cp_async_wait<0>();
+    } else {
+        // Tiles n (cur) and n + 1 (nxt), its words loaded before tile n is decoded.
+        for (int n = 0, slot = 0;; ++n) {
+            mn = TileMeta{0, 0, 0, -1};
+            if (m.pair >= 0) fetch(mn, nxt);
+            publish(n, slot, m, cur, 0u);
+            if (m.pair < 0) break;
+            slot = slot + 1 == S ? 0 : slot + 1;
+            m = mn;
+            cur = nxt;
+        }
     }
 }
 #endif
 
-// The tables (residual weights, pq codebooks) sit after the ring; `values`: the residual's
+// After the ring: the pq codebooks, or the residual's two gather tiles; `values`: the residual's
 // 2^nbits bucket weights (f32), `table`: the pq codebooks as f16 pairs ([M][256][d / M]).
 template <int TAG, int D, int P>
 __device__ __forceinline__ void maxsim_codec_wg_impl(
@@ -242,8 +304,9 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     const int qtiles = (num_blocks + WG_QBLOCKS - 1) / WG_QBLOCKS;
     const WgRing ring = wg_ring<D, S>(cwg_smem, CWG_PRODUCERS, SCALED);
     if (threadIdx.x >= WG_THREADS) {
+        // After the pq codebooks: the residual's two gather buffers.
         codec_wg_produce<TAG, D, P, S>(ring, threadIdx.x - WG_THREADS, codes, aux, centroids, wtab, (const u16*)tables,
-                                       d_offsets, doc_index, num_docs, qtiles);
+                                       smem_addr(tables), d_offsets, doc_index, num_docs, qtiles);
         return;
     }
     wg_consume<false, D / 32, S, SCALED>(ring, qblocks, qrows, num_blocks, num_docs, out);

@@ -199,7 +199,7 @@ fn batched_and_one_warp_kernels_both_match() {
         (64, 16, &[257, 1, 63, 128, 9]),
         (64, 8, &[2, 130]),
     ];
-    for (s, &(dim, m, lens)) in shapes.iter().enumerate() {
+    for (s, &(dim, m, lens)) in shapes.iter().take(cases(shapes.len())).enumerate() {
         let corpus = unit_corpus(700 + s as u64, lens, dim, DType::F32);
         let mut r = rng(800 + s as u64);
         let qs: Vec<OwnedElements> = [1usize, 45, 32, 70, 200, 33]

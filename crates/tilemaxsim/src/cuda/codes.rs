@@ -89,10 +89,14 @@ pub(super) fn batched_kernel_names() -> Vec<String> {
         .collect()
 }
 
-/// Query blocks from which the batched kernel scores a call (it multiplies whole 256-row query
-/// tiles, so below this the one-warp kernel wastes less). Measured on the H200: see
-/// BENCHMARKS.md, "the batched codec kernel".
-pub(super) const BATCHED_MIN_BLOCKS: usize = 4;
+/// Query blocks from which the batched kernel scores a call of codec `tag` (it multiplies whole
+/// 256-row query tiles, so below this the one-warp kernel wastes less). Measured on the H200
+/// (BENCHMARKS.md, "the batched codec kernels"): at 4 blocks the batched kernel is 1.5-1.6x the
+/// one-warp one on int8 and fp8, level on pq and 0.8x on the residual codec, whose decoding
+/// (centroid gathers, the norm) costs more; at 8 blocks it is ahead on every codec.
+pub(super) fn batched_min_blocks(tag: i32) -> usize {
+    if tag == 0 { 8 } else { 4 }
+}
 
 /// The compressed-corpus kernel of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +108,7 @@ pub(super) enum CodecKernel {
 }
 
 /// The kernel for `blocks` query blocks of a codec at d: the batched one where it is loaded
-/// (`batched_ok`) and the call has `BATCHED_MIN_BLOCKS` blocks, or when forced
+/// (`batched_ok`) and the call has `batched_min_blocks` blocks, or when forced
 /// (`Kernel::Wgmma` or `Kernel::Gemm`); the one-warp kernel otherwise (forced by the others).
 /// `None`: no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
 pub(super) fn codec_kernel(
@@ -118,7 +122,7 @@ pub(super) fn codec_kernel(
     let want = match force {
         Some(Kernel::Wgmma | Kernel::Gemm) => true,
         Some(_) => false,
-        None => blocks >= BATCHED_MIN_BLOCKS,
+        None => blocks >= batched_min_blocks(tag),
     };
     Some(match batched {
         Some(name) if want => CodecKernel::Batched(name),
@@ -456,7 +460,7 @@ mod tests {
     }
 
     #[test]
-    fn batched_kernel_from_four_blocks_or_when_forced() {
+    fn batched_kernel_from_enough_blocks_or_when_forced() {
         let r2 = (0, 2, 128);
         let warp = || Some(CodecKernel::Warp("maxsim_codec_residual2_d128".into()));
         let batched = || {
@@ -465,7 +469,12 @@ mod tests {
             ))
         };
         assert_eq!(codec_kernel(r2, 1, true, None), warp());
-        assert_eq!(codec_kernel(r2, BATCHED_MIN_BLOCKS, true, None), batched());
+        assert_eq!(codec_kernel(r2, 4, true, None), warp());
+        assert_eq!(codec_kernel(r2, 8, true, None), batched());
+        assert!(matches!(
+            codec_kernel((2, 0, 128), 4, true, None),
+            Some(CodecKernel::Batched(_))
+        ));
         assert_eq!(codec_kernel(r2, 32, false, None), warp());
         assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Wgmma)), batched());
         assert_eq!(codec_kernel(r2, 32, true, Some(Kernel::Mma)), warp());

@@ -218,10 +218,15 @@ pub(in crate::cuda) unsafe fn fused(
         CodecKernel::Batched(name) => {
             let func = find(&gpu.kernels.codec_wg, name)?;
             // The ring (1 KB of alignment, per stage a tile, a TileMeta and two mbarriers, and
-            // int8/fp8's column scales), then the pq codebooks as f16.
+            // int8/fp8's column scales), then the pq codebooks as f16 or the residual's two
+            // tiles of gathered centroid chunks.
             let scales = if matches!(v.tag, 2 | 3) { WG_BN * 4 } else { 0 };
-            let book = if v.tag == 1 { v.dim * 256 * 2 } else { 0 };
-            let smem = 1024 + wg_stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales) + book;
+            let tables = match v.tag {
+                0 => 2 * WG_BN * v.dim * 2,
+                1 => v.dim * 256 * 2,
+                _ => 0,
+            };
+            let smem = 1024 + wg_stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales) + tables;
             // A persistent grid, a multiple of the query tiles where it holds them all (as
             // `Gemm`): each block keeps its query tile.
             let qtiles = queries.blocks.div_ceil(WG_QBLOCKS) as u64;
