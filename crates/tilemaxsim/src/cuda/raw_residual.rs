@@ -72,10 +72,8 @@ pub(super) fn kernel(
     force: Option<Kernel>,
 ) -> Result<Option<CodecKernel>> {
     check(a)?;
-    let (_, start) = block_layout(a.queries.spans.iter().map(|s| s.1)).ok_or_else(|| {
-        Error::Argument("too many query tokens for one call (over 2^31 blocks)".into())
-    })?;
-    let blocks = start.last().copied().unwrap_or(0) as usize;
+    let (rows, _) = query_blocks(&a.queries)?;
+    let blocks = rows.len();
     let aligned = a.centroids.is_multiple_of(16) && a.residuals.is_multiple_of(4);
     let shape = (0, a.nbits as i32, a.queries.dim);
     Ok(codec_kernel(shape, blocks, batched_ok && aligned, force))
@@ -266,6 +264,14 @@ fn check(a: &RawResidual<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The 32-row block layout of the queries (`memory::block_layout`): each block's rows, each
+/// query's first block.
+fn query_blocks(q: &RawQueries<'_>) -> Result<(Vec<i32>, Vec<i32>)> {
+    block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| {
+        Error::Argument("too many query tokens for one call (over 2^31 blocks)".into())
+    })
+}
+
 /// The f32 query rows of `q` as the fused kernels take them (32-row blocks in f32 and f16),
 /// built on the device (`codec_pack_queries`) from one small upload of the layout.
 fn pack_queries(
@@ -274,9 +280,7 @@ fn pack_queries(
     q: &RawQueries<'_>,
 ) -> Result<CodecQueries> {
     let dim = q.dim;
-    let (rows, start) = block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| {
-        Error::Argument("too many query tokens for one call (over 2^31 blocks)".into())
-    })?;
+    let (rows, start) = query_blocks(q)?;
     let blocks = rows.len();
     let up = |what: &'static str| drv(what);
     let src: Vec<i64> = q.spans.iter().map(|s| s.0 as i64).collect();
