@@ -7,10 +7,11 @@
 // shared memory.
 //
 // Each producer thread decodes 16-byte chunks (8 dimensions) of the tile's token rows: thread p
-// takes chunk p % (d / 8) of rows p / (d / 8), + 128 / (d / 8), ...; then it fences its stores
-// to the async proxy and arrives on the stage's full barrier (128 arrivals).
+// takes chunk p % (d / 8) of rows p / (d / 8), + 128 / (d / 8), ... (the residual codec: four
+// threads a row, each a quarter of its chunks); then it fences its stores to the async proxy
+// and arrives on the stage's full barrier (128 arrivals).
 // - residual (PLAID, nbits 1/2/4): normalize(centroid[id] + weights[buckets]), computed in f32
-//   (each token's norm summed over the d / 8 threads of its row by shuffles, so no inverse
+//   (each token's norm summed over the four threads of its row by shuffles, so no inverse
 //   norms need exist beforehand) and rounded once to f16, as PLAID's decompression (and LIK)
 //   round the reconstruction to f16. The centroid chunks are gathered by cp.async into a
 //   staging tile (two, in turn) a tile ahead of their decoding, from ids loaded a tile before
@@ -25,10 +26,6 @@
 
 #define CWG_PRODUCERS 128
 #define CWG_BLOCK_THREADS (WG_THREADS + CWG_PRODUCERS)
-// Residual chunks a producer thread decodes step by step together.
-#ifndef CWG_GROUP
-#define CWG_GROUP 2
-#endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Eight f32 values as four f16 pairs (round to nearest even), the first value in the low half.
@@ -84,22 +81,31 @@ __device__ __forceinline__ void codec_wg_produce(
     constexpr int NC = DSUB >= 8 ? 1 : 8 / DSUB;    // pq: code bytes per chunk
     using Raw = CodecRaw<TAG, ITEMS>;
     const int ch = pt % C, r0 = pt / C;
-    auto stage_off = [&](int row) { return (unsigned)(row * D * 2 + ch * 16); };  // in a gather tile
+    // The residual codec lays its chunks out otherwise: TPR threads a row (so a row's norm takes
+    // two shuffles), each CPT chunks of it (q, q + TPR, ...: conflict-free shared loads), item
+    // i = row step i / CPT, chunk i % CPT.
+    constexpr int TPR = 4, CPT = C / TPR, RRSTEP = CWG_PRODUCERS / TPR;
+    auto item_row = [&](int i) { return TAG == RESIDUAL ? pt / TPR + (i / CPT) * RRSTEP : r0 + i * RSTEP; };
+    auto item_ch = [&](int i) { return TAG == RESIDUAL ? pt % TPR + TPR * (i % CPT) : ch; };
+    // A chunk's place in a gather tile: rows 64 bytes apart beyond their values, so the two rows
+    // of a quarter-warp's 16-byte accesses fall in different banks.
+    constexpr unsigned SROW = D * 2 + 64;
+    auto stage_off = [&](int row, int chunk) { return (unsigned)row * SROW + (unsigned)chunk * 16u; };
 
     auto load = [&](Raw& r, i64 first, int ntok) {
         const unsigned char* cp = codes + first * ROW;
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            const int row = r0 + i * RSTEP;
+            const int row = item_row(i);
             const bool ok = row < ntok;
             unsigned b = 0u, b1 = 0u, w = 0u;
             if (ok) {
                 if constexpr (TAG == RESIDUAL) {
-                    const unsigned char* p = cp + (i64)row * ROW + ch * P;
+                    const unsigned char* p = cp + (i64)row * ROW + item_ch(i) * P;
                     if constexpr (P == 1) b = __ldg(p);
                     else if constexpr (P == 2) b = __ldg((const unsigned short*)p);
                     else b = __ldg((const unsigned*)p);
-                    w = __ldg(aux + first + row);
+                    if (i % CPT == 0) w = __ldg(aux + first + row);  // the row's id, once
                 } else if constexpr (TAG == PQ) {
                     const unsigned char* p = cp + (i64)row * ROW + (ch * 8) / DSUB;
                     if constexpr (NC == 1) b = __ldg(p);
@@ -120,43 +126,39 @@ __device__ __forceinline__ void codec_wg_produce(
 
     auto decode = [&](const Raw& r, unsigned tile0, float* sc, int ntok, unsigned gather) {
         if constexpr (TAG == RESIDUAL) {
-            // In groups of G chunks, each step for the whole group before the next (the shared
-            // loads, the sums, the shuffles, the stores), so the chains of a group overlap.
-            constexpr int G = CWG_GROUP;
+            // A row at a time: its CPT chunks' values and squared norm, the norm summed over the
+            // row's TPR threads, then the values scaled and stored.
 #pragma unroll
-            for (int i0 = 0; i0 < ITEMS; i0 += G) {
-                U4 cv[G];
+            for (int rr = 0; rr < ITEMS / CPT; ++rr) {
+                const int row = item_row(rr * CPT);
+                U4 cv[CPT];
 #pragma unroll
-                for (int j = 0; j < G; ++j) cv[j] = lds128(gather + stage_off(r0 + (i0 + j) * RSTEP));
-                float e[G][8], ss[G];
+                for (int j = 0; j < CPT; ++j) cv[j] = lds128(gather + stage_off(row, item_ch(j)));
+                float e[CPT][8], ss = 0.f;
 #pragma unroll
-                for (int j = 0; j < G; ++j) {
-                    // The P bytes with the first byte highest: field k (dimension ch * 8 + k)
+                for (int j = 0; j < CPT; ++j) {
+                    // The P bytes with the first byte highest: field k (dimension chunk * 8 + k)
                     // is bits 8P - P(k + 1) .. of it.
-                    unsigned w = r.bits[i0 + j][0];
+                    unsigned w = r.bits[rr * CPT + j][0];
                     if constexpr (P == 2) w = __byte_perm(w, 0u, 0x3201u);
                     else if constexpr (P == 4) w = __byte_perm(w, 0u, 0x0123u);
                     const unsigned h[4] = {cv[j].x, cv[j].y, cv[j].z, cv[j].w};
-                    ss[j] = 0.f;
 #pragma unroll
                     for (int k = 0; k < 8; ++k) {
                         const unsigned key = (w >> (8 * P - P * (k + 1))) & ((1u << P) - 1u);
                         const float c = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
                         e[j][k] = c + wtab[key];
-                        ss[j] = fmaf(e[j][k], e[j][k], ss[j]);
+                        ss = fmaf(e[j][k], e[j][k], ss);
                     }
                 }
 #pragma unroll
-                for (int o = 1; o < C; o <<= 1)
+                for (int o = 1; o < TPR; o <<= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+                const float inv = row < ntok ? 1.f / fmaxf(sqrtf(ss), 1e-12f) : 0.f;
 #pragma unroll
-                    for (int j = 0; j < G; ++j) ss[j] += __shfl_xor_sync(0xffffffffu, ss[j], o);
-#pragma unroll
-                for (int j = 0; j < G; ++j) {
-                    const int row = r0 + (i0 + j) * RSTEP;
-                    const float inv = row < ntok ? 1.f / fmaxf(sqrtf(ss[j]), 1e-12f) : 0.f;
+                for (int j = 0; j < CPT; ++j) {
 #pragma unroll
                     for (int k = 0; k < 8; ++k) e[j][k] *= inv;
-                    st_shared_v4(tile0 + wg_swz(row, ch), pack8_f16(e[j]));
+                    st_shared_v4(tile0 + wg_swz(row, item_ch(j)), pack8_f16(e[j]));
                 }
             }
         } else if constexpr (TAG == PQ) {
@@ -207,15 +209,16 @@ __device__ __forceinline__ void codec_wg_produce(
         if constexpr (TAG == RESIDUAL) {
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
-                const int row = r0 + i * RSTEP;
+                const int row = item_row(i), chunk = item_ch(i);
                 const bool ok = row < ntok;
-                cp_async16(buf + stage_off(row), ok ? (const void*)(centroids + (i64)r.word[i] * D + ch * 8) : (const void*)centroids,
+                const unsigned id = r.word[i - i % CPT];
+                cp_async16(buf + stage_off(row, chunk), ok ? (const void*)(centroids + (i64)id * D + chunk * 8) : (const void*)centroids,
                            ok ? 16u : 0u);
             }
             cp_async_commit();
         }
     };
-    constexpr unsigned STAGE_BYTES = WG_BN * D * 2;
+    constexpr unsigned STAGE_BYTES = WG_BN * SROW;
 
     TileWalk<WG_BN> walk(d_offsets, doc_index, num_docs, qtiles);
     auto fetch = [&](TileMeta& m, Raw& r) {

@@ -92,8 +92,9 @@ pub(super) fn batched_kernel_names() -> Vec<String> {
 /// Query blocks from which the batched kernel scores a call of codec `tag` (it multiplies whole
 /// 256-row query tiles, so below this the one-warp kernel wastes less). Measured on the H200
 /// (BENCHMARKS.md, "the batched codec kernels"): at 4 blocks the batched kernel is 1.5-1.6x the
-/// one-warp one on int8 and fp8, level on pq and 0.8x on the residual codec, whose decoding
-/// (centroid gathers, the norm) costs more; at 8 blocks it is ahead on every codec.
+/// one-warp one on int8 and fp8, level on pq and 0.8x on the residual codec (before its decoding
+/// took four threads a row; not re-measured since), whose decoding costs more; at 8 blocks it is
+/// ahead on every codec.
 pub(super) fn batched_min_blocks(tag: i32) -> usize {
     if tag == 0 { 8 } else { 4 }
 }

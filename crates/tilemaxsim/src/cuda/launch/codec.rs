@@ -222,7 +222,7 @@ pub(in crate::cuda) unsafe fn fused(
             // tiles of gathered centroid chunks.
             let scales = if matches!(v.tag, 2 | 3) { WG_BN * 4 } else { 0 };
             let tables = match v.tag {
-                0 => 2 * WG_BN * v.dim * 2,
+                0 => 2 * WG_BN * (v.dim * 2 + 64),
                 1 => v.dim * 256 * 2,
                 _ => 0,
             };
