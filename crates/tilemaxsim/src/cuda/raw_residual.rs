@@ -79,31 +79,6 @@ pub(super) fn kernel(
     Ok(codec_kernel(shape, blocks, batched_ok && aligned, force))
 }
 
-/// Enqueue the batched kernel `name`: the queries in blocks, then the scores (the kernel
-/// computes each token's norm itself: no table, no norms, no centroid scores).
-///
-/// # Safety
-/// As `CudaScorer::score_residual_raw`.
-pub(super) unsafe fn score_batched(
-    gpu: &GpuContext,
-    stream: &Arc<CudaStream>,
-    a: &RawResidual<'_>,
-    name: &str,
-    wg_stages: usize,
-) -> Result<()> {
-    let blocks = pack_queries(gpu, stream, &a.queries)?;
-    let target = Target {
-        stream,
-        doc_index: 0,
-        n: a.docs,
-        out: a.out,
-    };
-    let kernel = CodecKernel::Batched(name.to_string());
-    // SAFETY: the caller's tensors (this function's contract; alignment checked by `kernel`)
-    // and our query blocks, enqueued on `stream` before the kernel.
-    unsafe { codec_launch::fused(gpu, &kernel, &blocks, &view_of(a), None, wg_stages, target) }
-}
-
 /// A call's per-call device state: the corpus's addresses with our pair table and inverse
 /// norms (enqueued by `prepare`; the buffers live as long as this does).
 pub(super) struct Prepared {
@@ -183,31 +158,38 @@ pub(super) unsafe fn decode<'a>(
     Ok((decoded, exact))
 }
 
-/// Enqueue the one-warp fused kernel `name`: the queries in blocks, their centroid scores, the
-/// scores.
+/// Enqueue the fused kernel `kernel`: the queries in blocks, then the scores. The one-warp
+/// kernel reads `p`, the pair table and norms of `prepare`, and the queries' centroid scores
+/// made here; the batched one (`p`: `None`) needs none of them: it computes each token's norm
+/// itself. `wg_stages`: the batched kernel's ring depth.
 ///
 /// # Safety
-/// As `prepare`, after it.
+/// As `CudaScorer::score_residual_raw` (after `prepare` where `p` is given).
 pub(super) unsafe fn score_fused(
     gpu: &GpuContext,
     stream: &Arc<CudaStream>,
-    p: &Prepared,
     a: &RawResidual<'_>,
-    name: &str,
+    kernel: &CodecKernel,
+    p: Option<&Prepared>,
+    wg_stages: usize,
 ) -> Result<()> {
     let blocks = pack_queries(gpu, stream, &a.queries)?;
-    // SAFETY: the caller's centroids (K × d halves).
-    let cs = unsafe { codec_launch::centroid_scores(gpu, stream, &blocks, &p.view) }?;
+    let view = p.map_or_else(|| view_of(a), |p| p.view);
+    let cs = match p {
+        // SAFETY: the caller's centroids (K × d halves).
+        Some(p) => Some(unsafe { codec_launch::centroid_scores(gpu, stream, &blocks, &p.view) }?),
+        None => None,
+    };
     let target = Target {
         stream,
         doc_index: 0,
         n: a.docs,
         out: a.out,
     };
-    let kernel = CodecKernel::Warp(name.to_string());
-    // SAFETY: the caller's tensors (this function's contract), our table, norms, query blocks
-    // and centroid scores, all enqueued on `stream` before the kernel.
-    unsafe { codec_launch::fused(gpu, &kernel, &blocks, &p.view, Some(&cs), 0, target) }
+    // SAFETY: the caller's tensors (this function's contract; the batched kernel's alignment
+    // checked by `kernel`), our table, norms, query blocks and centroid scores, all enqueued on
+    // `stream` before the kernel.
+    unsafe { codec_launch::fused(gpu, kernel, &blocks, &view, cs.as_ref(), wg_stages, target) }
 }
 
 fn alloc(stream: &Arc<CudaStream>, what: &'static str, n: usize) -> Result<CudaSlice<u32>> {

@@ -354,19 +354,21 @@ impl CudaScorer {
     ) -> Result<()> {
         // SAFETY: forwarded (this function's contract).
         let stream = &unsafe { self.caller_stream(stream) };
-        // SAFETY (all three): this function's contract, each step enqueued after the one before.
+        // SAFETY (each arm): this function's contract, each step enqueued after the one before.
         let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
-        let kernel = raw_residual::kernel(&args, batched_ok, self.force)?;
-        if let Some(CodecKernel::Batched(name)) = &kernel {
-            let stages = self.shape.wg_stages;
-            return unsafe { raw_residual::score_batched(&self.gpu, stream, &args, name, stages) };
-        }
-        let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
-        match kernel {
-            Some(CodecKernel::Warp(name) | CodecKernel::Batched(name)) => unsafe {
-                raw_residual::score_fused(&self.gpu, stream, &prepared, &args, &name)
+        let stages = self.shape.wg_stages;
+        match raw_residual::kernel(&args, batched_ok, self.force)? {
+            Some(k @ CodecKernel::Batched(_)) => unsafe {
+                raw_residual::score_fused(&self.gpu, stream, &args, &k, None, stages)
             },
+            Some(k) => {
+                let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
+                unsafe {
+                    raw_residual::score_fused(&self.gpu, stream, &args, &k, Some(&prepared), stages)
+                }
+            }
             None => {
+                let prepared = unsafe { raw_residual::prepare(&self.gpu, stream, &args) }?;
                 let (_decoded, exact) =
                     unsafe { raw_residual::decode(&self.gpu, stream, &prepared, &args) }?;
                 // The decoded rows are freed in stream order, after the scoring.
