@@ -123,8 +123,12 @@ def test_maxsim_residual_scores_cuda_tensors_in_place(rng, dim, nbits, lq):
     np.testing.assert_allclose(got.cpu().numpy(), through_host.numpy(), atol=1e-5)
     cpu = tilemaxsim.maxsim_residual(Q.cpu(), hc, hr, hu, hn, hw, nbits)
     np.testing.assert_allclose(got.cpu().numpy(), cpu.numpy(), atol=lq * 2e-3)
+    # One query alone: the same scores to the reconstruction's f16 rounding. From 4 query blocks
+    # of 32 rows on (here at lq = 45: 6 blocks for three queries, 2 for one) the batched kernel
+    # scores, which rounds each reconstruction to f16 as PLAID does; the one-warp kernel keeps it
+    # in f32.
     single = tilemaxsim.maxsim_residual(Q[1], codes, res, cu, cents, w, nbits)
-    assert torch.equal(single, got[1])
+    np.testing.assert_allclose(single.cpu().numpy(), got[1].cpu().numpy(), atol=lq * 1e-3)
 
     from tilemaxsim import _native
 

@@ -89,15 +89,12 @@ pub(super) fn batched_kernel_names() -> Vec<String> {
         .collect()
 }
 
-/// Query blocks from which the batched kernel scores a call of codec `tag` (it multiplies whole
-/// 256-row query tiles, so below this the one-warp kernel wastes less). Measured on the H200
-/// (BENCHMARKS.md, "the batched codec kernels"): at 4 blocks the batched kernel is 1.5-1.6x the
-/// one-warp one on int8 and fp8, level on pq and 0.8x on the residual codec (before its decoding
-/// took four threads a row; not re-measured since), whose decoding costs more; at 8 blocks it is
-/// ahead on every codec.
-pub(super) fn batched_min_blocks(tag: i32) -> usize {
-    if tag == 0 { 8 } else { 4 }
-}
+/// Query blocks from which the batched kernel scores a call (it multiplies whole 256-row query
+/// tiles, so below this the one-warp kernel wastes less). Measured on the H200 (BENCHMARKS.md,
+/// "the batched codec kernels"): at 4 blocks the batched kernel is 1.5-1.6x the one-warp one on
+/// int8, fp8 and every residual nbits (181.5 against 123.5 M pairs/s at nbits 2) and level on pq;
+/// at 8 blocks it is ahead on every codec.
+pub(super) const BATCHED_MIN_BLOCKS: usize = 4;
 
 /// The compressed-corpus kernel of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,7 +106,7 @@ pub(super) enum CodecKernel {
 }
 
 /// The kernel for `blocks` query blocks of a codec at d: the batched one where it is loaded
-/// (`batched_ok`) and the call has `batched_min_blocks` blocks, or when forced
+/// (`batched_ok`) and the call has `BATCHED_MIN_BLOCKS` blocks, or when forced
 /// (`Kernel::Wgmma` or `Kernel::Gemm`); the one-warp kernel otherwise (forced by the others).
 /// `None`: no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
 pub(super) fn codec_kernel(
@@ -123,7 +120,7 @@ pub(super) fn codec_kernel(
     let want = match force {
         Some(Kernel::Wgmma | Kernel::Gemm) => true,
         Some(_) => false,
-        None => blocks >= batched_min_blocks(tag),
+        None => blocks >= BATCHED_MIN_BLOCKS,
     };
     Some(match batched {
         Some(name) if want => CodecKernel::Batched(name),
@@ -470,8 +467,8 @@ mod tests {
             ))
         };
         assert_eq!(codec_kernel(r2, 1, true, None), warp());
-        assert_eq!(codec_kernel(r2, 4, true, None), warp());
-        assert_eq!(codec_kernel(r2, 8, true, None), batched());
+        assert_eq!(codec_kernel(r2, 3, true, None), warp());
+        assert_eq!(codec_kernel(r2, 4, true, None), batched());
         assert!(matches!(
             codec_kernel((2, 0, 128), 4, true, None),
             Some(CodecKernel::Batched(_))

@@ -4,8 +4,9 @@
 //! `CudaScorer::score_residual_raw`. Per call, on the device: the pair table from the bucket
 //! weights, every token's inverse reconstruction norm, the queries in 32-row blocks and their
 //! centroid scores; then the fused kernel (or, at a d none is built for, the tokens decoded to
-//! f32 rows and scored by the exact kernels). From `batched_min_blocks` query blocks on, the
-//! batched kernel needs none of that: it computes the norms as it decodes. Nothing is copied to the host and nothing waits.
+//! f32 rows and scored by the exact kernels). From `BATCHED_MIN_BLOCKS` query blocks on, the
+//! batched kernel needs none of that: it computes the norms as it decodes. Nothing is copied to
+//! the host and nothing waits.
 //! The scorer sequences these steps.
 
 use std::sync::Arc;
