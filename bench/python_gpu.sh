@@ -12,6 +12,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
+# colbert-ai 0.2.22 and the dependencies the device lacks (.whl/colbert: bitarray, GitPython, gitdb,
+# smmap), so the colbert drop-in tests run against the original on CUDA too.
+if ls .whl/colbert/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/colbert/*.whl || exit 1
+  export GIT_PYTHON_REFRESH=quiet
+fi
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache LIK_SUPPRESS_NORM_WARN=1
 # PyLate's losses import sentence-transformers' models: where the machine's version does not fit
 # pylate 1.6.0, the pinned ones carried in .whl/compat (sentence-transformers and transformers

@@ -80,16 +80,22 @@ def colbert_score_packed(Q, D_packed, D_lengths, config=None):
     Q = Q.to(dtype=D_packed.dtype)
     lengths = D_lengths.to(device=D_packed.device, dtype=torch.int64)
     if not _use_gpu(config):
-        # colbert's CPU branch: each max starts at 0, as against one more token of zeros.
-        docs = torch.split(D_packed, lengths.tolist())
-        padded = torch.nn.utils.rnn.pad_sequence(
-            [torch.cat([d, d.new_zeros(1, d.shape[1])]) for d in docs], batch_first=True
-        )
-        return _api.maxsim(Q, padded, doc_lengths=lengths + 1).to(D_packed.dtype)
+        # colbert's CPU branch: each max starts at 0, as against one more token of zeros, placed
+        # after each document's tokens by one scatter (no per-document Python loop).
+        lengths = lengths + 1
+        D_packed = _with_zero_token(D_packed, lengths)
     cu = torch.zeros(lengths.numel() + 1, dtype=torch.int64, device=D_packed.device)
     torch.cumsum(lengths, 0, out=cu[1:])
     scores = _api.maxsim(Q, D_packed, cu_seqlens=cu)
     return scores.to(D_packed.dtype)
+
+
+def _with_zero_token(packed, lengths):
+    """`packed` `[T, d]` with a zero row after each document; `lengths` already count it."""
+    doc = torch.repeat_interleave(torch.arange(lengths.numel(), device=packed.device), lengths - 1)
+    out = packed.new_zeros(packed.shape[0] + lengths.numel(), packed.shape[1])
+    out[torch.arange(packed.shape[0], device=packed.device) + doc] = packed
+    return out
 
 
 def _original(name):
