@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tilemaxsim::cuda::{CudaScorer, RawArgs, RawDocs, RawLayout, RawQueries};
-use tilemaxsim::{Corpus, CpuScorer, DType, Docs, Scorer};
+use tilemaxsim::{CpuScorer, DType, Matrix};
 
 use crate::errors::to_py;
 use crate::tensor::{Elem, Place, Tensor, matrices};
@@ -180,8 +180,9 @@ pub(crate) fn contiguous(t: &Tensor) -> bool {
 
 /// The CPU engine on host tensors, with the rules of the CUDA kernels at the edges: a query or
 /// document holding NaN (or ±Inf, which the engine refuses) scores NaN, and a document of no
-/// tokens scores -inf. Both are found while the rows are copied, cleared for the engine, and
-/// their scores written afterwards.
+/// tokens scores -inf. The documents are scored where they lie (`CpuScorer::score_rows`) when
+/// their rows allow it and every value is finite; otherwise they are copied and their
+/// non-finite values cleared for the engine. The NaN and -inf scores are written afterwards.
 fn score_cpu(c: &Call) -> PyResult<&'static str> {
     let (q, d, dim) = (&c.queries, &c.docs, c.dim);
     let mut owned = q.host_queries(&c.query_lengths)?;
@@ -247,39 +248,25 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
             .filter(|&(_, &l)| l > 0)
             .map(|(s, _)| *s)
             .collect();
-        let mut tokens = d.gather(&kept_spans, dim)?;
-        let mut row = 0;
-        for (flag, &l) in bad_doc.iter_mut().zip(&nonempty) {
-            *flag = tokens.zero_non_finite(row * dim..(row + l) * dim);
-            row += l;
-        }
-        let corpus = Corpus::from_lengths(tokens, dim, &nonempty).map_err(to_py)?;
         let scorer = cpu_scorer();
-        if c.pairs {
-            for (i, (m, o)) in matrices.iter().zip(out.iter_mut()).enumerate() {
-                if let Some(j) = kept[i] {
-                    scorer
-                        .score_into(
-                            std::slice::from_ref(m),
-                            &corpus,
-                            Docs::List(&[j]),
-                            std::slice::from_mut(o),
-                        )
-                        .map_err(to_py)?;
-                }
-            }
+        // The rows where they lie when the tensor allows it and every value is finite (the
+        // common case: no copy); otherwise a copy with the non-finite values cleared.
+        let borrowed = d
+            .borrowed_rows(&kept_spans, dim)?
+            .filter(|(tokens, ranges)| all_finite(tokens, ranges));
+        if let Some((tokens, ranges)) = borrowed {
+            score_rows_into(scorer, &matrices, tokens, &ranges, c.pairs, &kept, b, out)?;
         } else {
-            let mut scores = vec![0f32; matrices.len() * nonempty.len()];
-            scorer
-                .score_into(&matrices, &corpus, Docs::All, &mut scores)
-                .map_err(to_py)?;
-            for (row, got) in out.chunks_mut(b).zip(scores.chunks(nonempty.len())) {
-                for (o, k) in row.iter_mut().zip(&kept) {
-                    if let Some(j) = *k {
-                        *o = got[j];
-                    }
-                }
+            let mut tokens = d.gather(&kept_spans, dim)?;
+            let mut row = 0;
+            let mut ranges = Vec::with_capacity(nonempty.len());
+            for (flag, &l) in bad_doc.iter_mut().zip(&nonempty) {
+                *flag = tokens.zero_non_finite(row * dim..(row + l) * dim);
+                ranges.push(row..row + l);
+                row += l;
             }
+            let tokens = Matrix::new(tokens.as_elements(), dim).map_err(to_py)?;
+            score_rows_into(scorer, &matrices, tokens, &ranges, c.pairs, &kept, b, out)?;
         }
     }
     let cols = if c.pairs { 1 } else { b };
@@ -295,6 +282,52 @@ fn score_cpu(c: &Call) -> PyResult<&'static str> {
         }
     }
     Ok("cpu")
+}
+
+/// Whether every value of the documents' rows is finite (one scan, in parallel over documents).
+fn all_finite(tokens: &Matrix<'_>, ranges: &[std::ops::Range<usize>]) -> bool {
+    use rayon::prelude::*;
+    ranges
+        .par_iter()
+        .all(|r| tokens.rows_range(r.clone()).elements().all_finite())
+}
+
+/// The CPU engine's scores of the kept (non-empty) documents, rows `ranges` of `tokens`, into
+/// `out` (`[A, b]`, or `[A]` for pairs), document i of the call at kept index `kept[i]`.
+#[allow(clippy::too_many_arguments)]
+fn score_rows_into(
+    scorer: &CpuScorer,
+    queries: &[Matrix<'_>],
+    tokens: Matrix<'_>,
+    ranges: &[std::ops::Range<usize>],
+    pairs: bool,
+    kept: &[Option<usize>],
+    b: usize,
+    out: &mut [f32],
+) -> PyResult<()> {
+    if pairs {
+        for (i, (m, o)) in queries.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(j) = kept[i] {
+                let (one, docs) = (std::slice::from_ref(m), std::slice::from_ref(&ranges[j]));
+                scorer
+                    .score_rows(one, tokens, docs, std::slice::from_mut(o))
+                    .map_err(to_py)?;
+            }
+        }
+        return Ok(());
+    }
+    let mut scores = vec![0f32; queries.len() * ranges.len()];
+    scorer
+        .score_rows(queries, tokens, ranges, &mut scores)
+        .map_err(to_py)?;
+    for (row, got) in out.chunks_mut(b).zip(scores.chunks(ranges.len())) {
+        for (o, k) in row.iter_mut().zip(kept) {
+            if let Some(j) = *k {
+                *o = got[j];
+            }
+        }
+    }
+    Ok(())
 }
 
 fn int64_on_device(t: &Tensor) -> PyResult<()> {

@@ -7,9 +7,10 @@
 
 use dlpark::ffi::{DLDataTypeCode, DLDeviceType};
 use dlpark::python::{ImportedDlpack, from_dlpack};
+use half::{bf16, f16};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use tilemaxsim::{DType, Matrix, OwnedElements};
+use tilemaxsim::{DType, Elements, Matrix, OwnedElements};
 
 use crate::errors::to_py;
 
@@ -212,6 +213,48 @@ impl Tensor {
             DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(&bytes)),
             DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(&bytes)),
         })
+    }
+
+    /// Spans of rows `(base, row_stride, rows)` of a host float tensor (as for `gather`) as row
+    /// ranges of one matrix over the tensor's own memory, without a copy, where they can be:
+    /// each span's rows `dim` elements apart from a row boundary, the data aligned for its
+    /// dtype. `None` otherwise (then `gather` them).
+    #[allow(clippy::type_complexity)]
+    pub fn borrowed_rows(
+        &self,
+        spans: &[(usize, usize, usize)],
+        dim: usize,
+    ) -> PyResult<Option<(Matrix<'_>, Vec<std::ops::Range<usize>>)>> {
+        let dtype = self.float()?;
+        let aligned = (self.ptr as usize).is_multiple_of(dtype.size());
+        let rows_ok = spans
+            .iter()
+            .all(|&(base, stride, rows)| base.is_multiple_of(dim) && (rows <= 1 || stride == dim));
+        if self.place != Place::Cpu || dim == 0 || !aligned || !rows_ok {
+            return Ok(None);
+        }
+        let extent = spans
+            .iter()
+            .map(|&(b, _, r)| b + r * dim)
+            .max()
+            .unwrap_or(0);
+        let ranges = spans
+            .iter()
+            .map(|&(b, _, r)| b / dim..b / dim + r)
+            .collect();
+        let p = self.ptr as usize;
+        // SAFETY: the spans lie inside the tensor (its shape and strides), so its first
+        // `extent` elements from element 0 lie in one allocation of host memory (a strided view
+        // lies inside its storage), kept alive by `_owner` as long as `self`; the address is
+        // aligned for the dtype (checked above). Only the spans' rows are read.
+        let elems = unsafe {
+            match dtype {
+                DType::F32 => Elements::F32(std::slice::from_raw_parts(p as *const f32, extent)),
+                DType::F16 => Elements::F16(std::slice::from_raw_parts(p as *const f16, extent)),
+                DType::BF16 => Elements::BF16(std::slice::from_raw_parts(p as *const bf16, extent)),
+            }
+        };
+        Ok(Some((Matrix::new(elems, dim).map_err(to_py)?, ranges)))
     }
 
     /// Host queries `[A, Lq, d]`, query i its first `lengths[i]` rows, copied one buffer each.

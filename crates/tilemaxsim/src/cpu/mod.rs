@@ -17,7 +17,7 @@ use crate::codec::CodecKind;
 use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
 use crate::matrix::{Elements, Matrix};
-use crate::scorer::{Docs, Scorer, alloc_scores};
+use crate::scorer::{Docs, Scorer, alloc_scores, check_queries};
 use kernel::{PreparedQuery, Scratch};
 
 /// A SIMD flavour of the CPU kernel.
@@ -230,26 +230,75 @@ impl CpuScorer {
         docs: Docs<'_>,
         out: &mut [f32],
     ) -> Result<()> {
-        let n = docs.count(corpus);
+        let offsets = corpus.offsets();
+        let rows = |i: usize| {
+            let j = docs.index(i);
+            offsets[j]..offsets[j + 1]
+        };
+        self.run_rows(queries, corpus.tokens(), docs.count(corpus), rows, out)
+    }
+
+    /// Scores of `queries` against documents given as row ranges of `tokens`, memory the scorer
+    /// borrows (a caller's tensor, say) instead of a [`Corpus`]: `out[q × n + i]` for query `q`
+    /// and document `i` (rows `docs[i]`). Each range must be non-empty and inside `tokens`,
+    /// whose values should be finite (a NaN or infinity gives an unspecified score here; a
+    /// [`Corpus`] and [`Scorer::score_into`] give NaN).
+    pub fn score_rows(
+        &self,
+        queries: &[Matrix<'_>],
+        tokens: Matrix<'_>,
+        docs: &[std::ops::Range<usize>],
+        out: &mut [f32],
+    ) -> Result<()> {
+        check_queries(queries, tokens.dim())?;
+        if let Some((i, r)) = docs
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.start >= r.end || r.end > tokens.rows())
+        {
+            return Err(Error::Argument(format!(
+                "document {i}: rows {}..{} are empty or outside the {} rows given",
+                r.start,
+                r.end,
+                tokens.rows()
+            )));
+        }
+        if out.len() != queries.len() * docs.len() {
+            return Err(Error::Argument(format!(
+                "output holds {} scores, {} queries × {} documents need {}",
+                out.len(),
+                queries.len(),
+                docs.len(),
+                queries.len() * docs.len()
+            )));
+        }
+        self.run_rows(queries, tokens, docs.len(), |i| docs[i].clone(), out)
+    }
+
+    /// The scoring loop: `n` documents, document `i` rows `doc_range(i)` of `tokens` (checked
+    /// by the callers: non-empty, in range; the queries have `tokens`' d).
+    fn run_rows(
+        &self,
+        queries: &[Matrix<'_>],
+        tokens: Matrix<'_>,
+        n: usize,
+        doc_range: impl Fn(usize) -> std::ops::Range<usize> + Sync,
+        out: &mut [f32],
+    ) -> Result<()> {
         let nq = queries.len();
         if n == 0 {
             return Ok(());
         }
         let lanes = self.isa.lanes();
         let kernel = self.isa.kernel();
-        let dim = corpus.dim();
+        let dim = tokens.dim();
         let prepared: Vec<PreparedQuery> = queries
             .iter()
             .map(|q| PreparedQuery::new(*q, lanes))
             .collect();
         let blocks = query_blocks(&prepared);
         let chunk = (n / (self.num_threads() * 16)).clamp(1, 64);
-        let tokens = corpus.tokens();
-        let offsets = corpus.offsets();
-        let doc_rows = |i: usize| {
-            let j = docs.index(i);
-            tokens.rows_range(offsets[j]..offsets[j + 1])
-        };
+        let doc_rows = |i: usize| tokens.rows_range(doc_range(i));
 
         // Scores are produced document-major (`[doc][query]`, so each task owns a contiguous
         // piece); with one query that is already the output layout.
