@@ -36,7 +36,7 @@ tmp=$(mktemp -d)
     TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
       tensor_core random_shapes ablation top_k raw_device fp32 2>&1 | tail -6
     echo "racecheck exit: ${PIPESTATUS[0]}"
-    TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched 2>&1 | tail -4
+    TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched lookup_table 2>&1 | tail -4
     echo "codec racecheck exit: ${PIPESTATUS[0]}"
     timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 residual 2>&1 | tail -4
     echo "compress racecheck exit: ${PIPESTATUS[0]}" ) >"$tmp/racecheck" &

@@ -13,3 +13,4 @@
 #include "codec.cu"
 #include "compress.cu"
 #include "codec_wgmma.cu"
+#include "codec_lut.cu"

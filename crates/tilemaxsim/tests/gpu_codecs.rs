@@ -221,6 +221,51 @@ fn batched_and_one_warp_kernels_both_match() {
 }
 
 #[test]
+fn lookup_table_kernel_matches_on_pq() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    drop(gpu);
+    // The paper's lookup-table kernel (kernels/codec_lut.cu), forced: every pq shape the fused
+    // kernels are built for, documents of 1 to 300 tokens, queries of 1 to 3 blocks (groups of
+    // G = 128 / M rows, the last part-empty), every document and a list with repeats.
+    let lut = CudaScorer::new(0).unwrap().force_kernel(Some(Kernel::Lut));
+    let shapes: &[(usize, usize)] = &[
+        (128, 16),
+        (128, 32),
+        (128, 64),
+        (128, 8),
+        (64, 16),
+        (64, 32),
+        (96, 8),
+        (32, 16),
+    ];
+    for (s, &(dim, m)) in shapes.iter().take(cases(shapes.len())).enumerate() {
+        let corpus = unit_corpus(
+            900 + s as u64,
+            &[1, 129, 3, 300, 40, 1, 77],
+            dim,
+            DType::F32,
+        );
+        let mut r = rng(950 + s as u64);
+        let qs: Vec<OwnedElements> = [1usize, 45, 32, 70, 9]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        let spec = CodecSpec::Pq(PqOptions {
+            m,
+            kmeans_iters: 2,
+            ..Default::default()
+        });
+        let c = f16_exact(&compress(&corpus, &spec, 3, &|_, _, _| {}).unwrap());
+        let label = format!("d={dim} {} [lut]", c.codec().describe());
+        let list: Vec<usize> = (0..c.len()).rev().chain([1, 1]).collect();
+        check(&lut, &label, &c, &queries, Docs::All);
+        check(&lut, &label, &c, &queries[1..], Docs::List(&list));
+    }
+}
+
+#[test]
 fn bf16_and_f16_queries_score_compressed_corpora() {
     let Some(gpu) = gpu() else { return };
     let corpus = unit_corpus(9, &[40, 1, 77], 128, DType::F32);

@@ -80,6 +80,16 @@ pub(super) fn batched_kernel_of(tag: i32, param: i32, dim: usize) -> Option<Stri
     fused_kernel_of(tag, param, dim).map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1))
 }
 
+/// Every lookup-table kernel's name (kernels/codec_lut.cu): one per M of `PQ_SHAPES`.
+pub(super) fn lut_kernel_names() -> Vec<String> {
+    let mut ms: Vec<usize> = PQ_SHAPES.iter().map(|&(_, m)| m).collect();
+    ms.sort_unstable();
+    ms.dedup();
+    ms.into_iter()
+        .map(|m| format!("maxsim_pq_lut_m{m}"))
+        .collect()
+}
+
 /// Every batched kernel's name.
 pub(super) fn batched_kernel_names() -> Vec<String> {
     fused_kernel_names()
@@ -103,12 +113,16 @@ pub(super) enum CodecKernel {
     Warp(String),
     /// `maxsim_codec_wg_*` (kernels/codec_wgmma.cu).
     Batched(String),
+    /// `maxsim_pq_lut_m*` (kernels/codec_lut.cu): the paper's lookup-table kernel, pq only,
+    /// when forced (`Kernel::Lut`), for the ablation.
+    Lut(String),
 }
 
 /// The kernel for `blocks` query blocks of a codec at d: the batched one where it is loaded
 /// (`batched_ok`) and the call has `BATCHED_MIN_BLOCKS` blocks, or when forced
-/// (`Kernel::Wgmma` or `Kernel::Gemm`); the one-warp kernel otherwise (forced by the others).
-/// `None`: no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
+/// (`Kernel::Wgmma` or `Kernel::Gemm`); the lookup-table kernel for pq when forced
+/// (`Kernel::Lut`); the one-warp kernel otherwise (forced by the others). `None`: no fused
+/// kernel at this d (the tokens are decoded and scored by the exact kernels).
 pub(super) fn codec_kernel(
     (tag, param, dim): (i32, i32, usize),
     blocks: usize,
@@ -116,6 +130,9 @@ pub(super) fn codec_kernel(
     force: Option<Kernel>,
 ) -> Option<CodecKernel> {
     let warp = fused_kernel_of(tag, param, dim)?;
+    if force == Some(Kernel::Lut) && tag == 1 {
+        return Some(CodecKernel::Lut(format!("maxsim_pq_lut_m{param}")));
+    }
     let batched = batched_kernel_of(tag, param, dim).filter(|_| batched_ok);
     let want = match force {
         Some(Kernel::Wgmma | Kernel::Gemm) => true,
@@ -476,6 +493,13 @@ mod tests {
         assert_eq!(codec_kernel(r2, 32, false, None), warp());
         assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Wgmma)), batched());
         assert_eq!(codec_kernel(r2, 32, true, Some(Kernel::Mma)), warp());
+        // The lookup-table kernel: pq only, when forced.
+        assert_eq!(
+            codec_kernel((1, 16, 128), 1, true, Some(Kernel::Lut)),
+            Some(CodecKernel::Lut("maxsim_pq_lut_m16".into()))
+        );
+        assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Lut)), warp());
+        assert!(lut_kernel_names().contains(&"maxsim_pq_lut_m64".to_string()));
         // d = 96: the one-warp kernel only; d = 48: none (decoded at upload).
         assert!(matches!(
             codec_kernel((3, 0, 96), 32, true, None),

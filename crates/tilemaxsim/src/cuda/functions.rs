@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule};
 
-use super::codes::{batched_kernel_names, fused_kernel_names};
+use super::codes::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
 use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
 use crate::error::{Error, Result};
@@ -41,6 +41,10 @@ pub(super) struct Kernels {
     pub(super) codec: Vec<(String, CudaFunction)>,
     /// name → the batched ones (kernels/codec_wgmma.cu; empty but on sm_90a).
     pub(super) codec_wg: Vec<(String, CudaFunction)>,
+    /// name → the lookup-table pq kernels (kernels/codec_lut.cu), their tables and group sums.
+    pub(super) codec_lut: Vec<(String, CudaFunction)>,
+    pub(super) pq_lut_table: CudaFunction,
+    pub(super) pq_lut_sum: CudaFunction,
     pub(super) codec_centroid_scores: CudaFunction,
     pub(super) residual_inv_norms: CudaFunction,
     pub(super) codec_decode_f32: CudaFunction,
@@ -131,6 +135,12 @@ impl Kernels {
             } else {
                 Vec::new()
             },
+            codec_lut: lut_kernel_names()
+                .into_iter()
+                .map(|n| Ok((n.clone(), f(&n)?)))
+                .collect::<Result<_>>()?,
+            pq_lut_table: f("pq_lut_table")?,
+            pq_lut_sum: f("pq_lut_sum")?,
             codec_centroid_scores: f("codec_centroid_scores")?,
             residual_inv_norms: f("residual_inv_norms")?,
             codec_decode_f32: f("codec_decode_f32")?,

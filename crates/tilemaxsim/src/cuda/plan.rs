@@ -166,6 +166,8 @@ pub(super) const MMA_THREADS: u32 = 128;
 pub(super) const BULK_THREADS: u32 = 128;
 pub(super) const GEMM_THREADS: u32 = 256;
 pub(super) const WG_THREADS: u32 = 256;
+/// Threads of `maxsim_pq_lut_m*` (LUT_THREADS in kernels/codec_lut.cu).
+pub(super) const LUT_THREADS: u32 = 256;
 /// `maxsim_wgmma`: query blocks per block (WG_QBLOCKS), tokens per tile (WG_BN), the d it is
 /// instantiated for (128-byte swizzle atoms of 64 dimensions).
 pub(super) const WG_QBLOCKS: usize = 8;
@@ -212,6 +214,10 @@ pub enum Kernel {
     V1,
     /// The paper's V2: document tiles staged in shared memory, one thread per query token.
     V2,
+    /// The paper's lookup-table kernel for PQ corpora (kernels/codec_lut.cu, the ablation of the
+    /// fused decode-and-multiply kernel): distance tables per query row, sums of table entries
+    /// picked by the codes. Exact and other compressed corpora take their usual kernels.
+    Lut,
 }
 
 impl Kernel {
@@ -225,6 +231,7 @@ impl Kernel {
             Kernel::Tiled => "maxsim_tiled",
             Kernel::V1 => "maxsim_v1",
             Kernel::V2 => "maxsim_v2",
+            Kernel::Lut => "maxsim_pq_lut",
         }
     }
 
@@ -238,6 +245,7 @@ impl Kernel {
             // launch_ring sizes its block from the shared memory it needs.
             Kernel::Ring => (KernelShape::DEFAULT.ring_warps * 32) as u32,
             Kernel::V1 | Kernel::V2 => 128,
+            Kernel::Lut => LUT_THREADS,
         }
     }
 }
@@ -254,8 +262,9 @@ impl std::str::FromStr for Kernel {
             "tiled" => Ok(Kernel::Tiled),
             "v1" => Ok(Kernel::V1),
             "v2" => Ok(Kernel::V2),
+            "lut" | "pq_lut" => Ok(Kernel::Lut),
             other => Err(Error::Argument(format!(
-                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wgmma, ring, tiled, v1 or v2"
+                "unknown GPU kernel {other:?}: expected mma, bulk, gemm, wgmma, ring, tiled, v1, v2 or lut"
             ))),
         }
     }

@@ -177,6 +177,10 @@ impl CudaScorer {
             }),
             Kernel::Ring => Box::new(Ring { shape: self.shape }),
             Kernel::Tiled | Kernel::V1 | Kernel::V2 => Box::new(General { kernel }),
+            // `choose_kernel` never picks it for exact corpora (a PQ corpus's kernel only).
+            Kernel::Lut => Box::new(General {
+                kernel: Kernel::Tiled,
+            }),
         }
     }
 

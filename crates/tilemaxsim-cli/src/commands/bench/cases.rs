@@ -41,7 +41,8 @@ pub struct BenchArgs {
     /// Kernel: on the CPU avx512, avx2 or portable (default: the best this CPU has); on a GPU
     /// mma, bulk (sm_90+, d up to 1024), gemm (many queries), wgmma (gemm on sm_90a, for
     /// documents that fill 128-token tiles) or ring (f32, and d > 128 before sm_90; tensor
-    /// cores), tiled, v1 or v2 (the paper's ablation family) (default: chosen per shape).
+    /// cores), tiled, v1 or v2 (the paper's ablation family), lut (pq corpora: the paper's
+    /// lookup-table kernel, for the ablation) (default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
     /// GPU: score through the raw-pointer entry (`score_raw`: the corpus and queries as device

@@ -265,10 +265,15 @@ fn codec_case(gpu: &CudaScorer, args: &BenchArgs, case: &Case, read: f64) -> Res
     };
     let (times, latency) = time_calls(gpu, args.reps, &mut call)?;
     check_written(gpu, &out, case.queries * corpus.len())?;
-    let how = if device[0].fused() {
-        "fused"
-    } else {
-        "decoded at upload"
+    let lut = matches!(corpus.codec(), tilemaxsim::codec::Codec::Pq(_))
+        && args
+            .kernel
+            .as_deref()
+            .is_some_and(|k| matches!(k.parse(), Ok(Kernel::Lut)));
+    let how = match (device[0].fused(), lut) {
+        (true, true) => "lookup table",
+        (true, false) => "fused",
+        (false, _) => "decoded at upload",
     };
     let name = format!(
         "{} Nq={} d={} Nd={} B={} Q={} [{how}]",

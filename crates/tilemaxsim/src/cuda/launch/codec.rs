@@ -13,7 +13,7 @@ use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
-use crate::cuda::plan::{DocLengths, TILE_META, WG_BN, WG_QBLOCKS};
+use crate::cuda::plan::{DocLengths, LUT_THREADS, TILE_META, WG_BN, WG_QBLOCKS};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -253,6 +253,11 @@ pub(in crate::cuda) unsafe fn fused(
             // codebooks; `smem` bytes for its ring and tables; candidates and output the caller's.
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_wg launch"))?;
         }
+        CodecKernel::Lut(name) => {
+            // SAFETY: as this function's (the pq codebooks in `v.table`), `out` holding blocks ×
+            // n floats.
+            unsafe { lut(gpu, name, queries, v, out, t) }?;
+        }
     }
     if let Some(p) = &partial {
         sum_qblocks(
@@ -263,6 +268,78 @@ pub(in crate::cuda) unsafe fn fused(
             queries.len,
         )?;
     }
+    Ok(())
+}
+
+/// Shared memory of a lookup-table kernel's group table (LUT_TABLE_FLOATS in
+/// kernels/codec_lut.cu: G rows × M sub-spaces × 256 floats, G = 128 / M).
+const LUT_TABLE_BYTES: usize = 32768 * 4;
+
+/// The paper's lookup-table kernel for a pq corpus (kernels/codec_lut.cu): the distance tables
+/// of every query block, the group partial scores, their sums into `out` (`[blocks][t.n]`).
+///
+/// # Safety
+/// As `fused`: `v` a pq corpus on the device (its f16 codebooks in `v.table`), `out` holding
+/// blocks × `t.n` floats, all on `t.stream`.
+unsafe fn lut(
+    gpu: &GpuContext,
+    name: &str,
+    queries: &CodecQueries,
+    v: &CodesView,
+    out: u64,
+    t: Target<'_>,
+) -> Result<()> {
+    let s = t.stream;
+    let m = v.param as usize;
+    let groups = m / 4; // 32 rows in groups of G = 128 / M
+    let blocks = queries.blocks;
+    if blocks * groups > 65535 {
+        return Err(Error::Argument(format!(
+            "{blocks} query blocks: over the lookup-table kernel's grid"
+        )));
+    }
+    let entries = blocks * 32 * m * 256;
+    // SAFETY: `pq_lut_table` writes every entry.
+    let mut table = unsafe { s.alloc::<f32>(entries) }.map_err(drv("pq lookup tables"))?;
+    let (nb, dim, mm) = (blocks as i32, v.dim as i32, m as i32);
+    let q16 = queries.f16.device_ptr(s).0;
+    let mut b = s.launch_builder(&gpu.kernels.pq_lut_table);
+    b.arg(&q16)
+        .arg(&v.table)
+        .arg(&nb)
+        .arg(&dim)
+        .arg(&mm)
+        .arg(&mut table);
+    // SAFETY: blocks × 32 × d query halves, M × 256 × d / M codebook halves, `entries` floats.
+    unsafe { b.launch(stride_grid(gpu, entries as u64, 256)) }
+        .map_err(drv("pq_lut_table launch"))?;
+
+    let n = blocks * t.n;
+    // SAFETY: the kernel writes every one of groups × blocks × n partial scores.
+    let mut part = unsafe { s.alloc::<f32>((groups * n).max(1)) }.map_err(drv("score buffer"))?;
+    let func = find(&gpu.kernels.codec_lut, name)?;
+    let mut cfg =
+        gpu.persistent_grid(func, LUT_THREADS, LUT_TABLE_BYTES, (t.n as u64).div_ceil(8))?;
+    cfg.grid_dim.1 = (blocks * groups) as u32;
+    let (rows, nd) = (queries.rows.device_ptr(s).0, t.n as i32);
+    let mut b = s.launch_builder(func);
+    b.arg(&table)
+        .arg(&rows)
+        .arg(&nb)
+        .arg(&v.codes)
+        .arg(&v.offsets)
+        .arg(&t.doc_index)
+        .arg(&nd)
+        .arg(&mut part);
+    // SAFETY: the tables above, the blocks' rows, the corpus's M-byte codes and offsets, the
+    // candidates (`t.doc_index`, or 0), groups × blocks × n partial scores.
+    unsafe { b.launch(cfg) }.map_err(drv("maxsim_pq_lut launch"))?;
+
+    let (g, total) = (groups as i32, n as i64);
+    let mut b = s.launch_builder(&gpu.kernels.pq_lut_sum);
+    b.arg(&part).arg(&g).arg(&total).arg(&out);
+    // SAFETY: groups × n partial scores in, n scores out at `out` (this function's contract).
+    unsafe { b.launch(stride_grid(gpu, total as u64, 256)) }.map_err(drv("pq_lut_sum launch"))?;
     Ok(())
 }
 
