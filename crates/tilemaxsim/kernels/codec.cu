@@ -23,6 +23,10 @@
 #include "mma_frag.cuh"
 
 #define CODEC_THREADS 128
+// pq's blocks are larger: its f16 codebooks (shared memory, up to 64 KB a block) allow only 3
+// blocks per SM, so 8 warps a block instead of 4 keep more warps resident (the kernel is
+// bound by its codebook lookups at low occupancy: BENCHMARKS.md, ncu of the pq miss).
+#define CODEC_PQ_THREADS 256
 // n-tiles (8 tokens) whose codes are loaded before the first is multiplied.
 #ifndef CODEC_TILES
 #define CODEC_TILES 2
@@ -306,7 +310,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
 }
 
 #define INSTANTIATE_CODEC(NAME, TAG, D, P)                                                     \
-    extern "C" __global__ void __launch_bounds__(CODEC_THREADS) NAME(                         \
+    extern "C" __global__ void __launch_bounds__(TAG == PQ ? CODEC_PQ_THREADS : CODEC_THREADS) NAME( \
         const u16* qblocks, const int* qrows, int num_blocks, const unsigned char* codes,      \
         const unsigned* aux, const float* inv_norm, const u16* cs, int num_centroids,          \
         const unsigned* table, const i64* d_offsets, const i64* doc_index, int num_docs,       \

@@ -20,6 +20,8 @@ use crate::matrix::DType;
 /// Threads of a fused kernel's block (CODEC_THREADS), and of a batched one's (CWG_BLOCK_THREADS:
 /// two consumer warpgroups and the decoding one).
 const CODEC_THREADS: u32 = 128;
+/// pq's fused kernels: 8 warps a block (CODEC_PQ_THREADS).
+const CODEC_PQ_THREADS: u32 = 256;
 const CODEC_WG_THREADS: u32 = 384;
 
 /// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (eight
@@ -190,7 +192,12 @@ pub(in crate::cuda) unsafe fn fused(
                 1 => v.dim * 256 * 2,
                 _ => 0,
             };
-            let cfg = gpu.persistent_grid(func, CODEC_THREADS, smem, tasks.div_ceil(4))?;
+            let threads = if v.tag == 1 {
+                CODEC_PQ_THREADS
+            } else {
+                CODEC_THREADS
+            };
+            let cfg = gpu.persistent_grid(func, threads, smem, tasks.div_ceil(4))?;
             let (_counter, tc) = gpu.task_counter(tasks, &cfg, s)?;
             let k = v.num_centroids as i32;
             let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
