@@ -14,3 +14,4 @@
 #include "compress.cu"
 #include "codec_wgmma.cu"
 #include "codec_lut.cu"
+#include "codec_bulk.cu"

@@ -25,19 +25,25 @@
 // The tile sequence of a run of `left` tasks from (query qi, pair): (first token, tokens,
 // document length) stepped tile by tile, the task stepped without dividing. Empty documents
 // take one empty tile (their score is then the sum of nothing found, as in maxsim_mma).
-template <int TILE>
+// AHEAD: the next task's extent is loaded one task ahead (`extent` and `step` then take
+// num_docs), so stepping to it waits on no load (the codec bulk kernels' tiles are short).
+template <int TILE, bool AHEAD = false>
 struct BulkWalk {
-    int qi, pair, left, tok, nd;
-    i64 d0;
+    int qi, pair, left, tok, nd, next_nd;
+    i64 d0, next_d0;
     __device__ __forceinline__ BulkWalk(i64 first, i64 tasks, int group, int num_docs)
         : qi((int)(first / num_docs)), pair((int)(first % num_docs)),
-          left((int)min((i64)group, tasks - first)), tok(0), nd(0), d0(0) {}
-    __device__ __forceinline__ void extent(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index) {
-        if (left > 0) {
-            const i64 doc = doc_index ? doc_index[pair] : (i64)pair;
-            d0 = d_offsets[doc];
-            nd = (int)(d_offsets[doc + 1] - d0);
-        }
+          left((int)min((i64)group, tasks - first)), tok(0), nd(0), next_nd(0), d0(0), next_d0(0) {}
+    __device__ __forceinline__ static void load(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
+                                                int p, i64& start, int& len) {
+        const i64 doc = doc_index ? doc_index[p] : (i64)p;
+        start = d_offsets[doc];
+        len = (int)(d_offsets[doc + 1] - start);
+    }
+    __device__ __forceinline__ void extent(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
+                                           int num_docs = 0) {
+        if (left > 0) load(d_offsets, doc_index, pair, d0, nd);
+        if (AHEAD && left > 1) load(d_offsets, doc_index, pair + 1 == num_docs ? 0 : pair + 1, next_d0, next_nd);
     }
     __device__ __forceinline__ bool done() const { return left <= 0; }
     __device__ __forceinline__ int ntok() const { return min(TILE, nd - tok); }
@@ -52,7 +58,13 @@ struct BulkWalk {
                 pair = 0;
                 ++qi;
             }
-            extent(d_offsets, doc_index);
+            if constexpr (AHEAD) {
+                d0 = next_d0;
+                nd = next_nd;
+                if (left > 1) load(d_offsets, doc_index, pair + 1 == num_docs ? 0 : pair + 1, next_d0, next_nd);
+            } else {
+                extent(d_offsets, doc_index);
+            }
         }
     }
 };

@@ -94,6 +94,24 @@ __device__ __forceinline__ void e4m3_to_f16x2(unsigned x, unsigned& b0, unsigned
     b1 = (s1 & 0x80008000u) | ((s1 >> 1) & 0x3f803f80u);
 }
 
+// Pair p of a thread's residual dimensions from its code words (2·NB bits a pair, the first
+// dimension's bits highest: PLAID's packbits order) as an f16 pair, through the pair table in
+// shared memory, one copy per lane (`table[key]` at tab[key * 32 + lane]: no bank conflicts).
+// With p known at compile time, a shift and a mask give the key's byte offset (key · 128, its
+// 32 lanes' words) straight from the word, and the lane's word is or-ed in: 3 instructions a
+// lookup where key << 5 | lane took 5.
+template <int NB, int N>
+__device__ __forceinline__ unsigned residual_pair(const unsigned (&raw)[N], int p, const unsigned* tab, int lane) {
+    constexpr int BITS = 2 * NB;
+    const int bit = p * BITS, byte = bit / 8, off = bit % 8;
+    const int sh = 8 * (byte % 4) + 8 - off - BITS;  // the key's lowest bit in its word
+    const unsigned w = raw[byte / 4];
+    const unsigned shifted = sh >= 7 ? w >> (sh - 7) : w << (7 - sh);
+    unsigned at;  // (shifted & mask) | lane · 4 in one LOP3 (the compiler made it LOP3 + IADD)
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(at) : "r"(shifted), "r"(((1u << BITS) - 1u) << 7), "r"((unsigned)lane << 2));
+    return *(const unsigned*)((const char*)tab + at);
+}
+
 template <int TAG, int D, int P>
 __device__ __forceinline__ void maxsim_codec_impl(
     const u16* __restrict__ qblocks, const int* __restrict__ qrows, int num_blocks,
@@ -189,17 +207,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // k16 step s of a tile's B fragment from its codes.
     auto decode_step = [&](const unsigned (&raw)[Shape::WORDS], int s, unsigned& b0, unsigned& b1) {
         if constexpr (TAG == RESIDUAL) {
-            // pairs 2s and 2s+1 of the thread's dimensions: 2·NB bits each, the first
-            // dimension in the higher bits (PLAID's packbits order).
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                constexpr int BITS = 2 * NB;
-                const int bit = (2 * s + j) * BITS;  // stream position
-                const int byte = bit / 8, off = bit % 8;
-                const unsigned key = (raw[byte / 4] >> (8 * (byte % 4) + 8 - off - BITS)) & (KEYS - 1);
-                const unsigned v = smem[(key << 5) | lane];
-                if (j == 0) b0 = v; else b1 = v;
-            }
+            b0 = residual_pair<NB>(raw, 2 * s, smem, lane);
+            b1 = residual_pair<NB>(raw, 2 * s + 1, smem, lane);
         } else if constexpr (TAG == PQ) {
             const u16* cb = (const u16*)smem;
 #pragma unroll

@@ -182,21 +182,24 @@ fn every_codec_on_the_gpu_matches_its_decoding() {
 }
 
 #[test]
-fn batched_and_one_warp_kernels_both_match() {
+fn batched_bulk_and_one_warp_kernels_all_match() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
     let open = |k| CudaScorer::new(0).unwrap().force_kernel(Some(k));
     // Kernel::Wgmma: the batched kernel (kernels/codec_wgmma.cu) where it is loaded (sm_90a,
-    // d 64 and 128), else the one-warp one; Kernel::Mma: the one-warp kernel.
-    let (batched, warp) = (open(Kernel::Wgmma), open(Kernel::Mma));
+    // d 64 and 128), else the one-warp one; Kernel::Bulk: the bulk-copy kernel of int8, fp8
+    // and the residual where a token's codes are a multiple of 16 bytes (kernels/codec_bulk.cu,
+    // sm_90a, d 64 and 128; 128-token tiles multiplied 64 tokens at a time), else the one-warp
+    // one; Kernel::Mma: the one-warp kernel.
+    let (batched, bulk, warp) = (open(Kernel::Wgmma), open(Kernel::Bulk), open(Kernel::Mma));
     drop(gpu);
-    // Documents of 1 token, across the 128-token tile (127, 128, 129) and over three tiles;
+    // Documents of 1 token, across the 64- and 128-token tiles (63-65, 127-129) and over three;
     // queries of 1 to 7 blocks, 14 in all: two query tiles of the batched kernel, the second
     // part-empty.
     let shapes: &[(usize, usize, &[usize])] = &[
         (128, 16, &[1, 129, 3, 300, 128, 127, 64, 1, 385, 40]),
         (128, 32, &[5, 1, 131]),
-        (64, 16, &[257, 1, 63, 128, 9]),
+        (64, 16, &[257, 1, 63, 128, 9, 65]),
         (64, 8, &[2, 130]),
     ];
     for (s, &(dim, m, lens)) in shapes.iter().take(cases(shapes.len())).enumerate() {
@@ -211,7 +214,7 @@ fn batched_and_one_warp_kernels_both_match() {
             let c = f16_exact(&compress(&corpus, &spec, 3, &|_, _, _| {}).unwrap());
             let label = format!("d={dim} lens={lens:?} {}", c.codec().describe());
             let list: Vec<usize> = (0..c.len()).rev().chain([1, 1]).collect();
-            for (kernel, g) in [("batched", &batched), ("one-warp", &warp)] {
+            for (kernel, g) in [("batched", &batched), ("bulk", &bulk), ("one-warp", &warp)] {
                 let label = format!("{label} [{kernel}]");
                 check(g, &label, &c, &queries, Docs::All);
                 check(g, &label, &c, &queries[1..], Docs::List(&list));

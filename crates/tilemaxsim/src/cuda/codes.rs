@@ -90,13 +90,39 @@ pub(super) fn lut_kernel_names() -> Vec<String> {
         .collect()
 }
 
-/// Every batched kernel's name.
+/// Every batched kernel's name, and the bulk-copy kernels' (`bulk_kernel_of`): both are
+/// built for sm_90a only.
 pub(super) fn batched_kernel_names() -> Vec<String> {
-    fused_kernel_names()
+    let batched = fused_kernel_names()
         .into_iter()
         .filter(|n| WG_DIMS.iter().any(|d| n.ends_with(&format!("_d{d}"))))
-        .map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1))
-        .collect()
+        .map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1));
+    let bulk = WG_DIMS
+        .into_iter()
+        .flat_map(|d| BULK_CODECS.map(|(tag, param)| bulk_kernel_of(tag, param, d)))
+        .flatten();
+    batched.chain(bulk).collect()
+}
+
+/// The codecs with a bulk-copy kernel (tag, nbits): int8, fp8, and the residual where a token's
+/// codes are a multiple of 16 bytes (`bulk_kernel_of`).
+const BULK_CODECS: [(i32, i32); 5] = [(2, 0), (3, 0), (0, 1), (0, 2), (0, 4)];
+
+/// The bulk-copy kernel of a codec at d ∈ `WG_DIMS` (kernels/codec_bulk.cu, sm_90a: one query's
+/// tiles brought in by the copy engine, the tokens decoded into wgmma's A registers): int8,
+/// fp8, and the residual where a row of codes (d · nbits / 8 bytes) is a multiple of 16 bytes.
+pub(super) fn bulk_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String> {
+    let codec = match (tag, param) {
+        (2, _) => "int8".to_string(),
+        (3, _) => "fp8".to_string(),
+        (0, 1 | 2 | 4) if (dim * param as usize / 8).is_multiple_of(16) => {
+            format!("residual{param}")
+        }
+        _ => return None,
+    };
+    WG_DIMS
+        .contains(&dim)
+        .then(|| format!("maxsim_codec_bk_{codec}_d{dim}"))
 }
 
 /// Query blocks from which the batched kernel scores a call (it multiplies whole 256-row query
@@ -113,20 +139,25 @@ pub(super) enum CodecKernel {
     Warp(String),
     /// `maxsim_codec_wg_*` (kernels/codec_wgmma.cu).
     Batched(String),
+    /// `maxsim_codec_bk_*` (kernels/codec_bulk.cu): below `BATCHED_MIN_BLOCKS`.
+    Bulk(String),
     /// `maxsim_pq_lut_m*` (kernels/codec_lut.cu): the paper's lookup-table kernel, pq only,
     /// when forced (`Kernel::Lut`), for the ablation.
     Lut(String),
 }
 
 /// The kernel for `blocks` query blocks of a codec at d: the batched one where it is loaded
-/// (`batched_ok`) and the call has `BATCHED_MIN_BLOCKS` blocks, or when forced
-/// (`Kernel::Wgmma` or `Kernel::Gemm`); the lookup-table kernel for pq when forced
-/// (`Kernel::Lut`); the one-warp kernel otherwise (forced by the others). `None`: no fused
-/// kernel at this d (the tokens are decoded and scored by the exact kernels).
+/// (`batched_ok`: the sm_90a kernels) and the call has `BATCHED_MIN_BLOCKS` blocks, or when
+/// forced (`Kernel::Wgmma` or `Kernel::Gemm`); below that, the bulk-copy kernel where it is
+/// built and loaded and the corpus's per-token words are padded for its copies (`padded`: our
+/// uploads, not borrowed tensors), forced by `Kernel::Bulk`; the lookup-table kernel for pq
+/// when forced (`Kernel::Lut`); the one-warp kernel otherwise (forced by the others). `None`:
+/// no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
 pub(super) fn codec_kernel(
     (tag, param, dim): (i32, i32, usize),
     blocks: usize,
     batched_ok: bool,
+    padded: bool,
     force: Option<Kernel>,
 ) -> Option<CodecKernel> {
     let warp = fused_kernel_of(tag, param, dim)?;
@@ -134,15 +165,35 @@ pub(super) fn codec_kernel(
         return Some(CodecKernel::Lut(format!("maxsim_pq_lut_m{param}")));
     }
     let batched = batched_kernel_of(tag, param, dim).filter(|_| batched_ok);
+    let bulk = bulk_kernel_of(tag, param, dim).filter(|_| batched_ok && padded);
     let want = match force {
         Some(Kernel::Wgmma | Kernel::Gemm) => true,
         Some(_) => false,
         None => blocks >= BATCHED_MIN_BLOCKS,
     };
-    Some(match batched {
-        Some(name) if want => CodecKernel::Batched(name),
+    let want_bulk = match force {
+        Some(k) => k == Kernel::Bulk,
+        None => !want && bulk_by_default(tag, param, dim),
+    };
+    Some(match (batched, bulk) {
+        (Some(name), _) if want => CodecKernel::Batched(name),
+        (_, Some(name)) if want_bulk => CodecKernel::Bulk(name),
         _ => CodecKernel::Warp(warp),
     })
+}
+
+/// Where the bulk-copy kernel is ahead of the one-warp one at one query (the H200, B = 100K ×
+/// 128 tokens, BENCHMARKS.md "The bulk-copy codec kernels"): the residual at nbits 1 and 2
+/// (144.5 against 123.2 M docs/s at nbits 2, d = 128; 185.6 against 171.8 at d = 64), int8 and
+/// fp8 at d = 128 (180.8 / 193.0 against 175.0 / 152.1). Not at nbits 4, whose 32 KB pair table
+/// halves the blocks per SM (97.4 against 119.6), nor int8 and fp8 at d = 64 (270.6 / 284.6
+/// against 307.7 / 289.7). Elsewhere it runs when forced (`Kernel::Bulk`).
+fn bulk_by_default(tag: i32, param: i32, dim: usize) -> bool {
+    match tag {
+        0 => param <= 2,
+        2 | 3 => dim == 128,
+        _ => false,
+    }
 }
 
 /// The codec tag of kernels/codec.cu (`CodecTag`) and its parameter (nbits, M).
@@ -191,6 +242,8 @@ pub(super) struct CodesView {
     pub num_centroids: usize,
     pub dim: usize,
     pub tokens: usize,
+    /// Documents (their offsets: `docs + 1`).
+    pub docs: usize,
     /// `[tokens][row bytes]` u8; one u32 per token (centroid id, scale bits; PQ: unused);
     /// each document's i64 offsets from 0.
     pub codes: u64,
@@ -218,6 +271,7 @@ impl DeviceCodes {
             },
             dim: self.dim,
             tokens: self.tokens,
+            docs: self.len,
             codes: self.codes.device_ptr(stream).0,
             aux: self.aux.device_ptr(stream).0,
             offsets: self.offsets.device_ptr(stream).0,
@@ -271,9 +325,16 @@ impl DeviceCodes {
                 code_bytes
             })
             .map_err(up("code upload"))?;
+        // Four words past the last: the bulk-copy kernels copy scales from 16-byte boundaries
+        // (kernels/codec_bulk.cu), so a tile's rounded-up end may reach three words past it.
         let aux = match corpus.aux() {
-            Some(a) if last > first => stream.clone_htod(&a[first..last]),
-            _ => stream.clone_htod(&[0u32][..]),
+            Some(a) if last > first => {
+                let mut padded = Vec::with_capacity(last - first + 4);
+                padded.extend_from_slice(&a[first..last]);
+                padded.extend_from_slice(&[0u32; 4]);
+                stream.clone_htod(&padded)
+            }
+            _ => stream.clone_htod(&[0u32; 4][..]),
         }
         .map_err(up("code upload"))?;
         let rel: Vec<i64> = offsets[docs.start..=docs.end]
@@ -288,9 +349,11 @@ impl DeviceCodes {
                     residual_pair_table(r.nbits(), r.bucket_weights()),
                     r.bucket_weights().to_vec(),
                     Some(stream.clone_htod(&cent).map_err(up("codec upload"))?),
-                    // SAFETY: filled by residual_inv_norms before any read.
+                    // Filled by residual_inv_norms; four more (zeros) for the bulk-copy
+                    // kernels' rounded-up copies, as the words above.
                     Some(
-                        unsafe { stream.alloc::<f32>((last - first).max(1)) }
+                        stream
+                            .alloc_zeros::<f32>(last - first + 4)
                             .map_err(up("codec upload"))?,
                     ),
                 )
@@ -459,11 +522,21 @@ mod tests {
         for (d, m) in PQ_SHAPES {
             assert!((d / m) % 2 == 0 && m % 4 == 0 && d % m == 0, "({d}, {m})");
         }
-        // The batched kernels: every codec at d 64 and 128, each instantiated in the source.
-        let batched = batched_kernel_names();
-        assert_eq!(batched.len(), 2 * 5 + 7);
+        // The batched kernels: every codec at d 64 and 128, each instantiated in the source;
+        // then the bulk-copy kernels (int8 and fp8 at d 64 and 128; the residual at nbits 2, 4
+        // at d 64 and 1, 2, 4 at d 128).
+        let names = batched_kernel_names();
+        assert_eq!(names.len(), 2 * 5 + 7 + 4 + 5);
+        let (batched, bulk) = names.split_at(2 * 5 + 7);
+        let bulk_src = include_str!("../../kernels/codec_bulk.cu");
+        for name in bulk {
+            assert!(
+                bulk_src.contains(&format!("INSTANTIATE_CODEC_BULK({name},")),
+                "{name}"
+            );
+        }
         let src = include_str!("../../kernels/codec_wgmma.cu");
-        for name in &batched {
+        for name in batched {
             let (stem, d) = name.rsplit_once("_d").unwrap();
             let per_d = format!("INSTANTIATE_CODEC_WG_DIMS({stem},");
             let one = format!("INSTANTIATE_CODEC_WG({name},");
@@ -477,35 +550,104 @@ mod tests {
     #[test]
     fn batched_kernel_from_enough_blocks_or_when_forced() {
         let r2 = (0, 2, 128);
+        let pick = |shape, blocks, force| codec_kernel(shape, blocks, true, true, force);
         let warp = || Some(CodecKernel::Warp("maxsim_codec_residual2_d128".into()));
+        let bulk = || Some(CodecKernel::Bulk("maxsim_codec_bk_residual2_d128".into()));
         let batched = || {
             Some(CodecKernel::Batched(
                 "maxsim_codec_wg_residual2_d128".into(),
             ))
         };
-        assert_eq!(codec_kernel(r2, 1, true, None), warp());
-        assert_eq!(codec_kernel(r2, 3, true, None), warp());
-        assert_eq!(codec_kernel(r2, 4, true, None), batched());
+        // Below the batched kernel's blocks: the bulk-copy kernel where loaded and the words
+        // are padded (our uploads), else the one-warp kernel.
+        assert_eq!(pick(r2, 1, None), bulk());
+        assert_eq!(pick(r2, 3, None), bulk());
+        assert_eq!(codec_kernel(r2, 1, true, false, None), warp());
+        assert_eq!(codec_kernel(r2, 1, false, true, None), warp());
+        assert_eq!(pick(r2, 4, None), batched());
+        assert_eq!(codec_kernel(r2, 4, true, false, None), batched());
         assert!(matches!(
-            codec_kernel((2, 0, 128), 4, true, None),
+            pick((2, 0, 128), 4, None),
             Some(CodecKernel::Batched(_))
         ));
-        assert_eq!(codec_kernel(r2, 32, false, None), warp());
-        assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Wgmma)), batched());
-        assert_eq!(codec_kernel(r2, 32, true, Some(Kernel::Mma)), warp());
+        assert_eq!(codec_kernel(r2, 32, false, true, None), warp());
+        for (tag, name) in [(2, "int8"), (3, "fp8")] {
+            assert_eq!(
+                pick((tag, 0, 128), 3, None),
+                Some(CodecKernel::Bulk(format!("maxsim_codec_bk_{name}_d128")))
+            );
+        }
+        // The residual's bulk kernels: rows of codes a multiple of 16 bytes, d 64 and 128; by
+        // default at nbits 1 and 2 only, int8 and fp8's at d = 128 only.
+        assert!(matches!(
+            pick((0, 1, 128), 1, None),
+            Some(CodecKernel::Bulk(_))
+        ));
+        assert!(matches!(
+            pick((0, 2, 64), 1, None),
+            Some(CodecKernel::Bulk(_))
+        ));
+        assert!(matches!(
+            pick((0, 4, 64), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((0, 4, 128), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((0, 4, 64), 1, Some(Kernel::Bulk)),
+            Some(CodecKernel::Bulk(_))
+        ));
+        assert!(matches!(
+            pick((2, 0, 64), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((0, 1, 64), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((0, 2, 96), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((1, 16, 128), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            codec_kernel((3, 0, 64), 1, false, true, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((3, 0, 96), 1, None),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert!(matches!(
+            pick((2, 0, 64), 9, Some(Kernel::Bulk)),
+            Some(CodecKernel::Bulk(_))
+        ));
+        assert!(matches!(
+            pick((2, 0, 64), 1, Some(Kernel::Mma)),
+            Some(CodecKernel::Warp(_))
+        ));
+        assert_eq!(pick(r2, 9, Some(Kernel::Bulk)), bulk());
+        assert_eq!(codec_kernel(r2, 1, true, false, Some(Kernel::Bulk)), warp());
+        assert_eq!(pick(r2, 1, Some(Kernel::Wgmma)), batched());
+        assert_eq!(pick(r2, 32, Some(Kernel::Mma)), warp());
         // The lookup-table kernel: pq only, when forced.
         assert_eq!(
-            codec_kernel((1, 16, 128), 1, true, Some(Kernel::Lut)),
+            pick((1, 16, 128), 1, Some(Kernel::Lut)),
             Some(CodecKernel::Lut("maxsim_pq_lut_m16".into()))
         );
-        assert_eq!(codec_kernel(r2, 1, true, Some(Kernel::Lut)), warp());
+        assert_eq!(pick(r2, 1, Some(Kernel::Lut)), warp());
         assert!(lut_kernel_names().contains(&"maxsim_pq_lut_m64".to_string()));
         // d = 96: the one-warp kernel only; d = 48: none (decoded at upload).
         assert!(matches!(
-            codec_kernel((3, 0, 96), 32, true, None),
+            pick((3, 0, 96), 32, None),
             Some(CodecKernel::Warp(_))
         ));
-        assert_eq!(codec_kernel((0, 2, 48), 32, true, None), None);
+        assert_eq!(pick((0, 2, 48), 32, None), None);
         assert_eq!(
             batched_kernel_of(1, 16, 128).as_deref(),
             Some("maxsim_codec_wg_pq16_d128")

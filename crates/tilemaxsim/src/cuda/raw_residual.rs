@@ -55,6 +55,7 @@ fn view_of(a: &RawResidual<'_>) -> CodesView {
         num_centroids: a.num_centroids,
         dim: a.queries.dim,
         tokens: a.tokens,
+        docs: a.docs,
         codes: a.residuals,
         aux: a.ids,
         offsets: a.offsets,
@@ -66,7 +67,8 @@ fn view_of(a: &RawResidual<'_>) -> CodesView {
 }
 
 /// The kernel for the call (`codes::codec_kernel`): the batched one needs 16-byte aligned
-/// centroids and 4-byte aligned codes (its loads); `batched_ok`: it is loaded.
+/// centroids and 4-byte aligned codes (its loads); `batched_ok`: it is loaded. Never the
+/// bulk-copy kernel: its copies of the ids may read up to three words past the caller's tensor.
 pub(super) fn kernel(
     a: &RawResidual<'_>,
     batched_ok: bool,
@@ -77,7 +79,13 @@ pub(super) fn kernel(
     let blocks = rows.len();
     let aligned = a.centroids.is_multiple_of(16) && a.residuals.is_multiple_of(4);
     let shape = (0, a.nbits as i32, a.queries.dim);
-    Ok(codec_kernel(shape, blocks, batched_ok && aligned, force))
+    Ok(codec_kernel(
+        shape,
+        blocks,
+        batched_ok && aligned,
+        false,
+        force,
+    ))
 }
 
 /// A call's per-call device state: the corpus's addresses with our pair table and inverse

@@ -498,6 +498,7 @@ impl CudaScorer {
             (tag, param, codes.dim),
             queries.blocks,
             batched_ok,
+            true,
             self.force,
         )
         .ok_or_else(|| {
@@ -505,7 +506,7 @@ impl CudaScorer {
         })?;
         let stream = &self.gpu.stream;
         let view = codes.view(stream);
-        let cs = if view.tag == 0 && matches!(kernel, CodecKernel::Warp(_)) {
+        let cs = if view.tag == 0 && matches!(kernel, CodecKernel::Warp(_) | CodecKernel::Bulk(_)) {
             // SAFETY: the upload's centroids.
             Some(unsafe { codec_launch::centroid_scores(&self.gpu, stream, queries, &view) }?)
         } else {

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{Target, stride_grid, sum_qblocks};
+use super::{Target, grid_of, stride_grid, sum_qblocks};
 use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
-use crate::cuda::plan::{DocLengths, LUT_THREADS, TILE_META, WG_BN, WG_QBLOCKS};
+use crate::cuda::plan::{
+    DocLengths, LUT_THREADS, TILE_META, WG_BN, WG_QBLOCKS, bulk_group, bulk_shape_env,
+};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -23,6 +25,32 @@ const CODEC_THREADS: u32 = 128;
 /// pq's fused kernels: 8 warps a block (CODEC_PQ_THREADS).
 const CODEC_PQ_THREADS: u32 = 256;
 const CODEC_WG_THREADS: u32 = 384;
+/// The bulk-copy kernels (kernels/codec_bulk.cu): threads a block (CBK_THREADS), tokens a tile
+/// (CBK_TILE), words of a stage's per-token array (CBK_SCALES).
+const CBK_THREADS: u32 = 128;
+const CBK_TILE: usize = 128;
+const CBK_SCALES: usize = CBK_TILE + 4;
+
+/// A bulk-copy kernel's tiles in flight a block unless `TILEMAXSIM_BULK` sets them: the
+/// residual's tiles are small (36 bytes a token at nbits 2), so more of them.
+fn codec_bulk_stages(tag: i32) -> usize {
+    if tag == 0 { 4 } else { 2 }
+}
+
+/// Dynamic shared bytes of a bulk-copy codec block: 1 KB of alignment, the query block (f16),
+/// `stages` tiles of code rows (`row` bytes a token) with their per-token words (the residual's
+/// ids and inverse norms, or the scales) and mbarriers, the column maxima of two documents,
+/// the residual's tile of centroid scores (f16; its pair table is static shared memory).
+fn codec_bulk_smem(v: &CodesView, stages: usize, row: usize) -> usize {
+    let (words, cen) = match v.tag {
+        0 => (2, CBK_TILE * 32 * 2),
+        _ => (1, 0),
+    };
+    1024 + 32 * v.dim * 2
+        + stages * (CBK_TILE * row + words * CBK_SCALES * 4 + 8)
+        + 2 * 4 * 32 * 4
+        + cen
+}
 
 /// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (eight
 /// lanes per token). Nothing for other codecs.
@@ -151,7 +179,8 @@ pub(in crate::cuda) unsafe fn centroid_scores(
 
 /// Enqueue the fused kernel `kernel` for the queries against the target's documents:
 /// `t.out[q * t.n + i]`, queries longer than one block summed from per-block partial scores.
-/// `cs`: the residual codec's centroid scores (`centroid_scores`; the one-warp kernel's only);
+/// `cs`: the residual codec's centroid scores (`centroid_scores`; the one-warp and bulk-copy
+/// kernels');
 /// `wg_stages`: the batched kernel's ring depth (WG_STAGES of the program).
 ///
 /// # Safety
@@ -259,6 +288,58 @@ pub(in crate::cuda) unsafe fn fused(
             // aligned: `upload` and `raw_residual::batched_ok`) and bucket weights, the pq
             // codebooks; `smem` bytes for its ring and tables; candidates and output the caller's.
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_wg launch"))?;
+        }
+        CodecKernel::Bulk(name) => {
+            let func = find(&gpu.kernels.codec_wg, name)?;
+            if v.tag == 0 && cs.is_none() {
+                return Err(Error::Argument(
+                    "the residual's bulk-copy kernel needs the centroid scores".into(),
+                ));
+            }
+            let (stages, group) = bulk_shape_env().unzip();
+            let stages = stages.unwrap_or(codec_bulk_stages(v.tag));
+            let row = if v.tag == 0 {
+                v.dim * v.param as usize / 8
+            } else {
+                v.dim
+            };
+            let smem = codec_bulk_smem(v, stages, row);
+            let resident = gpu.resident_blocks(func, CBK_THREADS, smem)?;
+            // Runs of about eight tiles (`bulk_group`, as maxsim_bulk's).
+            let tiles = v.tokens.div_ceil(v.docs.max(1)).div_ceil(CBK_TILE).max(1);
+            let run = (8 / tiles).max(1) as u64;
+            let group = group.map_or_else(|| bulk_group(tasks, resident, run), |g| g as u64);
+            let cfg = LaunchConfig {
+                grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
+                block_dim: (CBK_THREADS, 1, 1),
+                shared_mem_bytes: smem as u32,
+            };
+            let (st, gr, k) = (stages as i32, group as i32, v.num_centroids as i32);
+            let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
+            let mut b = s.launch_builder(func);
+            b.arg(&q16)
+                .arg(&rows)
+                .arg(&nb)
+                .arg(&v.codes)
+                .arg(&v.aux)
+                .arg(&v.inv_norm)
+                .arg(&cs_ptr)
+                .arg(&k)
+                .arg(&v.table)
+                .arg(&v.offsets)
+                .arg(&t.doc_index)
+                .arg(&nd)
+                .arg(&out)
+                .arg(&st)
+                .arg(&gr);
+            // SAFETY: the arguments match `maxsim_codec_bk_*` in kernels/codec_bulk.cu: the query
+            // blocks and rows, the code rows (256-byte aligned, a multiple of 16 bytes each, so
+            // every tile's copy is 16-byte aligned), the per-token words and the residual's
+            // inverse norms (each padded by four words by `DeviceCodes::upload`, the only views
+            // `codec_kernel` gives this kernel), its centroid scores and pair table; `smem` bytes
+            // (`codec_bulk_smem`, allowed by resident_blocks); the grid covers every task in
+            // runs of `group`; candidates and output the caller's.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_bk launch"))?;
         }
         CodecKernel::Lut(name) => {
             // SAFETY: as this function's (the pq codebooks in `v.table`), `out` holding blocks ×
