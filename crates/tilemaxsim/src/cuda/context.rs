@@ -96,14 +96,18 @@ impl GpuContext {
         let f = func.cu_function() as usize;
         // A poisoned lock only means another launch panicked; the tables stay valid.
         let mut known = self.occupancy.lock().unwrap_or_else(|e| e.into_inner());
-        // The allowance is the function's own attribute, one for all its launches (48 KB until
-        // raised): raised to the largest size asked for, never lowered, so a smaller launch
-        // after a larger one still fits.
-        let allowed = known
-            .allowed
-            .iter()
-            .find(|(k, _)| *k == f)
-            .map_or(48 << 10, |a| a.1);
+        // The allowance is the function's own attribute, one for all its launches (until
+        // raised, 48 KB less the function's static shared memory): raised to the largest size
+        // asked for, never lowered, so a smaller launch after a larger one still fits.
+        let allowed = match known.allowed.iter().find(|(k, _)| *k == f) {
+            Some(a) => a.1,
+            None => {
+                let fixed = func
+                    .shared_size_bytes()
+                    .map_err(drv("kernel shared memory"))?;
+                (48usize << 10).saturating_sub(fixed.max(0) as usize)
+            }
+        };
         if allowed < smem {
             func.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
