@@ -38,6 +38,7 @@ pub mod cpu;
 pub mod cuda;
 mod error;
 pub mod eval;
+pub mod index;
 pub mod matrix;
 pub mod reference;
 pub mod scorer;

@@ -67,6 +67,9 @@ impl Searcher for Reranked<'_> {
     }
 
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        if k == 0 {
+            return Err(Error::Argument("k must be at least 1".into()));
+        }
         let first = self.first.search(queries, self.candidates.max(k))?;
         queries
             .iter()
@@ -174,8 +177,20 @@ pub fn searcher_for<'c>(
             (Box::new(ScorerSearch { scorer, corpus }), note)
         }
     };
-    let Some(r) = options.rerank else {
-        return Ok((first, notice));
+    let (searcher, second) = reranked(first, corpus, options.rerank, device)?;
+    Ok((searcher, notice.or(second)))
+}
+
+/// `first` (a search of `corpus`) followed by the exact second stage `rerank` when there is one
+/// (scored on `device`), plus a notice when that stage is not on the device asked for.
+pub(crate) fn reranked<'c>(
+    first: Box<dyn Searcher + 'c>,
+    corpus: &dyn AnyCorpus,
+    rerank: Option<Rerank<'c>>,
+    device: Device,
+) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
+    let Some(r) = rerank else {
+        return Ok((first, None));
     };
     if r.exact.len() != corpus.len() || r.exact.dim() != corpus.dim() {
         return Err(Error::Argument(format!(
@@ -192,14 +207,14 @@ pub fn searcher_for<'c>(
             "rerank candidates k' must be at least 1".into(),
         ));
     }
-    let (scorer, second_notice) = scorer_for(device, CodecKind::Exact)?;
+    let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
     let searcher = Reranked {
         first,
         exact: r.exact,
         candidates: r.candidates,
         scorer,
     };
-    Ok((Box::new(searcher), notice.or(second_notice)))
+    Ok((Box::new(searcher), notice))
 }
 
 /// The GPU searcher of a corpus: `GpuIndex` (exact: resident, streamed, sharded) or

@@ -1,0 +1,185 @@
+//! Building an index directory: the corpus compressed with PLAID's residual codec (on the
+//! device asked for: k-means and encoding run on a GPU when there is one), its IVF, the exact
+//! tokens when asked, and the manifest last. A directory that is not empty is refused, so a
+//! build never overwrites anything; a build that fails midway leaves no manifest, and
+//! [`super::Index::open`] refuses such a directory.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::time::Instant;
+
+use super::{CODES, Defaults, EXACT, IVF, MANIFEST, Manifest, ivf::Ivf};
+use crate::codec::{Codec, CodecSpec, CompressedCorpus, Progress, ResidualOptions};
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::{Device, compress_on};
+
+/// What an index is built from.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// Exact tokens, compressed by the build.
+    Exact(&'a Corpus),
+    /// A residual corpus compressed before (`corpus compress`, or a PLAID import).
+    Compressed(&'a CompressedCorpus),
+}
+
+/// How to build.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The residual codec of an exact source (ignored for a compressed one).
+    pub residual: ResidualOptions,
+    /// Seed of the k-means sampling and seeding.
+    pub seed: u64,
+    /// Where to compress: a GPU, the CPU, or `Auto`.
+    pub device: Device,
+    /// Keep these exact tokens in the index for reranking (the same documents as the source).
+    pub keep_exact: bool,
+    /// The search defaults to record.
+    pub defaults: Defaults,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            residual: ResidualOptions::default(),
+            seed: 0,
+            device: Device::Auto,
+            keep_exact: true,
+            defaults: Defaults::default(),
+        }
+    }
+}
+
+/// What a build did.
+#[derive(Clone, Debug)]
+pub struct BuildReport {
+    /// Where the corpus was compressed ("" for a compressed source).
+    pub compressed_on: String,
+    pub compress_s: f64,
+    pub ivf_s: f64,
+    pub write_s: f64,
+    /// Bytes of the codes, the IVF and the exact tokens as written.
+    pub codes_bytes: usize,
+    pub ivf_bytes: usize,
+    pub exact_bytes: usize,
+}
+
+/// Build an index of `source` in `dir` (created if missing; it must be empty). `exact`, when
+/// `options.keep_exact`, is the exact corpus kept for reranking: the source itself when that is
+/// exact, else one the caller gives (the same documents).
+pub fn build(
+    source: Source<'_>,
+    exact: Option<&Corpus>,
+    dir: impl AsRef<Path>,
+    options: &BuildOptions,
+    progress: Progress<'_>,
+) -> Result<BuildReport> {
+    let dir = dir.as_ref();
+    prepare_dir(dir)?;
+    let exact = match (source, exact) {
+        (_, Some(e)) => Some(e),
+        (Source::Exact(c), None) => Some(c),
+        (Source::Compressed(_), None) => None,
+    }
+    .filter(|_| options.keep_exact);
+    let started = Instant::now();
+    let (codes, compressed_on): (Cow<'_, CompressedCorpus>, String) = match source {
+        Source::Exact(c) => {
+            let spec = CodecSpec::Residual(options.residual);
+            let (made, on) = compress_on(options.device, c, &spec, options.seed, progress)?;
+            (Cow::Owned(made), on)
+        }
+        Source::Compressed(c) => (Cow::Borrowed(c), String::new()),
+    };
+    let compress_s = started.elapsed().as_secs_f64();
+    let Codec::Residual(r) = codes.codec() else {
+        return Err(Error::Argument(format!(
+            "an index holds residual (PLAID) codes, not {}",
+            codes.codec().describe()
+        )));
+    };
+    if let Some(e) = exact
+        && (e.len() != codes.len() || e.dim() != codes.dim())
+    {
+        return Err(Error::Argument(format!(
+            "the exact corpus has {} documents of d = {}, the codes {} of d = {}",
+            e.len(),
+            e.dim(),
+            codes.len(),
+            codes.dim()
+        )));
+    }
+    let t = Instant::now();
+    let ids = codes.aux().unwrap_or_default();
+    let ivf = Ivf::build(ids, codes.offsets(), r.num_centroids())?;
+    let ivf_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    codes.save(dir.join(CODES))?;
+    ivf.save(dir.join(IVF))?;
+    if let Some(e) = exact {
+        e.save(dir.join(EXACT))?;
+    }
+    let manifest = Manifest {
+        documents: codes.len(),
+        tokens: codes.num_tokens(),
+        dim: codes.dim(),
+        nbits: r.nbits(),
+        centroids: r.num_centroids(),
+        codes: CODES.into(),
+        ivf: IVF.into(),
+        exact: exact.map(|_| EXACT.into()),
+        defaults: options.defaults,
+    };
+    write_manifest(dir, &manifest)?;
+    Ok(BuildReport {
+        compressed_on,
+        compress_s,
+        ivf_s,
+        write_s: t.elapsed().as_secs_f64(),
+        codes_bytes: codes.size_bytes(),
+        ivf_bytes: ivf.size_bytes(),
+        exact_bytes: exact.map_or(0, |e| e.num_tokens() * e.dim() * e.dtype().size()),
+    })
+}
+
+/// Create `dir`, or check that it is an empty directory.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                let what = if dir.join(MANIFEST).exists() {
+                    "already holds an index"
+                } else {
+                    "is not empty"
+                };
+                return Err(Error::Argument(format!(
+                    "{}: {what}; an index is built in a new or empty directory",
+                    dir.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+        }
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}
+
+/// Write the manifest to a temporary name, flush it to disk, and rename it into place.
+fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    use std::io::Write;
+    let path = dir.join(MANIFEST);
+    let tmp = dir.join(format!(".{MANIFEST}.tmp{}", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(m.to_json().as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(&path, e)
+    })
+}

@@ -1,0 +1,236 @@
+//! The inverted file of an index: for each residual centroid, the documents holding a token
+//! assigned to it, ascending and each once (PLAID's IVF), as CSR arrays; and its file,
+//! `ivf.safetensors`: `offsets` `[K + 1]` I64 and `docs` `[nnz]` U32, metadata `format` =
+//! `tilemaxsim.ivf`, `version` = `1`. Opening checks everything a search relies on (offsets
+//! from 0, non-decreasing, ending at nnz; document numbers in range and strictly ascending in
+//! each list), so a corrupt file is an error, never a wrong answer or a panic.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use safetensors::tensor::{Dtype as StDtype, TensorView};
+
+use crate::corpus::format::{map_file, parse, read_ints, to_offsets, write_atomically};
+use crate::error::{Error, Result};
+
+const FORMAT: (&str, &str) = ("format", "tilemaxsim.ivf");
+const VERSION: (&str, &str) = ("version", "1");
+
+/// Centroid → documents, in CSR form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ivf {
+    offsets: Vec<usize>,
+    docs: Vec<u32>,
+}
+
+impl Ivf {
+    /// The IVF of a residual corpus: `ids` holds each token's centroid (below `num_centroids`),
+    /// `doc_offsets` each document's first token (`N + 1` entries, ending at `ids.len()`).
+    pub fn build(ids: &[u32], doc_offsets: &[usize], num_centroids: usize) -> Result<Self> {
+        let n = doc_offsets.len().saturating_sub(1);
+        if doc_offsets.last().copied().unwrap_or(0) != ids.len() || u32::try_from(n).is_err() {
+            return Err(Error::Argument(format!(
+                "IVF: {} document offsets for {} tokens ({n} documents; at most 2^32)",
+                doc_offsets.len(),
+                ids.len()
+            )));
+        }
+        if let Some(&bad) = ids.iter().find(|&&c| c as usize >= num_centroids) {
+            return Err(Error::Argument(format!(
+                "IVF: centroid id {bad} out of range (K = {num_centroids})"
+            )));
+        }
+        // Two passes over each document's distinct centroids: count, then fill. Documents go
+        // in ascending order, so every list comes out sorted.
+        let mut counts = vec![0usize; num_centroids + 1];
+        let mut seen = Vec::new();
+        let distinct = |j: usize, seen: &mut Vec<u32>| {
+            seen.clear();
+            seen.extend_from_slice(&ids[doc_offsets[j]..doc_offsets[j + 1]]);
+            seen.sort_unstable();
+            seen.dedup();
+        };
+        for j in 0..n {
+            distinct(j, &mut seen);
+            for &c in &seen {
+                counts[c as usize + 1] += 1;
+            }
+        }
+        for c in 0..num_centroids {
+            counts[c + 1] += counts[c];
+        }
+        let offsets = counts;
+        let mut next = offsets.clone();
+        let mut docs = vec![0u32; offsets[num_centroids]];
+        for j in 0..n {
+            distinct(j, &mut seen);
+            for &c in &seen {
+                docs[next[c as usize]] = j as u32;
+                next[c as usize] += 1;
+            }
+        }
+        Ok(Ivf { offsets, docs })
+    }
+
+    /// Centroids K.
+    pub fn num_centroids(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The documents of centroid `c`, ascending.
+    pub fn list(&self, c: usize) -> &[u32] {
+        &self.docs[self.offsets[c]..self.offsets[c + 1]]
+    }
+
+    /// Entries of all lists together (document–centroid pairs).
+    pub fn entries(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Bytes of the two arrays as stored.
+    pub fn size_bytes(&self) -> usize {
+        self.offsets.len() * 8 + self.docs.len() * 4
+    }
+
+    /// Write the IVF to `path` (atomically).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let offsets: Vec<u8> = self
+            .offsets
+            .iter()
+            .flat_map(|&o| (o as i64).to_le_bytes())
+            .collect();
+        let docs: Vec<u8> = self.docs.iter().flat_map(|d| d.to_le_bytes()).collect();
+        fn view<'d>(
+            path: &Path,
+            dtype: StDtype,
+            data: &'d [u8],
+            n: usize,
+        ) -> Result<TensorView<'d>> {
+            TensorView::new(dtype, vec![n], data)
+                .map_err(|e| Error::format(path, format!("cannot write: {e}")))
+        }
+        let tensors = vec![
+            (
+                "offsets".to_string(),
+                view(path, StDtype::I64, &offsets, self.offsets.len())?,
+            ),
+            (
+                "docs".to_string(),
+                view(path, StDtype::U32, &docs, self.docs.len())?,
+            ),
+        ];
+        let metadata = HashMap::from([
+            (FORMAT.0.to_string(), FORMAT.1.to_string()),
+            (VERSION.0.to_string(), VERSION.1.to_string()),
+        ]);
+        write_atomically(path, tensors, metadata)
+    }
+
+    /// Read and check the IVF at `path` of an index with `num_centroids` centroids and
+    /// `num_docs` documents.
+    pub fn open(path: impl AsRef<Path>, num_centroids: usize, num_docs: usize) -> Result<Self> {
+        let path = path.as_ref();
+        let map = map_file(path)?;
+        let st = parse(path, &map)?;
+        let bad = |m: String| Error::format(path, m);
+        let (_, meta) = safetensors::SafeTensors::read_metadata(&map)
+            .map_err(|e| bad(format!("not a valid safetensors file ({e})")))?;
+        let meta = meta.metadata().clone().unwrap_or_default();
+        for (key, want) in [FORMAT, VERSION] {
+            if meta.get(key).map(String::as_str) != Some(want) {
+                return Err(bad(format!(
+                    "not a tilemaxsim IVF file (metadata {key} = {:?}, expected {want:?})",
+                    meta.get(key)
+                )));
+            }
+        }
+        let tensor = |name: &str| {
+            st.tensor(name)
+                .map_err(|_| bad(format!("no tensor `{name}`")))
+        };
+        let offsets_t = tensor("offsets")?;
+        let offsets = to_offsets(path, "offsets", read_ints(path, "offsets", &offsets_t)?)?;
+        let docs_t = tensor("docs")?;
+        if docs_t.dtype() != StDtype::U32 || docs_t.shape().len() != 1 {
+            return Err(bad(format!(
+                "`docs` is {:?} of shape {:?}, expected U32 of one dimension",
+                docs_t.dtype(),
+                docs_t.shape()
+            )));
+        }
+        let docs: Vec<u32> = docs_t
+            .data()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("chunk of 4")))
+            .collect();
+        if offsets.len() != num_centroids + 1 {
+            return Err(bad(format!(
+                "`offsets` has {} entries, the index has {num_centroids} centroids (K + 1 expected)",
+                offsets.len()
+            )));
+        }
+        if offsets[0] != 0
+            || offsets.windows(2).any(|w| w[0] > w[1])
+            || offsets[num_centroids] != docs.len()
+        {
+            return Err(bad(format!(
+                "`offsets` must rise from 0 to the {} entries of `docs`",
+                docs.len()
+            )));
+        }
+        for c in 0..num_centroids {
+            let list = &docs[offsets[c]..offsets[c + 1]];
+            if let Some(&d) = list.iter().find(|&&d| d as usize >= num_docs) {
+                return Err(bad(format!(
+                    "centroid {c} lists document {d}; the index has {num_docs}"
+                )));
+            }
+            if list.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad(format!(
+                    "centroid {c}'s documents are not strictly ascending"
+                )));
+            }
+        }
+        Ok(Ivf { offsets, docs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_hold_each_document_once_per_centroid() {
+        // Three documents: centroids {1, 0, 1}, {2}, {0, 0}.
+        let ids = [1, 0, 1, 2, 0, 0];
+        let ivf = Ivf::build(&ids, &[0, 3, 4, 6], 4).unwrap();
+        assert_eq!(ivf.num_centroids(), 4);
+        assert_eq!(ivf.list(0), &[0, 2]);
+        assert_eq!(ivf.list(1), &[0]);
+        assert_eq!(ivf.list(2), &[1]);
+        assert_eq!(ivf.list(3), &[] as &[u32]);
+        assert_eq!(ivf.entries(), 4);
+        assert!(Ivf::build(&ids, &[0, 3, 4, 6], 2).is_err(), "id 2 of K = 2");
+        assert!(
+            Ivf::build(&ids, &[0, 3, 4], 4).is_err(),
+            "offsets short of the tokens"
+        );
+    }
+
+    #[test]
+    fn saved_and_opened_alike_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ivf.safetensors");
+        let ivf = Ivf::build(&[3, 1, 1, 0, 2, 3], &[0, 2, 3, 6], 4).unwrap();
+        ivf.save(&path).unwrap();
+        assert_eq!(Ivf::open(&path, 4, 3).unwrap(), ivf);
+        for (k, n) in [(3, 3), (5, 3), (4, 2)] {
+            let e = Ivf::open(&path, k, n).unwrap_err().to_string();
+            assert!(e.contains("ivf.safetensors"), "{e}");
+        }
+        std::fs::write(&path, b"not safetensors").unwrap();
+        assert!(Ivf::open(&path, 4, 3).is_err());
+        assert!(Ivf::open(dir.path().join("missing"), 4, 3).is_err());
+    }
+}

@@ -1,0 +1,316 @@
+//! Indexes: a directory that holds a corpus as PLAID residual codes, its inverted file
+//! (centroid → documents) and optionally the exact tokens, searched by probing the IVF or
+//! exhaustively, with an optional exact second stage. The files:
+//! - `index.json`: the manifest (`format` = `tilemaxsim.index`, `version` = 1, the shape, the
+//!   file names, the search defaults), written last and atomically, so a directory without
+//!   one holds no index and a build that died left none;
+//! - `codes.safetensors`: the compressed corpus (the `corpus compress` format), memory-mapped;
+//! - `ivf.safetensors`: the IVF ([`ivf`]);
+//! - `exact.safetensors`, optional: the exact corpus, for reranking.
+//!
+//! [`build`] writes one (compressing on a GPU when asked), [`Index::open`] checks every file
+//! against the manifest, and [`Index::searcher`] gives a [`Searcher`]: IVF ([`probe`]: PLAID's
+//! candidate generation and centroid interaction on the CPU, then the best candidates scored
+//! on their codes) or exhaustive (every document scored on its codes, on the CPU or GPUs), then
+//! the exact stage when the index keeps the exact tokens.
+
+mod build;
+pub mod ivf;
+pub mod probe;
+
+use std::path::{Path, PathBuf};
+
+pub use build::{BuildOptions, BuildReport, Source, build};
+pub use ivf::Ivf;
+pub use probe::Probe;
+
+use crate::codec::{Codec, CodecKind, CompressedCorpus};
+use crate::corpus::Corpus;
+use crate::error::{Error, Result};
+use crate::search::{Rerank, SearchOptions, Searcher, reranked, searcher_for};
+use crate::{Device, scorer_for};
+
+pub const MANIFEST: &str = "index.json";
+pub const CODES: &str = "codes.safetensors";
+pub const IVF: &str = "ivf.safetensors";
+pub const EXACT: &str = "exact.safetensors";
+const FORMAT: &str = "tilemaxsim.index";
+const VERSION: u64 = 1;
+/// The manifest is small; a larger file is not one of ours.
+const MANIFEST_MAX_BYTES: u64 = 1 << 20;
+
+/// The search defaults an index records (and a search overrides).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Defaults {
+    pub probe: Probe,
+    /// Candidates of the exact second stage, where the index keeps the exact tokens.
+    pub rerank_k: usize,
+}
+
+impl Default for Defaults {
+    /// Measured on Cranfield (BENCHMARKS.md, "Index search on the CPU"): with these, IVF search
+    /// reranked exactly keeps recall@10 against exact search at 0.95 or above.
+    fn default() -> Self {
+        Defaults {
+            probe: Probe {
+                nprobe: 8,
+                ndocs: 256,
+            },
+            rerank_k: 100,
+        }
+    }
+}
+
+/// An index directory, opened: its codes (memory-mapped), IVF and exact tokens.
+pub struct Index {
+    dir: PathBuf,
+    codes: CompressedCorpus,
+    ivf: Ivf,
+    exact: Option<Corpus>,
+    defaults: Defaults,
+}
+
+/// How to search an index; `None` fields take the index's defaults.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IndexSearch {
+    /// Score every document on its codes instead of probing the IVF.
+    pub exhaustive: bool,
+    pub nprobe: Option<usize>,
+    pub ndocs: Option<usize>,
+    /// Candidates of the exact second stage (`Some(0)`: none). Without exact tokens in the
+    /// index (or an exact corpus given to [`Index::searcher`]) there is no second stage.
+    pub rerank_k: Option<usize>,
+}
+
+impl Index {
+    /// Open the index at `dir`: the manifest, then each file it names, checked against it.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        let m = read_manifest(&dir)?;
+        let path = dir.join(MANIFEST);
+        let bad = |msg: String| Error::format(&path, msg);
+        let codes_path = dir.join(&m.codes);
+        let codes = CompressedCorpus::open(&codes_path)?;
+        let Codec::Residual(r) = codes.codec() else {
+            return Err(bad(format!(
+                "{} holds {} codes; an index holds residual codes",
+                m.codes,
+                codes.codec().describe()
+            )));
+        };
+        let shape = (codes.len(), codes.num_tokens(), codes.dim(), r.nbits());
+        let k = r.num_centroids();
+        if shape != (m.documents, m.tokens, m.dim, m.nbits) || k != m.centroids {
+            return Err(bad(format!(
+                "{} holds {} documents, {} tokens, d = {}, nbits = {}, K = {k}; the manifest \
+                 says {}, {}, {}, {}, {}",
+                m.codes,
+                shape.0,
+                shape.1,
+                shape.2,
+                shape.3,
+                m.documents,
+                m.tokens,
+                m.dim,
+                m.nbits,
+                m.centroids
+            )));
+        }
+        let ivf = Ivf::open(dir.join(&m.ivf), k, codes.len())?;
+        let exact = match &m.exact {
+            None => None,
+            Some(name) => {
+                let e = Corpus::open(dir.join(name))?;
+                if e.len() != codes.len() || e.dim() != codes.dim() {
+                    return Err(bad(format!(
+                        "{name} holds {} documents of d = {}, the codes {} of d = {}",
+                        e.len(),
+                        e.dim(),
+                        codes.len(),
+                        codes.dim()
+                    )));
+                }
+                Some(e)
+            }
+        };
+        Ok(Index {
+            dir,
+            codes,
+            ivf,
+            exact,
+            defaults: m.defaults,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn codes(&self) -> &CompressedCorpus {
+        &self.codes
+    }
+    pub fn ivf(&self) -> &Ivf {
+        &self.ivf
+    }
+    /// The exact tokens, when the index keeps them.
+    pub fn exact(&self) -> Option<&Corpus> {
+        self.exact.as_ref()
+    }
+    pub fn defaults(&self) -> Defaults {
+        self.defaults
+    }
+
+    /// A searcher over this index for `device`, plus a notice when part of it does not run
+    /// there (the IVF stages run on the CPU; `Auto` without a GPU). `options` carries the
+    /// GPUs and residency of exhaustive search, and an exact second stage of the caller's
+    /// (`options.rerank`, which takes precedence over the index's own exact tokens).
+    pub fn searcher<'a>(
+        &'a self,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<(Box<dyn Searcher + 'a>, Option<String>)> {
+        let exact = options.rerank.map(|r| r.exact).or(self.exact.as_ref());
+        let candidates = how
+            .rerank_k
+            .or(options.rerank.map(|r| r.candidates))
+            .unwrap_or(self.defaults.rerank_k);
+        let rerank = exact
+            .filter(|_| candidates > 0)
+            .map(|exact| Rerank { exact, candidates });
+        let options = SearchOptions {
+            rerank,
+            ..options.clone()
+        };
+        if how.exhaustive {
+            return searcher_for(device, &self.codes, &options);
+        }
+        let probe = Probe {
+            nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
+            ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
+        };
+        let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
+        let first = Box::new(probe::IvfSearch::new(
+            &self.codes,
+            &self.ivf,
+            probe,
+            scorer,
+        )?);
+        let notice = matches!(device, Device::Cuda(_)).then(|| {
+            "IVF search runs its stages on the CPU in this version (--exhaustive scores on the GPU)"
+                .to_string()
+        });
+        let (searcher, second) = reranked(first, &self.codes, options.rerank, device)?;
+        Ok((searcher, notice.or(second)))
+    }
+}
+
+/// The manifest's fields.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Manifest {
+    pub documents: usize,
+    pub tokens: usize,
+    pub dim: usize,
+    pub nbits: u32,
+    pub centroids: usize,
+    pub codes: String,
+    pub ivf: String,
+    pub exact: Option<String>,
+    pub defaults: Defaults,
+}
+
+impl Manifest {
+    pub(crate) fn to_json(&self) -> String {
+        let v = serde_json::json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "documents": self.documents,
+            "tokens": self.tokens,
+            "dim": self.dim,
+            "nbits": self.nbits,
+            "centroids": self.centroids,
+            "codes": self.codes,
+            "ivf": self.ivf,
+            "exact": self.exact,
+            "search": {
+                "nprobe": self.defaults.probe.nprobe,
+                "ndocs": self.defaults.probe.ndocs,
+                "rerank_k": self.defaults.rerank_k,
+            },
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    }
+}
+
+/// Read and check `dir/index.json`.
+fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join(MANIFEST);
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::format(
+            &path,
+            "no index here (no manifest: not built, or its build did not finish)",
+        ),
+        _ => Error::io(&path, e),
+    })?;
+    if meta.len() > MANIFEST_MAX_BYTES {
+        return Err(Error::format(&path, "too large for an index manifest"));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let bad = |m: String| Error::format(&path, m);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    if v["format"] != FORMAT || v["version"] != VERSION {
+        return Err(bad(format!(
+            "not a tilemaxsim index manifest of version {VERSION} (format {}, version {})",
+            v["format"], v["version"]
+        )));
+    }
+    let int = |v: &serde_json::Value, key: &str| -> Result<usize> {
+        v[key]
+            .as_u64()
+            .and_then(|x| usize::try_from(x).ok())
+            .ok_or_else(|| bad(format!("`{key}` is missing or not a whole number")))
+    };
+    // A file name of the directory, no path: the manifest never points outside it.
+    let name = |key: &str, required: bool| -> Result<Option<String>> {
+        match &v[key] {
+            serde_json::Value::Null if !required => Ok(None),
+            serde_json::Value::String(s)
+                if !s.is_empty()
+                    && !s.starts_with('.')
+                    && !s.contains(['/', '\\'])
+                    && s != ".." =>
+            {
+                Ok(Some(s.clone()))
+            }
+            other => Err(bad(format!(
+                "`{key}` must be a file name in the index directory, not {other}"
+            ))),
+        }
+    };
+    let s = &v["search"];
+    let defaults = Defaults {
+        probe: Probe {
+            nprobe: int(s, "nprobe")?,
+            ndocs: int(s, "ndocs")?,
+        },
+        rerank_k: int(s, "rerank_k")?,
+    };
+    if defaults.probe.nprobe == 0 || defaults.probe.ndocs == 0 || defaults.rerank_k == 0 {
+        return Err(bad("search defaults must be at least 1".into()));
+    }
+    let nbits = int(&v, "nbits")?;
+    if ![1, 2, 4].contains(&nbits) {
+        return Err(bad(format!("nbits = {nbits}; 1, 2 or 4 expected")));
+    }
+    Ok(Manifest {
+        documents: int(&v, "documents")?,
+        tokens: int(&v, "tokens")?,
+        dim: int(&v, "dim")?,
+        nbits: nbits as u32,
+        centroids: int(&v, "centroids")?,
+        codes: name("codes", true)?.unwrap_or_default(),
+        ivf: name("ivf", true)?.unwrap_or_default(),
+        exact: name("exact", false)?,
+        defaults,
+    })
+}

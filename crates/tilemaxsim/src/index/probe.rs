@@ -1,0 +1,223 @@
+//! IVF search over an index's residual codes, PLAID's stages on the CPU: per query, the
+//! scores of every centroid against every query token (one matrix product); each token's
+//! `nprobe` best centroids; the union of their IVF lists as candidates; each candidate's
+//! centroid-interaction score `Σ_i max_t ⟨q_i, centroid(t)⟩` from those scores alone; then the
+//! `ndocs` best candidates scored on their codes by a [`Scorer`] (the same scores exhaustive
+//! search gives them), keeping the best `k`. With `nprobe` = K and `ndocs` ≥ N every document
+//! is a candidate and rescored, so the hits are exhaustive search's.
+
+use rayon::prelude::*;
+
+use super::ivf::Ivf;
+use crate::codec::{Codec, CompressedCorpus};
+use crate::error::{Error, Result};
+use crate::matrix::Matrix;
+use crate::scorer::{Scorer, check_queries};
+use crate::search::Searcher;
+use crate::topk::{Hit, top_k_of};
+
+/// The IVF stages' settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// Centroids probed per query token (clamped to K).
+    pub nprobe: usize,
+    /// Candidates rescored on their codes, by their centroid-interaction scores (at least k).
+    pub ndocs: usize,
+}
+
+/// The IVF searcher of an index (see the module's text).
+pub(crate) struct IvfSearch<'a> {
+    codes: &'a CompressedCorpus,
+    ivf: &'a Ivf,
+    /// The residual centroids as f32, `[K][d]`.
+    centroids: Vec<f32>,
+    probe: Probe,
+    scorer: Box<dyn Scorer>,
+}
+
+impl<'a> IvfSearch<'a> {
+    /// `codes` must be residual with `ivf`'s centroids; `scorer` scores residual codes in place.
+    pub(crate) fn new(
+        codes: &'a CompressedCorpus,
+        ivf: &'a Ivf,
+        probe: Probe,
+        scorer: Box<dyn Scorer>,
+    ) -> Result<Self> {
+        let Codec::Residual(r) = codes.codec() else {
+            return Err(Error::Argument(
+                "IVF search needs a residual (PLAID) corpus".into(),
+            ));
+        };
+        if r.num_centroids() != ivf.num_centroids() || codes.aux().is_none() {
+            return Err(Error::Argument(format!(
+                "the IVF has {} centroids, the codes {}",
+                ivf.num_centroids(),
+                r.num_centroids()
+            )));
+        }
+        if probe.nprobe == 0 || probe.ndocs == 0 {
+            return Err(Error::Argument(
+                "nprobe and ndocs must be at least 1".into(),
+            ));
+        }
+        if !scorer.scores_in_place() {
+            return Err(Error::Argument(format!(
+                "IVF search rescoring needs a scorer that reads codes in place, not {}",
+                scorer.name()
+            )));
+        }
+        let centroids = r.centroids().iter().map(|x| x.to_f32()).collect();
+        Ok(IvfSearch {
+            codes,
+            ivf,
+            centroids,
+            probe,
+            scorer,
+        })
+    }
+
+    /// Every centroid's score against every query row: `[K][nq]`.
+    fn centroid_scores(&self, q: &[f32], nq: usize) -> Vec<f32> {
+        let d = self.codes.dim();
+        let k = self.ivf.num_centroids();
+        let mut cs = vec![0f32; k * nq];
+        // Blocks of centroids in parallel; each a product [rows][d] x [d][nq].
+        const ROWS: usize = 1024;
+        cs.par_chunks_mut(ROWS * nq)
+            .zip(self.centroids.par_chunks(ROWS * d))
+            .for_each(|(out, cen)| {
+                let m = cen.len() / d;
+                // SAFETY: `cen` holds m x d floats (row stride d), `q` nq x d read as its
+                // transpose d x nq (row stride 1, column stride d), `out` m x nq (row stride
+                // nq); no overlap between the output and the inputs.
+                unsafe {
+                    matrixmultiply::sgemm(
+                        m,
+                        d,
+                        nq,
+                        1.0,
+                        cen.as_ptr(),
+                        d as isize,
+                        1,
+                        q.as_ptr(),
+                        1,
+                        d as isize,
+                        0.0,
+                        out.as_mut_ptr(),
+                        nq as isize,
+                        1,
+                    );
+                }
+            });
+        cs
+    }
+
+    /// The candidates of one query, ascending: the IVF lists of each row's `nprobe` best
+    /// centroids.
+    fn candidates(&self, cs: &[f32], nq: usize) -> Vec<usize> {
+        let k = self.ivf.num_centroids();
+        let nprobe = self.probe.nprobe.min(k);
+        let probed: Vec<Vec<usize>> = (0..nq)
+            .into_par_iter()
+            .map(|i| {
+                let mut col: Vec<(f32, usize)> = (0..k).map(|c| (cs[c * nq + i], c)).collect();
+                // Best first; NaN last; ties to the lower centroid.
+                let order = |a: &(f32, usize), b: &(f32, usize)| {
+                    let key = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+                    key(b.0).total_cmp(&key(a.0)).then(a.1.cmp(&b.1))
+                };
+                if nprobe < k {
+                    col.select_nth_unstable_by(nprobe - 1, order);
+                }
+                col[..nprobe].iter().map(|&(_, c)| c).collect()
+            })
+            .collect();
+        let n = self.codes.len();
+        let mut marks = vec![0u64; n.div_ceil(64)];
+        for c in probed.into_iter().flatten() {
+            for &j in self.ivf.list(c) {
+                marks[j as usize / 64] |= 1 << (j % 64);
+            }
+        }
+        marks
+            .iter()
+            .enumerate()
+            .flat_map(|(w, &bits)| {
+                (0..64)
+                    .filter(move |b| bits >> b & 1 == 1)
+                    .map(move |b| w * 64 + b)
+            })
+            .collect()
+    }
+
+    /// Each candidate's centroid-interaction score: `Σ_i max_t cs[id_t][i]`.
+    fn interaction(&self, cs: &[f32], nq: usize, docs: &[usize]) -> Vec<f32> {
+        let ids = self.codes.aux().unwrap_or_default();
+        let offsets = self.codes.offsets();
+        docs.par_iter()
+            .map_init(
+                || vec![f32::NEG_INFINITY; nq],
+                |best, &j| {
+                    best.fill(f32::NEG_INFINITY);
+                    for &id in &ids[offsets[j]..offsets[j + 1]] {
+                        let row = &cs[id as usize * nq..][..nq];
+                        for (b, &s) in best.iter_mut().zip(row) {
+                            *b = b.max(s);
+                        }
+                    }
+                    best.iter().sum()
+                },
+            )
+            .collect()
+    }
+
+    fn search_one(&self, query: Matrix<'_>, k: usize) -> Result<Vec<Hit>> {
+        let nq = query.rows();
+        let q = query.to_f32_vec();
+        let cs = self.centroid_scores(&q, nq);
+        let candidates = self.candidates(&cs, nq);
+        let approx = self.interaction(&cs, nq, &candidates);
+        let keep = self.probe.ndocs.max(k);
+        let mut best: Vec<usize> = top_k_of(
+            approx
+                .iter()
+                .zip(&candidates)
+                .map(|(&score, &doc)| Hit { doc, score }),
+            keep,
+        )
+        .into_iter()
+        .map(|h| h.doc)
+        .collect();
+        best.sort_unstable();
+        if best.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scores = self.scorer.score_subset(query, self.codes, &best)?;
+        Ok(top_k_of(
+            scores
+                .iter()
+                .zip(&best)
+                .map(|(&score, &doc)| Hit { doc, score }),
+            k,
+        ))
+    }
+}
+
+impl Searcher for IvfSearch<'_> {
+    fn name(&self) -> String {
+        format!(
+            "IVF (nprobe {}, top {} rescored) on residual codes by {}",
+            self.probe.nprobe,
+            self.probe.ndocs,
+            self.scorer.name()
+        )
+    }
+
+    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        if k == 0 {
+            return Err(Error::Argument("k must be at least 1".into()));
+        }
+        check_queries(queries, self.codes.dim())?;
+        queries.iter().map(|&q| self.search_one(q, k)).collect()
+    }
+}
