@@ -1,5 +1,5 @@
 //! The `tilemaxsim` command: bench, bench-search, score, search, serve, eval, corpus
-//! import/synth/info/compress/decode, info. `commands/` holds one module per command.
+//! import/synth/info/compress/decode, index build/search, info. `commands/` holds one module per command.
 
 mod args;
 mod commands;
@@ -8,7 +8,7 @@ mod progress;
 mod synth;
 
 use clap::{Parser, Subcommand};
-use commands::{bench, corpus, eval, info, score, search, serve};
+use commands::{bench, corpus, eval, index, info, score, search, serve};
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +38,9 @@ enum Command {
     /// Build, describe, compress or decode corpus files.
     #[command(subcommand)]
     Corpus(corpus::CorpusCommand),
+    /// Build and search index directories: residual codes, their IVF and the exact tokens.
+    #[command(subcommand)]
+    Index(index::IndexCommand),
     /// Devices and CPU features.
     Info,
 }
@@ -52,6 +55,7 @@ fn main() {
         Command::Serve(a) => serve::run(*a),
         Command::Eval(a) => eval::run(a),
         Command::Corpus(c) => corpus::run(c),
+        Command::Index(c) => index::run(c),
         Command::Info => info::run(),
     };
     if let Err(e) = result {

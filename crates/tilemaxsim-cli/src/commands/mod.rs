@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod corpus;
 pub mod eval;
+pub mod index;
 pub mod info;
 pub mod score;
 pub mod search;

@@ -15,6 +15,15 @@ use crate::load;
 
 #[derive(clap::Args, Debug)]
 pub struct SearchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    corpus: CorpusArgs,
+}
+
+/// The queries and the run file of a search (`search`, `index search`).
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
     /// Query file (same format as a corpus: one "document" per query).
     #[arg(long)]
     queries: PathBuf,
@@ -32,21 +41,27 @@ pub struct SearchArgs {
     batch: usize,
     #[arg(long)]
     query_ids: Option<PathBuf>,
-    #[command(flatten)]
-    corpus: CorpusArgs,
+}
+
+impl RunArgs {
+    /// Check the flags that need no file.
+    pub fn check(&self) -> Result<()> {
+        if self.top_k == 0 || self.batch == 0 {
+            bail!("--top-k and --batch must be at least 1");
+        }
+        if self.tag.is_empty() || self.tag.chars().any(char::is_whitespace) {
+            bail!("--tag must be one word");
+        }
+        Ok(())
+    }
 }
 
 pub fn run(a: SearchArgs) -> Result<()> {
-    if a.top_k == 0 || a.batch == 0 {
-        bail!("--top-k and --batch must be at least 1");
-    }
-    if a.tag.is_empty() || a.tag.chars().any(char::is_whitespace) {
-        bail!("--tag must be one word");
-    }
+    a.run.check()?;
     let (device, options) = a.corpus.search_setup()?;
     let opened = a.corpus.open()?;
     let prepared = Instant::now();
-    let options = a.corpus.with_rerank(options, &opened, Some(a.top_k));
+    let options = a.corpus.with_rerank(options, &opened, Some(a.run.top_k));
     let (searcher, notice) = tilemaxsim::searcher_for(device, opened.corpus.as_ref(), &options)?;
     for n in notice
         .into_iter()
@@ -55,12 +70,12 @@ pub fn run(a: SearchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let prepare_s = prepared.elapsed().as_secs_f64();
-    search_and_write(&a, searcher.as_ref(), opened.corpus.as_ref(), prepare_s)
+    search_and_write(&a.run, searcher.as_ref(), opened.corpus.as_ref(), prepare_s)
 }
 
 /// Run every query through `searcher` in batches and write the run file and the summary.
-fn search_and_write(
-    a: &SearchArgs,
+pub(crate) fn search_and_write(
+    a: &RunArgs,
     searcher: &dyn Searcher,
     corpus: &dyn AnyCorpus,
     prepare_s: f64,

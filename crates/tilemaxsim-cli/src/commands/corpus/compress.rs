@@ -2,12 +2,10 @@
 //! progress bar (and its ETA) per training and encoding stage.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
 use clap::builder::TypedValueParser;
-use indicatif::ProgressBar;
 use tilemaxsim::Device;
 use tilemaxsim::codec::{CodecSpec, PqOptions, ResidualOptions, plaid_num_centroids};
 
@@ -104,26 +102,8 @@ pub fn run(a: CompressArgs) -> Result<()> {
     }
     // One bar, re-labelled per stage (k-means iterations, then tokens encoded); each stage's
     // wall time is reported at the end.
-    let bar: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
-    let stages: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
-    let progress = |stage: &str, done: usize, total: usize| {
-        let Ok(mut b) = bar.lock() else { return };
-        if b.as_ref().is_none_or(|(s, _)| s != stage) {
-            if let Some((_, old)) = b.take() {
-                old.finish_and_clear();
-            }
-            if let Ok(mut st) = stages.lock() {
-                st.push((stage.to_string(), Instant::now()));
-            }
-            *b = Some((
-                stage.to_string(),
-                crate::progress::bar(total as u64, stage, false),
-            ));
-        }
-        if let Some((_, pb)) = b.as_ref() {
-            pb.set_position(done as u64);
-        }
-    };
+    let stages = crate::progress::Stages::default();
+    let progress = |stage: &str, done: usize, total: usize| stages.update(stage, done, total);
     let started = Instant::now();
     let (c, ran_on) = tilemaxsim::compress_on(a.device, &corpus, &spec, a.seed, &progress)?;
     let finished = Instant::now();
@@ -131,20 +111,12 @@ pub fn run(a: CompressArgs) -> Result<()> {
         Some(k) => c.with_rerank_k(k)?,
         None => c,
     };
-    if let Ok(mut b) = bar.lock()
-        && let Some((_, pb)) = b.take()
-    {
-        pb.finish_and_clear();
-    }
+    stages.finish();
     c.save(&a.out)?;
     eprintln!(
         "compressed on {ran_on} in {:.2} s ({}), saved in {:.2} s",
         (finished - started).as_secs_f64(),
-        stage_times(
-            started,
-            finished,
-            &stages.lock().map(|s| s.clone()).unwrap_or_default()
-        ),
+        stages.times(started, finished),
         finished.elapsed().as_secs_f64()
     );
     let extra = show::Extra {
@@ -153,17 +125,4 @@ pub fn run(a: CompressArgs) -> Result<()> {
     };
     show::corpus(&a.out, &c, &extra);
     Ok(())
-}
-
-/// "setup 0.12 s, k-means iterations 1.30 s, ...": the time before the first stage, then each
-/// stage's until the next (the last's until `end`).
-fn stage_times(start: Instant, end: Instant, stages: &[(String, Instant)]) -> String {
-    let mut parts = Vec::new();
-    let mut prev = ("setup".to_string(), start);
-    for (name, at) in stages {
-        parts.push(format!("{} {:.2} s", prev.0, (*at - prev.1).as_secs_f64()));
-        prev = (name.clone(), *at);
-    }
-    parts.push(format!("{} {:.2} s", prev.0, (end - prev.1).as_secs_f64()));
-    parts.join(", ")
 }

@@ -1,0 +1,73 @@
+//! `tilemaxsim index search`: the top-k of every query over an index directory, as a TREC run
+//! file: IVF (the default) or `--exhaustive`, reranked exactly by the index's exact tokens or
+//! `--rerank EXACT`, with `search`'s summary of throughput and latency.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use tilemaxsim::index::{Index, IndexSearch};
+use tilemaxsim::{Device, Rerank, SearchOptions};
+
+use crate::commands::search::{RunArgs, search_and_write};
+use crate::load;
+
+#[derive(clap::Args, Debug)]
+pub struct IndexSearchArgs {
+    /// The index directory (`tilemaxsim index build`).
+    #[arg(long)]
+    index: PathBuf,
+    #[command(flatten)]
+    run: RunArgs,
+    /// IVF probes per query token. [default: the index's]
+    #[arg(long, conflicts_with = "exhaustive")]
+    nprobe: Option<usize>,
+    /// Candidates rescored on their codes. [default: the index's]
+    #[arg(long, conflicts_with = "exhaustive")]
+    ndocs: Option<usize>,
+    /// Score every document on its codes instead of probing the IVF (on the GPU when there is one).
+    #[arg(long)]
+    exhaustive: bool,
+    /// Rerank exactly against this corpus (the same documents) instead of the index's exact tokens.
+    #[arg(long)]
+    rerank: Option<PathBuf>,
+    /// Candidates of the exact stage (0: none). [default: the index's]
+    #[arg(long)]
+    rerank_k: Option<usize>,
+    #[arg(long, default_value = "auto")]
+    device: Device,
+    #[command(flatten)]
+    check: load::CheckArgs,
+}
+
+pub fn run(a: IndexSearchArgs) -> Result<()> {
+    a.run.check()?;
+    if a.nprobe == Some(0) || a.ndocs == Some(0) {
+        bail!("--nprobe and --ndocs must be at least 1");
+    }
+    let started = Instant::now();
+    let index = Index::open(&a.index).context("cannot open the index")?;
+    let exact = match &a.rerank {
+        Some(p) => Some(load::corpus(p, None, a.check).context("the --rerank corpus")?),
+        None => None,
+    };
+    let options = SearchOptions {
+        rerank: exact.as_ref().map(|exact| Rerank {
+            exact,
+            candidates: a.rerank_k.unwrap_or(index.defaults().rerank_k),
+        }),
+        ..Default::default()
+    };
+    let how = IndexSearch {
+        exhaustive: a.exhaustive,
+        nprobe: a.nprobe,
+        ndocs: a.ndocs,
+        rerank_k: a.rerank_k,
+    };
+    let (searcher, notice) = index.searcher(a.device, &how, &options)?;
+    if let Some(n) = notice {
+        eprintln!("notice: {n}");
+    }
+    let prepare_s = started.elapsed().as_secs_f64();
+    search_and_write(&a.run, searcher.as_ref(), index.codes(), prepare_s)
+}
