@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg,
+};
 
 use super::{Target, grid_of, stride_grid, sum_qblocks};
 use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes};
@@ -50,6 +52,33 @@ fn codec_bulk_smem(v: &CodesView, stages: usize, row: usize) -> usize {
         + stages * (CBK_TILE * row + words * CBK_SCALES * 4 + 8)
         + 2 * 4 * 32 * 4
         + cen
+}
+
+/// The leading arguments of `maxsim_codec_*` and `maxsim_codec_bk_*`, in their order: the
+/// query blocks and rows, their count, the codes, per-token words, inverse norms and centroid
+/// scores, K, the codec's table, the offsets and candidates, the documents' count, the output.
+struct FusedArgs {
+    head: [u64; 2],
+    nb: i32,
+    words: [u64; 4],
+    k: i32,
+    tail: [u64; 3],
+    nd: i32,
+    out: u64,
+}
+
+impl FusedArgs {
+    fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        b.arg(&self.head[0]).arg(&self.head[1]).arg(&self.nb);
+        for w in &self.words {
+            b.arg(w);
+        }
+        b.arg(&self.k);
+        for w in &self.tail {
+            b.arg(w);
+        }
+        b.arg(&self.nd).arg(&self.out);
+    }
 }
 
 /// Fill `out` (`v.tokens` f32) with a residual corpus's inverse reconstruction norms (eight
@@ -212,6 +241,20 @@ pub(in crate::cuda) unsafe fn fused(
     let out = partial.as_ref().map_or(t.out, |p| p.device_ptr(s).0);
     let (nb, nd) = (queries.blocks as i32, t.n as i32);
     let (q16, rows) = (queries.f16.device_ptr(s).0, queries.rows.device_ptr(s).0);
+    let shared = FusedArgs {
+        head: [q16, rows],
+        nb,
+        words: [
+            v.codes,
+            v.aux,
+            v.inv_norm,
+            cs.map_or(0, |c| c.device_ptr(s).0),
+        ],
+        k: v.num_centroids as i32,
+        tail: [v.table, v.offsets, t.doc_index],
+        nd,
+        out,
+    };
     match kernel {
         CodecKernel::Warp(name) => {
             let func = find(&gpu.kernels.codec, name)?;
@@ -228,23 +271,9 @@ pub(in crate::cuda) unsafe fn fused(
             };
             let cfg = gpu.persistent_grid(func, threads, smem, tasks.div_ceil(4))?;
             let (_counter, tc) = gpu.task_counter(tasks, &cfg, s)?;
-            let k = v.num_centroids as i32;
-            let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
             let mut b = s.launch_builder(func);
-            b.arg(&q16)
-                .arg(&rows)
-                .arg(&nb)
-                .arg(&v.codes)
-                .arg(&v.aux)
-                .arg(&v.inv_norm)
-                .arg(&cs_ptr)
-                .arg(&k)
-                .arg(&v.table)
-                .arg(&v.offsets)
-                .arg(&t.doc_index)
-                .arg(&nd)
-                .arg(&out)
-                .arg(&tc);
+            shared.push(&mut b);
+            b.arg(&tc);
             // SAFETY: the arguments match `maxsim_codec_*` in kernels/codec.cu: the query
             // blocks and their rows, the codes, words, inverse norms, centroid scores and table
             // as `upload` and `centroid_scores` made them for this codec; the candidates and
@@ -314,24 +343,10 @@ pub(in crate::cuda) unsafe fn fused(
                 block_dim: (CBK_THREADS, 1, 1),
                 shared_mem_bytes: smem as u32,
             };
-            let (st, gr, k) = (stages as i32, group as i32, v.num_centroids as i32);
-            let cs_ptr = cs.map_or(0, |c| c.device_ptr(s).0);
+            let (st, gr) = (stages as i32, group as i32);
             let mut b = s.launch_builder(func);
-            b.arg(&q16)
-                .arg(&rows)
-                .arg(&nb)
-                .arg(&v.codes)
-                .arg(&v.aux)
-                .arg(&v.inv_norm)
-                .arg(&cs_ptr)
-                .arg(&k)
-                .arg(&v.table)
-                .arg(&v.offsets)
-                .arg(&t.doc_index)
-                .arg(&nd)
-                .arg(&out)
-                .arg(&st)
-                .arg(&gr);
+            shared.push(&mut b);
+            b.arg(&st).arg(&gr);
             // SAFETY: the arguments match `maxsim_codec_bk_*` in kernels/codec_bulk.cu: the query
             // blocks and rows, the code rows (256-byte aligned, a multiple of 16 bytes each, so
             // every tile's copy is 16-byte aligned), the per-token words and the residual's
