@@ -92,6 +92,11 @@ impl Corpus {
     fn len(&self) -> usize {
         self.held.len()
     }
+
+    /// The documents (exact or codes).
+    pub(crate) fn held(&self) -> &dyn AnyCorpus {
+        self.held.as_ref()
+    }
 }
 
 #[pymethods]
@@ -239,48 +244,11 @@ impl Corpus {
         query_lengths: Vec<usize>,
         k: usize,
     ) -> PyResult<(Vec<f32>, Vec<i64>)> {
-        let q = Tensor::import(queries, "queries")?;
-        q.expect_ndim(&[3], "queries as [A, Lq, d]")?;
-        if q.place != Place::Cpu || !q.rows_contiguous() {
-            return Err(PyValueError::new_err(
-                "queries: expected host memory with contiguous rows",
-            ));
-        }
-        q.float()?;
-        if query_lengths.len() != q.shape[0]
-            || query_lengths.iter().any(|&l| l == 0 || l > q.shape[1])
-        {
-            return Err(PyValueError::new_err(
-                "query_lengths: one length per query, each 1 to Lq",
-            ));
-        }
-        let dim = q.shape[2];
-        let owned = q.host_queries(&query_lengths)?;
-        let matrices = matrices(&owned, dim)?;
-        if k == 0 {
-            return Err(PyValueError::new_err("k must be at least 1"));
-        }
-        let kk = k.min(self.len());
-        let hits = py
-            .detach(|| {
-                // A poisoned lock only means a panic in another search; the searcher is intact.
-                let s = self.searcher.lock().unwrap_or_else(|e| e.into_inner());
-                s.search(&matrices, kk)
-            })
-            .map_err(to_py)?;
-        let mut scores = Vec::with_capacity(hits.len() * kk);
-        let mut index = Vec::with_capacity(hits.len() * kk);
-        for row in &hits {
-            for h in row.iter().take(kk) {
-                scores.push(h.score);
-                index.push(h.doc as i64);
-            }
-            for _ in row.len()..kk {
-                scores.push(f32::NAN);
-                index.push(-1);
-            }
-        }
-        Ok((scores, index))
+        search_queries(py, queries, query_lengths, k, self.len(), |matrices, kk| {
+            // A poisoned lock only means a panic in another search; the searcher is intact.
+            let s = self.searcher.lock().unwrap_or_else(|e| e.into_inner());
+            s.search(matrices, kk)
+        })
     }
 
     /// This (exact) corpus compressed with `codec` (`residual`, `pq`, `int8`, `fp8`): a new
@@ -417,4 +385,56 @@ impl Corpus {
     fn notice(&self) -> Option<String> {
         self.notice.clone()
     }
+}
+
+/// A search of `queries` (`[A, Lq, d]` host memory, query i its first `query_lengths[i]`
+/// rows) for the `k` best of `n` documents by `search` (called with the GIL released): flat
+/// scores and indices, `A × min(k, n)` each, padded with NaN and -1 where a query has fewer.
+pub(crate) fn search_queries(
+    py: Python<'_>,
+    queries: &Bound<'_, PyAny>,
+    query_lengths: Vec<usize>,
+    k: usize,
+    n: usize,
+    search: impl FnOnce(
+        &[tilemaxsim::Matrix<'_>],
+        usize,
+    ) -> tilemaxsim::Result<Vec<Vec<tilemaxsim::Hit>>>
+    + Send,
+) -> PyResult<(Vec<f32>, Vec<i64>)> {
+    let q = Tensor::import(queries, "queries")?;
+    q.expect_ndim(&[3], "queries as [A, Lq, d]")?;
+    if q.place != Place::Cpu || !q.rows_contiguous() {
+        return Err(PyValueError::new_err(
+            "queries: expected host memory with contiguous rows",
+        ));
+    }
+    q.float()?;
+    if query_lengths.len() != q.shape[0] || query_lengths.iter().any(|&l| l == 0 || l > q.shape[1])
+    {
+        return Err(PyValueError::new_err(
+            "query_lengths: one length per query, each 1 to Lq",
+        ));
+    }
+    let dim = q.shape[2];
+    let owned = q.host_queries(&query_lengths)?;
+    let matrices = matrices(&owned, dim)?;
+    if k == 0 {
+        return Err(PyValueError::new_err("k must be at least 1"));
+    }
+    let kk = k.min(n);
+    let hits = py.detach(|| search(&matrices, kk)).map_err(to_py)?;
+    let mut scores = Vec::with_capacity(hits.len() * kk);
+    let mut index = Vec::with_capacity(hits.len() * kk);
+    for row in &hits {
+        for h in row.iter().take(kk) {
+            scores.push(h.score);
+            index.push(h.doc as i64);
+        }
+        for _ in row.len()..kk {
+            scores.push(f32::NAN);
+            index.push(-1);
+        }
+    }
+    Ok((scores, index))
 }

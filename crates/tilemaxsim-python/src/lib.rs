@@ -1,13 +1,14 @@
 //! `tilemaxsim._native`: the engine for Python. Thin on purpose: tensors come in through DLPack
 //! (`tensor.rs`), scoring runs on the tensors' device (`score.rs`; PLAID residual tensors on a
 //! GPU in place: `residual.rs`), corpora load, search and
-//! save (`corpus.rs`), and errors become Python exceptions (`errors.rs`). The Python API, its
+//! save (`corpus.rs`), index directories build and search (`index.rs`), and errors become Python exceptions (`errors.rs`). The Python API, its
 //! shape handling, autograd and the drop-ins live in `python/tilemaxsim/`.
 
 use pyo3::prelude::*;
 
 mod corpus;
 mod errors;
+mod index;
 mod residual;
 mod score;
 mod tensor;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score::score, m)?)?;
     m.add_function(wrap_pyfunction!(residual::score_residual, m)?)?;
     m.add_class::<corpus::Corpus>()?;
+    m.add_class::<index::Index>()?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_devices, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

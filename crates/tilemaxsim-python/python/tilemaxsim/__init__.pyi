@@ -11,6 +11,7 @@ Array = Any  # torch.Tensor | numpy.ndarray
 __all__ = [
     # high-level
     "Corpus",
+    "Index",
     "topk",
     # core MaxSim
     "maxsim",
@@ -85,6 +86,45 @@ class Corpus:
     def doc_ids(self) -> list[str] | None: ...
     @property
     def device(self) -> str: ...
+
+class Index:
+    def __init__(self, index: str | PathLike, device: str = "auto") -> None: ...
+    def create(
+        self,
+        documents_embeddings: Sequence[Array] | Corpus,
+        *,
+        nbits: int = 2,
+        n_centroids: int | None = None,
+        kmeans_niters: int = 4,
+        seed: int = 0,
+        keep_exact: bool = True,
+        doc_ids: Sequence[str] | None = None,
+        n_ivf_probe: int | None = None,
+        n_full_scores: int | None = None,
+        rerank_k: int | None = None,
+    ) -> Index: ...
+    def search(
+        self,
+        queries_embeddings: Array | Sequence[Array],
+        top_k: int = 10,
+        *,
+        n_ivf_probe: int | None = None,
+        n_full_scores: int | None = None,
+        rerank_k: int | None = None,
+        exhaustive: bool = False,
+        q_mask: Array | None = None,
+    ) -> list[list[tuple[int, float]]]: ...
+    def __len__(self) -> int: ...
+    @property
+    def dim(self) -> int | None: ...
+    @property
+    def doc_ids(self) -> list[str] | None: ...
+    @property
+    def has_exact(self) -> bool: ...
+    @property
+    def defaults(self) -> tuple[int, int, int] | None: ...
+    @property
+    def searcher(self) -> str | None: ...
 
 def topk(
     Q: Array,

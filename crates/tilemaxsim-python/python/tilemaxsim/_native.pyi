@@ -106,3 +106,49 @@ class Corpus:
     def device(self) -> str: ...
     @property
     def notice(self) -> str | None: ...
+
+class Index:
+    @staticmethod
+    def open(path: str) -> Index: ...
+    @staticmethod
+    def build(
+        corpus: Corpus,
+        path: str,
+        *,
+        nbits: int = 2,
+        centroids: int | None = None,
+        kmeans_iters: int = 4,
+        seed: int = 0,
+        device: str = "auto",
+        keep_exact: bool = True,
+        nprobe: int | None = None,
+        ndocs: int | None = None,
+        rerank_k: int | None = None,
+    ) -> Index: ...
+    def search(
+        self,
+        queries: Any,
+        query_lengths: Sequence[int],
+        k: int,
+        *,
+        nprobe: int | None = None,
+        ndocs: int | None = None,
+        rerank_k: int | None = None,
+        exhaustive: bool = False,
+        device: str = "cpu",
+    ) -> tuple[list[float], list[int]]: ...
+    def __len__(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def num_tokens(self) -> int: ...
+    @property
+    def doc_ids(self) -> list[str] | None: ...
+    @property
+    def has_exact(self) -> bool: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def defaults(self) -> tuple[int, int, int]: ...
+    @property
+    def searcher(self) -> str | None: ...

@@ -19,6 +19,7 @@ pub mod ivf;
 pub mod probe;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 pub use build::{BuildOptions, BuildReport, Source, build};
 pub use ivf::Ivf;
@@ -68,6 +69,8 @@ pub struct Index {
     ivf: Ivf,
     exact: Option<Corpus>,
     defaults: Defaults,
+    /// The residual centroids as f32 `[K][d]`, made at the first IVF search.
+    centroids: OnceLock<Vec<f32>>,
 }
 
 /// How to search an index; `None` fields take the index's defaults.
@@ -139,6 +142,7 @@ impl Index {
             ivf,
             exact,
             defaults: m.defaults,
+            centroids: OnceLock::new(),
         })
     }
 
@@ -189,9 +193,14 @@ impl Index {
             ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
         };
         let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
+        let centroids = self.centroids.get_or_init(|| match self.codes.codec() {
+            Codec::Residual(r) => r.centroids().iter().map(|x| x.to_f32()).collect(),
+            _ => Vec::new(),
+        });
         let first = Box::new(probe::IvfSearch::new(
             &self.codes,
             &self.ivf,
+            centroids,
             probe,
             scorer,
         )?);

@@ -30,16 +30,18 @@ pub(crate) struct IvfSearch<'a> {
     codes: &'a CompressedCorpus,
     ivf: &'a Ivf,
     /// The residual centroids as f32, `[K][d]`.
-    centroids: Vec<f32>,
+    centroids: &'a [f32],
     probe: Probe,
     scorer: Box<dyn Scorer>,
 }
 
 impl<'a> IvfSearch<'a> {
-    /// `codes` must be residual with `ivf`'s centroids; `scorer` scores residual codes in place.
+    /// `codes` must be residual with `ivf`'s centroids (`centroids`, as f32); `scorer` scores
+    /// residual codes in place.
     pub(crate) fn new(
         codes: &'a CompressedCorpus,
         ivf: &'a Ivf,
+        centroids: &'a [f32],
         probe: Probe,
         scorer: Box<dyn Scorer>,
     ) -> Result<Self> {
@@ -48,7 +50,10 @@ impl<'a> IvfSearch<'a> {
                 "IVF search needs a residual (PLAID) corpus".into(),
             ));
         };
-        if r.num_centroids() != ivf.num_centroids() || codes.aux().is_none() {
+        if r.num_centroids() != ivf.num_centroids()
+            || codes.aux().is_none()
+            || centroids.len() != r.num_centroids() * codes.dim()
+        {
             return Err(Error::Argument(format!(
                 "the IVF has {} centroids, the codes {}",
                 ivf.num_centroids(),
@@ -66,7 +71,6 @@ impl<'a> IvfSearch<'a> {
                 scorer.name()
             )));
         }
-        let centroids = r.centroids().iter().map(|x| x.to_f32()).collect();
         Ok(IvfSearch {
             codes,
             ivf,

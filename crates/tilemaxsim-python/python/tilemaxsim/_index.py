@@ -1,0 +1,156 @@
+"""`Index`: an index directory (residual codes, their IVF and the exact tokens) built and searched
+with fast-plaid's shape of API: `Index(index=path)`, `.create(documents_embeddings=[...])`,
+`.search(queries_embeddings=..., top_k=10)` returning `[(document, score), ...]` per query."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import _native
+from ._arrays import is_torch
+from ._corpus import Corpus, _ragged
+from ._engine import _queries
+
+
+class Index:
+    """An index directory at `index`: opened when it holds one, else made by `create`.
+
+    `create(documents_embeddings=[[Ld_i, d] tensors or arrays], nbits=2, ...)` compresses the
+    documents with PLAID's residual codec (k-means on `device`: a GPU when one is usable for
+    `"auto"`), builds the IVF (centroid -> documents) and keeps the exact tokens for reranking
+    unless `keep_exact=False`. The directory must be new or empty: nothing is overwritten.
+
+    `search(queries_embeddings, top_k=10, n_ivf_probe=None, n_full_scores=None)` probes the IVF
+    (each query token's `n_ivf_probe` best centroids; the `n_full_scores` best candidates by
+    their centroid scores rescored on their codes; then the best `rerank_k` rescored exactly
+    when the index keeps the exact tokens), or scores every document on its codes with
+    `exhaustive=True` (on `device`, a GPU when asked). Defaults come from the index (set at
+    `create`). Returns one list of `(document index, score)` per query, best first.
+    """
+
+    def __init__(self, index, device="auto"):
+        self._path = os.fspath(index)
+        self._device = device
+        self._native = (
+            _native.Index.open(self._path) if os.path.exists(os.path.join(self._path, "index.json")) else None
+        )
+
+    def create(
+        self,
+        documents_embeddings,
+        *,
+        nbits=2,
+        n_centroids=None,
+        kmeans_niters=4,
+        seed=0,
+        keep_exact=True,
+        doc_ids=None,
+        n_ivf_probe=None,
+        n_full_scores=None,
+        rerank_k=None,
+    ):
+        """Build the index from a list of `[Ld_i, d]` documents (or a `Corpus`); returns self."""
+        if self._native is not None:
+            raise ValueError(f"{self._path}: already holds an index; an index is built in a new or empty directory")
+        corpus = documents_embeddings
+        if not isinstance(corpus, Corpus):
+            if not isinstance(corpus, (list, tuple)) or not corpus:
+                raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
+            corpus = Corpus.from_tensors(list(corpus), doc_ids=doc_ids, device="cpu")
+        build_device = "cpu" if self._device == "cpu" else self._device
+        self._native = _native.Index.build(
+            corpus._native,
+            self._path,
+            nbits=int(nbits),
+            centroids=n_centroids,
+            kmeans_iters=int(kmeans_niters),
+            seed=int(seed),
+            device=build_device,
+            keep_exact=bool(keep_exact),
+            nprobe=n_ivf_probe,
+            ndocs=n_full_scores,
+            rerank_k=rerank_k,
+        )
+        return self
+
+    def search(
+        self,
+        queries_embeddings,
+        top_k=10,
+        *,
+        n_ivf_probe=None,
+        n_full_scores=None,
+        rerank_k=None,
+        exhaustive=False,
+        q_mask=None,
+    ):
+        """The `top_k` best documents of each query: `[[(document, score), ...], ...]`.
+        `queries_embeddings`: `[A, Lq, d]` (or one query `[Lq, d]`, or a list of queries of any
+        lengths). IVF search may find fewer than `top_k` documents for a query."""
+        if self._native is None:
+            raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
+        if top_k < 1:
+            raise ValueError(f"top_k = {top_k}: must be at least 1")
+        if (
+            isinstance(queries_embeddings, (list, tuple))
+            and queries_embeddings
+            and getattr(queries_embeddings[0], "ndim", 0) == 2
+        ):
+            host, lengths, _, _ = _ragged(queries_embeddings)
+        else:
+            Q, _ = _queries(queries_embeddings, q_mask)
+            host = Q.detach().cpu().float().contiguous() if is_torch(Q) else np.ascontiguousarray(Q, dtype=np.float32)
+            lengths = [int(Q.shape[1])] * int(Q.shape[0])
+        device = (
+            "cpu"
+            if not exhaustive
+            else ("cuda" if self._device == "auto" and _native.cuda_available() else self._device)
+        )
+        scores, index = self._native.search(
+            host,
+            lengths,
+            int(top_k),
+            nprobe=n_ivf_probe,
+            ndocs=n_full_scores,
+            rerank_k=rerank_k,
+            exhaustive=bool(exhaustive),
+            device=device,
+        )
+        kk = min(int(top_k), len(self))
+        out = []
+        for q in range(len(lengths)):
+            row = zip(index[q * kk : (q + 1) * kk], scores[q * kk : (q + 1) * kk])
+            out.append([(int(i), float(s)) for i, s in row if i >= 0])
+        return out
+
+    def __len__(self):
+        return 0 if self._native is None else len(self._native)
+
+    @property
+    def dim(self):
+        return None if self._native is None else self._native.dim
+
+    @property
+    def doc_ids(self):
+        return None if self._native is None else self._native.doc_ids
+
+    @property
+    def has_exact(self) -> bool:
+        return self._native is not None and self._native.has_exact
+
+    @property
+    def defaults(self):
+        """`(n_ivf_probe, n_full_scores, rerank_k)` recorded in the index."""
+        return None if self._native is None else self._native.defaults
+
+    @property
+    def searcher(self):
+        """The searcher of the last search, by name."""
+        return None if self._native is None else self._native.searcher
+
+    def __repr__(self):
+        if self._native is None:
+            return f"Index({self._path!r}, empty)"
+        return f"Index({self._path!r}, {len(self)} documents, d={self.dim}, exact tokens: {self.has_exact})"

@@ -1,0 +1,109 @@
+"""`tilemaxsim.Index`, fast-plaid's shape of API over an index directory: `create` from torch
+tensors and numpy arrays, `search` returning `(document, score)` lists; IVF with every centroid
+probed and every candidate rescored equals exhaustive search on the codes, and equals
+`Corpus.compress("residual")` searched on the same codes; exact reranking scores are the float64
+reference's; reopening the directory gives the same hits; and the errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import tilemaxsim
+from conftest import DEVICE
+
+
+def unit(rng, n, d):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def reference(q, docs):
+    return np.array([np.max(q.astype(np.float64) @ d.astype(np.float64).T, axis=1).sum() for d in docs])
+
+
+def test_create_search_reopen(tmp_path):
+    rng = np.random.default_rng(1)
+    docs = [torch.from_numpy(unit(rng, n, 32)) for n in rng.integers(1, 40, size=150)]
+    # Searched on the CPU, where IVF and exhaustive share one scorer (the test device builds
+    # one below).
+    index = tilemaxsim.Index(tmp_path / "idx", device="cpu")
+    assert len(index) == 0 and "empty" in repr(index)
+    index.create(documents_embeddings=docs, n_centroids=16, kmeans_niters=2, seed=3)
+    assert len(index) == 150 and index.dim == 32 and index.has_exact
+    assert index.defaults == (8, 256, 100)
+    Q = torch.from_numpy(np.stack([unit(rng, 12, 32) for _ in range(3)]))
+    hits = index.search(Q, top_k=5)
+    assert len(hits) == 3 and all(len(h) == 5 for h in hits)
+    assert all(isinstance(d, int) and isinstance(s, float) for h in hits for d, s in h)
+    # Reranked exactly: the scores are the float64 reference's of those documents.
+    host = [d.numpy() for d in docs]
+    for q, h in zip(Q.numpy(), hits):
+        want = reference(q, [host[d] for d, _ in h])
+        np.testing.assert_allclose([s for _, s in h], want, rtol=1e-5, atol=1e-5)
+        assert [s for _, s in h] == sorted((s for _, s in h), reverse=True)
+    # Every centroid probed, every candidate rescored: exhaustive search's hits, with and
+    # without the exact stage; and Corpus.compress's codes searched alike.
+    for rerank_k in (0, 50):
+        full = index.search(Q, top_k=150, n_ivf_probe=16, n_full_scores=150, rerank_k=rerank_k)
+        assert full == index.search(Q, top_k=150, exhaustive=True, rerank_k=rerank_k)
+        assert ("reranked" in (index.searcher or "")) == bool(rerank_k)
+    # Reopened: the same hits.
+    again = tilemaxsim.Index(tmp_path / "idx", device="cpu")
+    assert again.search(Q, top_k=5) == hits
+    # Built (compressed) on the test device, searched there exhaustively.
+    on_device = tilemaxsim.Index(tmp_path / "dev", device=DEVICE).create(documents_embeddings=docs, n_centroids=16)
+    assert all(len(h) == 5 for h in on_device.search(Q, top_k=5, exhaustive=True))
+    # A list of queries of different lengths, and one query [Lq, d].
+    ragged = [torch.from_numpy(unit(rng, n, 32)) for n in (1, 7, 31)]
+    assert len(index.search(ragged, top_k=3)) == 3
+    assert len(index.search(Q[0], top_k=3)) == 1
+
+
+def test_numpy_documents_without_exact_tokens(tmp_path):
+    rng = np.random.default_rng(2)
+    docs = [unit(rng, n, 16) for n in rng.integers(1, 20, size=60)]
+    index = tilemaxsim.Index(str(tmp_path / "np"), device="cpu").create(
+        documents_embeddings=docs, nbits=4, n_centroids=8, keep_exact=False, n_ivf_probe=2
+    )
+    assert not index.has_exact and index.defaults == (2, 256, 100)
+    q = unit(rng, 5, 16)
+    hits = index.search(q[None], top_k=4)
+    assert len(hits[0]) <= 4 and "reranked" not in (index.searcher or "")
+    codes = tilemaxsim.Corpus.from_tensors(docs, device="cpu").compress(
+        "residual", nbits=4, centroids=8, kmeans_iters=4, seed=0
+    )
+    full = index.search(q[None], top_k=60, n_ivf_probe=8, n_full_scores=60)
+    s, i = codes.search(q, 60)
+    # The same codec trained with the same seed and settings: the same documents and scores.
+    assert [d for d, _ in full[0]] == [int(x) for x in i]
+    np.testing.assert_allclose([x for _, x in full[0]], np.asarray(s), rtol=1e-6)
+
+
+def test_errors(tmp_path):
+    rng = np.random.default_rng(3)
+    docs = [unit(rng, 5, 16) for _ in range(20)]
+    empty = tilemaxsim.Index(tmp_path / "none")
+    with pytest.raises(ValueError, match="no index here yet"):
+        empty.search(unit(rng, 3, 16)[None])
+    index = tilemaxsim.Index(tmp_path / "idx").create(documents_embeddings=docs, n_centroids=4)
+    with pytest.raises(ValueError, match="already holds an index"):
+        index.create(documents_embeddings=docs)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is not empty"):
+        tilemaxsim.Index(tmp_path / "full").create(documents_embeddings=docs, n_centroids=4)
+    assert (tmp_path / "full" / "notes.txt").read_text() == "mine"
+    with pytest.raises(ValueError):
+        index.search(unit(rng, 3, 8)[None])  # another d
+    with pytest.raises(ValueError):
+        index.search(unit(rng, 3, 16)[None], top_k=0)
+    with pytest.raises(ValueError):
+        index.search(unit(rng, 3, 16)[None], n_ivf_probe=0)
+    with pytest.raises(ValueError):
+        tilemaxsim.Index(tmp_path / "bad").create(documents_embeddings=[])
+    with pytest.raises(ValueError):
+        tilemaxsim.Index(tmp_path / "bad2").create(documents_embeddings=docs, nbits=3)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "index.json").write_text("{")
+    with pytest.raises(OSError, match="not valid JSON"):
+        tilemaxsim.Index(tmp_path / "broken")
