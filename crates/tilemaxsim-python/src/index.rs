@@ -84,11 +84,6 @@ impl Index {
                 rerank_k: rerank_k.unwrap_or(base.rerank_k),
             },
         };
-        if [nprobe, ndocs, rerank_k].contains(&Some(0)) {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "nprobe, ndocs and rerank_k must be at least 1",
-            ));
-        }
         let source = match corpus.held().kind() {
             CorpusKind::Exact(c) => Source::Exact(c),
             CorpusKind::Compressed(c) => Source::Compressed(c),
@@ -119,11 +114,6 @@ impl Index {
         exhaustive: bool,
         device: &str,
     ) -> PyResult<(Vec<f32>, Vec<i64>)> {
-        if nprobe == Some(0) || ndocs == Some(0) {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "nprobe and ndocs must be at least 1",
-            ));
-        }
         let parsed: Device = device.parse().map_err(to_py)?;
         let key = (exhaustive, nprobe, ndocs, rerank_k, device.to_string());
         let how = IndexSearch {

@@ -327,14 +327,17 @@ impl DeviceCodes {
             .map_err(up("code upload"))?;
         // Four words past the last: the bulk-copy kernels copy scales from 16-byte boundaries
         // (kernels/codec_bulk.cu), so a tile's rounded-up end may reach three words past it.
+        // The words go straight into the zeroed, longer buffer (no padded copy on the host).
         let aux = match corpus.aux() {
             Some(a) if last > first => {
-                let mut padded = Vec::with_capacity(last - first + 4);
-                padded.extend_from_slice(&a[first..last]);
-                padded.extend_from_slice(&[0u32; 4]);
-                stream.clone_htod(&padded)
+                stream
+                    .alloc_zeros::<u32>(last - first + 4)
+                    .and_then(|mut d| {
+                        stream.memcpy_htod(&a[first..last], &mut d)?;
+                        Ok(d)
+                    })
             }
-            _ => stream.clone_htod(&[0u32; 4][..]),
+            _ => stream.alloc_zeros::<u32>(4),
         }
         .map_err(up("code upload"))?;
         let rel: Vec<i64> = offsets[docs.start..=docs.end]

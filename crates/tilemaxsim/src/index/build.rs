@@ -75,13 +75,41 @@ pub fn build(
     progress: Progress<'_>,
 ) -> Result<BuildReport> {
     let dir = dir.as_ref();
-    prepare_dir(dir)?;
+    // Everything that can be refused is refused before the directory is made or any work done.
+    let d = options.defaults;
+    if d.probe.nprobe == 0 || d.probe.ndocs == 0 || d.rerank_k == 0 {
+        return Err(Error::Argument(
+            "the search defaults nprobe, ndocs and rerank_k must be at least 1".into(),
+        ));
+    }
+    let (len, dim) = match source {
+        Source::Exact(c) => (c.len(), c.dim()),
+        Source::Compressed(c) => (c.len(), c.dim()),
+    };
+    if let Source::Compressed(c) = source
+        && !matches!(c.codec(), Codec::Residual(_))
+    {
+        return Err(Error::Argument(format!(
+            "an index holds residual (PLAID) codes, not {}",
+            c.codec().describe()
+        )));
+    }
     let exact = match (source, exact) {
         (_, Some(e)) => Some(e),
         (Source::Exact(c), None) => Some(c),
         (Source::Compressed(_), None) => None,
     }
     .filter(|_| options.keep_exact);
+    if let Some(e) = exact
+        && (e.len() != len || e.dim() != dim)
+    {
+        return Err(Error::Argument(format!(
+            "the exact corpus has {} documents of d = {}, the source {len} of d = {dim}",
+            e.len(),
+            e.dim()
+        )));
+    }
+    prepare_dir(dir)?;
     let started = Instant::now();
     let (codes, compressed_on): (Cow<'_, CompressedCorpus>, String) = match source {
         Source::Exact(c) => {
@@ -98,17 +126,6 @@ pub fn build(
             codes.codec().describe()
         )));
     };
-    if let Some(e) = exact
-        && (e.len() != codes.len() || e.dim() != codes.dim())
-    {
-        return Err(Error::Argument(format!(
-            "the exact corpus has {} documents of d = {}, the codes {} of d = {}",
-            e.len(),
-            e.dim(),
-            codes.len(),
-            codes.dim()
-        )));
-    }
     let t = Instant::now();
     let ids = codes.aux().unwrap_or_default();
     let ivf = Ivf::build(ids, codes.offsets(), r.num_centroids())?;

@@ -65,9 +65,6 @@ pub struct BuildArgs {
 }
 
 pub fn run(a: BuildArgs) -> Result<()> {
-    if [a.nprobe, a.ndocs, a.rerank_k].contains(&Some(0)) {
-        bail!("--nprobe, --ndocs and --rerank-k must be at least 1");
-    }
     if a.no_exact && a.exact.is_some() {
         bail!("--exact and --no-exact contradict each other");
     }
