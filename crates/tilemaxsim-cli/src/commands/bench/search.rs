@@ -1,7 +1,8 @@
 //! `tilemaxsim bench-search`: end-to-end top-k search on seeded synthetic corpora, wall clock
 //! from the queries on the host to the hits on the host (after a warm-up, median and p99):
 //! single queries and batches against resident corpora; on a GPU also the streamed corpus
-//! against the measured host→device copy rate, and, with several GPUs, one GPU against all.
+//! against the measured host→device copy rate, and, with several GPUs, the corpus sharded over
+//! 1, 2, 4, … and all of them, exact and compressed, each checked to give one GPU's hits.
 //! Large corpora repeat a block of 100,000 distinct documents (the work is the same; duplicate
 //! documents only add ties, which the top-k breaks by index).
 
@@ -9,7 +10,11 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
-use tilemaxsim::{Corpus, DType, Device, Matrix, OwnedElements, Residency, SearchOptions};
+use tilemaxsim::codec::{CodecSpec, ResidualOptions};
+use tilemaxsim::{
+    AnyCorpus, CompressedCorpus, Corpus, DType, Device, Hit, Matrix, OwnedElements, Residency,
+    SearchOptions,
+};
 
 use crate::synth::{self, Lengths};
 
@@ -41,14 +46,33 @@ pub struct SearchBenchArgs {
     /// GPU cases: the streamed corpus (documents; 0 skips).
     #[arg(long, default_value_t = 500_000)]
     stream_docs: usize,
-    /// GPU cases: the corpus sharded over every GPU when there are several (0 skips).
+    /// GPU cases: the corpus sharded over 1, 2, 4, … and every GPU when there are several
+    /// (0 skips).
     #[arg(long, default_value_t = 1_000_000)]
     multi_docs: usize,
+    /// How the sharded corpus is stored: exact (the --dtype tokens), residual (nbits 2),
+    /// int8, fp8; codes are compressed on GPU 0 from the distinct block, then repeated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "exact,residual"
+    )]
+    multi_codecs: Vec<Stored>,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// How the sharded corpus is stored.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    Exact,
+    Residual,
+    Int8,
+    Fp8,
 }
 
 #[derive(Serialize)]
@@ -62,6 +86,10 @@ struct Row {
     queries_per_s: f64,
     docs_per_s: f64,
     gb_per_s: f64,
+    /// Sharded rows: whether the first batch's hits equal one GPU's (the same documents and
+    /// scores, ties broken by index as on one GPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    same_hits_as_one_gpu: Option<bool>,
 }
 
 #[derive(Serialize)]
@@ -102,6 +130,33 @@ fn corpus(a: &SearchBenchArgs, docs: usize) -> Result<Corpus> {
     )?)
 }
 
+/// `docs` documents stored as `stored`: the exact corpus, or codes compressed on GPU 0 from
+/// the distinct block and repeated as the exact corpus repeats it.
+fn stored_corpus(a: &SearchBenchArgs, docs: usize, stored: Stored) -> Result<Box<dyn AnyCorpus>> {
+    let spec = match stored {
+        Stored::Exact => return Ok(Box::new(corpus(a, docs)?)),
+        Stored::Residual => CodecSpec::Residual(ResidualOptions::default()),
+        Stored::Int8 => CodecSpec::Int8,
+        Stored::Fp8 => CodecSpec::Fp8,
+    };
+    let block = corpus(a, docs.min(BLOCK_DOCS))?;
+    let (c, _) = tilemaxsim::compress_on(Device::Cuda(0), &block, &spec, a.seed, &|_, _, _| {})?;
+    if docs <= BLOCK_DOCS {
+        return Ok(Box::new(c));
+    }
+    let tokens = docs * a.doc_len;
+    let codes = cycle(c.codes(), tokens * c.codec().row_bytes(a.dim));
+    let aux = c.aux().map(|w| cycle(w, tokens));
+    let offsets = (0..=docs).map(|j| j * a.doc_len).collect();
+    Ok(Box::new(CompressedCorpus::new(
+        c.codec().clone(),
+        a.dim,
+        offsets,
+        codes,
+        aux,
+    )?))
+}
+
 fn cycle<T: Copy + Send + Sync>(v: &[T], total: usize) -> Vec<T> {
     use rayon::prelude::*;
     let mut out = vec![v[0]; total];
@@ -128,16 +183,16 @@ fn time_search(
     a: &SearchBenchArgs,
     name: &str,
     searcher: &dyn tilemaxsim::Searcher,
-    corpus: &Corpus,
+    corpus: &dyn AnyCorpus,
     batch: usize,
-) -> Result<Row> {
+) -> Result<(Row, Vec<Vec<Hit>>)> {
     let owned = queries(a, 4 * batch);
     let mats: Vec<Matrix<'_>> = owned
         .iter()
         .map(|q| Matrix::new(q.as_elements(), a.dim))
         .collect::<Result<_, _>>()?;
     let batches: Vec<&[Matrix<'_>]> = mats.chunks(batch).collect();
-    searcher.search(batches[0], a.top_k)?;
+    let first = searcher.search(batches[0], a.top_k)?;
     let mut ms = Vec::with_capacity(a.reps);
     for r in 0..a.reps {
         let t = Instant::now();
@@ -150,7 +205,8 @@ fn time_search(
     ms.sort_by(f64::total_cmp);
     let p50 = ms[ms.len() / 2];
     let p99 = ms[((ms.len() - 1) as f64 * 0.99).round() as usize];
-    Ok(Row {
+    let bytes = corpus.num_tokens() * corpus.bytes_per_token();
+    let row = Row {
         name: name.to_string(),
         searcher: searcher.name(),
         docs: corpus.len(),
@@ -159,8 +215,19 @@ fn time_search(
         ms_p99: p99,
         queries_per_s: batch as f64 / p50 * 1e3,
         docs_per_s: (batch * corpus.len()) as f64 / p50 * 1e3,
-        gb_per_s: corpus.size_bytes() as f64 / p50 / 1e6,
-    })
+        gb_per_s: bytes as f64 / p50 / 1e6,
+        same_hits_as_one_gpu: None,
+    };
+    Ok((row, first))
+}
+
+/// GPU counts of the sharded cases: 1, 2, 4, … below `gpus`, and `gpus`.
+fn gpu_counts(gpus: usize) -> Vec<usize> {
+    let mut n: Vec<usize> = std::iter::successors(Some(1), |n| Some(n * 2))
+        .take_while(|&n| n < gpus)
+        .collect();
+    n.push(gpus);
+    n
 }
 
 pub fn run(a: SearchBenchArgs) -> Result<()> {
@@ -220,7 +287,7 @@ pub fn run(a: SearchBenchArgs) -> Result<()> {
         for &batch in &a.batches {
             report
                 .rows
-                .push(time_search(&a, "resident", s.as_ref(), &c, batch)?);
+                .push(time_search(&a, "resident", s.as_ref(), &c, batch)?.0);
         }
     }
     if on_gpu {
@@ -247,25 +314,33 @@ pub fn run(a: SearchBenchArgs) -> Result<()> {
                 for &batch in &a.batches {
                     report
                         .rows
-                        .push(time_search(&a, name, s.as_ref(), &c, batch)?);
+                        .push(time_search(&a, name, s.as_ref(), &c, batch)?.0);
                 }
             }
         }
         if a.multi_docs > 0 && gpus > 1 {
-            bar.set_message("sharded corpus");
-            let c = corpus(&a, a.multi_docs)?;
-            for devices in [vec![0], (0..gpus).collect()] {
-                let options = SearchOptions {
-                    devices,
-                    residency: Residency::Resident,
-                    ..Default::default()
-                };
-                let (s, _) = tilemaxsim::searcher_for(device, &c, &options)?;
-                for &batch in &a.batches {
-                    let name = format!("{} GPU(s)", options.devices.len());
-                    report
-                        .rows
-                        .push(time_search(&a, &name, s.as_ref(), &c, batch)?);
+            for &stored in &a.multi_codecs {
+                bar.set_message(format!("sharded corpus, {stored:?}"));
+                let c = stored_corpus(&a, a.multi_docs, stored)?;
+                let mut one: Vec<Vec<Vec<Hit>>> = Vec::new();
+                for n in gpu_counts(gpus) {
+                    let options = SearchOptions {
+                        devices: (0..n).collect(),
+                        residency: Residency::Resident,
+                        ..Default::default()
+                    };
+                    let (s, _) = tilemaxsim::searcher_for(device, c.as_ref(), &options)?;
+                    let name = format!("{n} GPU(s) {}", c.storage_name());
+                    for (b, &batch) in a.batches.iter().enumerate() {
+                        let (mut row, hits) =
+                            time_search(&a, &name, s.as_ref(), c.as_ref(), batch)?;
+                        if n == 1 {
+                            one.push(hits);
+                        } else {
+                            row.same_hits_as_one_gpu = Some(one[b] == hits);
+                        }
+                        report.rows.push(row);
+                    }
                 }
             }
         }
@@ -294,14 +369,21 @@ pub fn run(a: SearchBenchArgs) -> Result<()> {
             );
         }
     }
-    for r in report.rows.iter().filter(|r| r.name.ends_with("GPU(s)")) {
-        let one = report
-            .rows
-            .iter()
-            .find(|o| o.name == "1 GPU(s)" && o.batch == r.batch && o.docs == r.docs);
+    for r in report.rows.iter().filter(|r| r.name.contains("GPU(s)")) {
+        let layout = r.name.split_once(' ').map_or("", |(_, rest)| rest);
+        let one = report.rows.iter().find(|o| {
+            o.name.starts_with("1 GPU(s)")
+                && o.name.ends_with(layout)
+                && o.batch == r.batch
+                && o.docs == r.docs
+        });
         if let Some(one) = one.filter(|o| o.name != r.name) {
+            let same = match r.same_hits_as_one_gpu {
+                Some(true) => "hits identical to one GPU's",
+                _ => "HITS DIFFER from one GPU's",
+            };
             println!(
-                "{}, batch {}: {:.2}× one GPU",
+                "{}, batch {}: {:.2}× one GPU; {same}",
                 r.name,
                 r.batch,
                 one.ms_p50 / r.ms_p50
@@ -309,12 +391,12 @@ pub fn run(a: SearchBenchArgs) -> Result<()> {
         }
     }
     println!(
-        "{:<10} {:>9} {:>6} {:>9} {:>9} {:>11} {:>11} {:>9}  searcher",
+        "{:<24} {:>9} {:>6} {:>9} {:>9} {:>11} {:>11} {:>9}  searcher",
         "case", "docs", "batch", "p50 ms", "p99 ms", "queries/s", "docs/s", "GB/s"
     );
     for r in &report.rows {
         println!(
-            "{:<10} {:>9} {:>6} {:>9.3} {:>9.3} {:>11.1} {:>11} {:>9.1}  {}",
+            "{:<24} {:>9} {:>6} {:>9.3} {:>9.3} {:>11.1} {:>11} {:>9.1}  {}",
             r.name,
             r.docs,
             r.batch,
