@@ -34,7 +34,9 @@ CORPUS = CRANFIELD / "corpus.safetensors"
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=128 << 20, log_to_driver=False)
+    # Every GPU of the machine (none here; one per shard on a GPU machine).
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    ray.init(num_cpus=2, num_gpus=gpus, include_dashboard=False, object_store_memory=128 << 20, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -126,16 +128,35 @@ def test_merged_top_k_equals_the_single_process_search(searcher, queries, whole)
     assert ids == [str(j) for j in one.tolist()]
 
 
-@needs_cranfield
 @pytest.mark.skipif(not tilemaxsim.cuda_available(), reason="no CUDA device: the GPU shards are not tested here")
-def test_gpu_shards_match_the_single_gpu_search(cluster, queries):
-    # Two shards share the one GPU a small test machine may have (half a GPU each).
-    Q, mask = queries
-    whole = tilemaxsim.Corpus.load(CORPUS, device="cuda")
-    with ShardedSearcher(CORPUS, shards=2, device="cuda", num_gpus=0.5, num_cpus=0.25, timeout=120) as searcher:
-        assert all(i["device"].startswith("cuda") for i in searcher.info())
-        s, i = searcher.search(Q, 100, q_mask=mask, timeout=60)
-    ws, wi = whole.search(Q, 100, q_mask=mask)
+def test_gpu_shards_match_the_single_gpu_search(cluster, tmp_path, rng):
+    # One shard per GPU where the machine has several (each on its own GPU), else two shards
+    # sharing the one GPU (half a GPU each). A seeded corpus of odd lengths (1 to 300 tokens),
+    # so the test needs no data beside the repository and runs on the GPU machine too.
+    from safetensors.numpy import save_file
+
+    gpus = torch.cuda.device_count()
+    shards, per_shard = (gpus, 1.0) if gpus > 1 else (2, 0.5)
+    if ray.cluster_resources().get("GPU", 0) < shards * per_shard:
+        pytest.skip(f"the Ray cluster holds {ray.cluster_resources().get('GPU', 0)} GPUs, not {shards * per_shard}")
+    lengths = rng.integers(1, 301, size=2001)
+    lengths[[0, 1000]] = 1, 300  # a 1-token document, and one at the upper end
+    emb = rng.standard_normal((int(lengths.sum()), 96)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    path = tmp_path / "gpu-shards.safetensors"
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    save_file({"embeddings": emb.astype(np.float16), "offsets": offsets}, str(path))
+    Q = rng.standard_normal((40, 31, 96)).astype(np.float16)
+    whole = tilemaxsim.Corpus.load(path, device="cuda")
+    ws, wi = whole.search(Q, 100)
+    with ShardedSearcher(
+        path, shards=shards, device="cuda", num_gpus=per_shard, num_cpus=0.25, timeout=120
+    ) as searcher:
+        info = searcher.info()
+        assert all(i["device"].startswith("cuda") for i in info)
+        if per_shard == 1.0:  # each shard on a GPU of its own
+            assert sorted(g for i in info for g in i["gpus"]) == [str(g) for g in range(gpus)], info
+        s, i = searcher.search(Q, 100, timeout=60)
     np.testing.assert_allclose(s, ws, atol=1e-5)
     # A shard may run another kernel shape than the whole corpus: ties within 1e-5 may swap.
     assert ((i == wi) | (np.abs(s - ws) < 1e-5)).all()
@@ -358,6 +379,13 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
         for i, (status, got) in answers:
             assert status == 200, got
             check(got["results"], [i], k=1 + i % 10)
+        # The counters (Prometheus text): 14 requests so far, their 18 queries in the batches.
+        status, text = _http(port, "GET", "/metrics")
+        metrics = dict(line.split() for line in text.splitlines() if not line.startswith("#"))
+        assert status == 200 and float(metrics["tilemaxsim_requests_total"]) == 14, text
+        assert float(metrics["tilemaxsim_batch_queries_sum"]) == 5 + 1 + 12, text
+        assert 1 <= float(metrics["tilemaxsim_batch_queries_count"]) <= 14, text
+        assert float(metrics["tilemaxsim_compute_duration_seconds_sum"]) > 0, text
         # Bad input: 400 with a message, the service unharmed.
         nan = body([0])
         nan["queries"][0]["embeddings"][0][0] = float("nan")
@@ -432,3 +460,18 @@ def test_serve_app_answers_over_http_as_the_single_process_search(cluster, queri
         check(got["results"], range(5, 12))
     finally:
         serve.shutdown()
+
+
+def test_batches_of_16_bit_values_go_to_gpu_shards_in_the_corpus_type(rng):
+    from tilemaxsim.ray.serve import _narrowed
+
+    x = rng.standard_normal((3, 7, 16)).astype(np.float32)
+    f16 = x.astype(np.float16).astype(np.float32)
+    got = _narrowed(f16, "f16")
+    assert got.dtype == np.float16 and np.array_equal(got.astype(np.float32), f16)
+    assert _narrowed(x, "f16") is x  # not exactly f16: scored as sent
+    bf16 = torch.from_numpy(x).bfloat16().float().numpy()
+    got = _narrowed(bf16, "bf16")
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16 and np.array_equal(got.float().numpy(), bf16)
+    assert _narrowed(x, "bf16") is x
+    assert _narrowed(f16, "f32") is f16 and _narrowed(f16, None) is f16

@@ -84,6 +84,8 @@ class _Shard:
             "documents": (self.start, self.end),
             "tokens": c.num_tokens,
             "device": c.device,
+            # The GPUs Ray gave this actor (its cuda:0 is the first of them).
+            "gpus": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
             "node": ctx.get_node_id(),
             "actor": ctx.get_actor_name(),
             "pid": os.getpid(),
@@ -213,7 +215,8 @@ class ShardedSearcher:
         return len(self.offsets) - 1
 
     def info(self):
-        """Each shard at start-up: its documents, tokens, device, Ray node and process id."""
+        """Each shard at start-up: its documents, tokens, device, the GPUs Ray gave it, Ray node
+        and process id."""
         return list(self._info)
 
     def submit(self, Q, k, *, q_mask=None) -> PendingSearch:

@@ -12,6 +12,9 @@ class ShardsUnavailable(RuntimeError):
 def parse_request(body: bytes, dim: int, max_k: int) -> tuple[list[str], list[Any], int]:
     """(query ids, [Lq, d] float32 queries, k) of a request body, or BadRequest."""
 
+def _narrowed(batch: Any, dtype: str | None) -> Any:
+    """The float32 batch in the corpus's 16-bit type when every value is exactly one."""
+
 def build_app(
     path: str | PathLike,
     shards: int,
