@@ -6,7 +6,9 @@
 //!   one holds no index and a build that died left none;
 //! - `codes.safetensors`: the compressed corpus (the `corpus compress` format), memory-mapped;
 //! - `ivf.safetensors`: the IVF ([`ivf`]);
-//! - `exact.safetensors`, optional: the exact corpus, for reranking.
+//! - `exact.safetensors`, optional: the exact corpus, for reranking;
+//! - `updates.log`, once documents are added or deleted ([`updates`]: an append-only log of
+//!   checksummed records, each on disk before [`Index::add`] or [`Index::delete`] returns).
 //!
 //! [`build`] writes one (compressing on a GPU when asked), [`Index::open`] checks every file
 //! against the manifest, and [`Index::searcher`] gives a [`Searcher`]: IVF ([`probe`]: PLAID's
@@ -16,7 +18,9 @@
 
 mod build;
 pub mod ivf;
+mod live;
 pub mod probe;
+mod updates;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -24,10 +28,14 @@ use std::sync::OnceLock;
 pub use build::{BuildOptions, BuildReport, Source, build};
 pub use ivf::Ivf;
 pub use probe::Probe;
+pub use updates::LOG;
 
-use crate::codec::{Codec, CodecKind, CompressedCorpus};
+use rayon::prelude::*;
+
+use crate::codec::{Codec, CodecKind, CompressedCorpus, ResidualCodec, not_unit};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
+use crate::matrix::OwnedElements;
 use crate::search::{Rerank, SearchOptions, Searcher, reranked, searcher_for};
 use crate::{Device, scorer_for};
 
@@ -62,13 +70,17 @@ impl Default for Defaults {
     }
 }
 
-/// An index directory, opened: its codes (memory-mapped), IVF and exact tokens.
+/// An index directory, opened: its codes (memory-mapped), IVF and exact tokens, and the
+/// documents added and deleted since the build.
 pub struct Index {
     dir: PathBuf,
     codes: CompressedCorpus,
     ivf: Ivf,
     exact: Option<Corpus>,
     defaults: Defaults,
+    updates: updates::Updates,
+    /// The added documents' codes and exact tokens, as corpora (numbered after the build's).
+    added: Option<(CompressedCorpus, Option<Corpus>)>,
     /// The residual centroids as f32 `[K][d]`, made at the first IVF search.
     centroids: OnceLock<Vec<f32>>,
 }
@@ -136,14 +148,190 @@ impl Index {
                 Some(e)
             }
         };
-        Ok(Index {
+        let mut index = Index {
             dir,
             codes,
             ivf,
             exact,
             defaults: m.defaults,
+            updates: updates::Updates::default(),
+            added: None,
             centroids: OnceLock::new(),
-        })
+        };
+        // Readers leave a torn tail alone: a writer may be finishing it.
+        index.catch_up(None)?;
+        Ok(index)
+    }
+
+    /// Apply the log's records past those applied; with the writer's lock, cut a torn tail.
+    fn catch_up(&mut self, writer: Option<&mut updates::Writer>) -> Result<()> {
+        let shape = updates::Shape {
+            base_docs: self.codes.len(),
+            dim: self.codes.dim(),
+            codec: residual(&self.codes)?,
+            exact: self.exact.as_ref().map(Corpus::dtype),
+        };
+        let before = self.updates.applied;
+        let torn = self.updates.replay(&self.dir.join(updates::LOG), shape)?;
+        if let Some(w) = writer.filter(|_| torn > 0) {
+            w.truncate(self.updates.applied)?;
+        }
+        if self.updates.applied == before {
+            return Ok(());
+        }
+        let u = &self.updates;
+        self.added = if u.lengths.is_empty() {
+            None
+        } else {
+            let offsets: Vec<usize> = std::iter::once(0)
+                .chain(u.lengths.iter().scan(0, |t, &l| {
+                    *t += l;
+                    Some(*t)
+                }))
+                .collect();
+            let codes = CompressedCorpus::new(
+                self.codes.codec().clone(),
+                self.codes.dim(),
+                offsets.clone(),
+                u.codes.clone(),
+                Some(u.ids.clone()),
+            )?;
+            let exact = match &u.exact {
+                Some(e) => Some(Corpus::new(e.clone(), self.codes.dim(), offsets)?),
+                None => None,
+            };
+            Some((codes, exact))
+        };
+        Ok(())
+    }
+
+    /// Documents numbered so far: the build's and every added one, deleted ones included
+    /// (numbers are never reused).
+    pub fn len(&self) -> usize {
+        self.updates.total(self.codes.len())
+    }
+
+    /// Whether the index numbers no document (never true: a build needs one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The id of document `j` (below [`Index::len`]): the build's ids (its numbers when it had
+    /// none), then each added document's (its number when it was added without one).
+    pub fn doc_id(&self, j: usize) -> String {
+        let n = self.codes.len();
+        if j >= n {
+            return self
+                .updates
+                .doc_ids
+                .get(j - n)
+                .cloned()
+                .unwrap_or_else(|| j.to_string());
+        }
+        self.codes
+            .doc_ids()
+            .map_or_else(|| j.to_string(), |ids| ids[j].clone())
+    }
+
+    /// The added documents' codes and exact tokens (numbered from the build's count on).
+    pub fn added(&self) -> Option<(&CompressedCorpus, Option<&Corpus>)> {
+        self.added.as_ref().map(|(c, e)| (c, e.as_ref()))
+    }
+
+    /// Documents deleted since the build.
+    pub fn deleted(&self) -> usize {
+        self.updates.deleted_count()
+    }
+
+    /// Whether document `j` was deleted.
+    pub fn is_deleted(&self, j: usize) -> bool {
+        self.updates.deleted.get(j).copied().unwrap_or(false)
+    }
+
+    /// Add `docs` (unit-norm tokens, as the build's): encoded against the index's centroids and
+    /// appended to its log, on disk before this returns. Their numbers, after every document
+    /// before them (another process's adds included).
+    pub fn add(&mut self, docs: &Corpus) -> Result<std::ops::Range<usize>> {
+        let r = residual(&self.codes)?;
+        let d = self.codes.dim();
+        if docs.dim() != d {
+            return Err(Error::Argument(format!(
+                "the documents have d = {}, the index d = {d}",
+                docs.dim()
+            )));
+        }
+        docs.check_finite()?;
+        let tokens = docs.tokens().to_f32_vec();
+        if let Some((row, norm)) = tokens
+            .par_chunks_exact(d)
+            .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
+            .enumerate()
+            .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
+        {
+            return Err(not_unit(docs, row, norm));
+        }
+        let ids = r.assign(&tokens);
+        let rb = r.row_bytes();
+        let mut codes = vec![0u8; ids.len() * rb];
+        codes
+            .par_chunks_mut(rb)
+            .zip(tokens.par_chunks_exact(d).zip(ids.par_iter()))
+            .for_each(|(out, (x, &c))| r.encode_residual(x, c, out));
+        let exact = self
+            .exact
+            .as_ref()
+            .map(|e| match (docs.tokens().elements(), e.dtype()) {
+                (el, dt) if el.dtype() == dt => OwnedElements::from_elements(el),
+                (_, dt) => OwnedElements::from_f32(&tokens, dt),
+            });
+        let lengths: Vec<usize> = (0..docs.len()).map(|j| docs.doc_len(j)).collect();
+        if let Some(bad) = docs
+            .doc_ids()
+            .and_then(|ids| ids.iter().find(|i| i.contains('\n')))
+        {
+            return Err(Error::Argument(format!(
+                "document id {bad:?} holds a line break"
+            )));
+        }
+        let record = updates::add_record(&lengths, &ids, &codes, exact.as_ref(), docs.doc_ids());
+        let mut w = updates::Writer::lock(&self.dir)?;
+        self.catch_up(Some(&mut w))?;
+        let first = self.len();
+        w.append(self.updates.applied, &record)?;
+        self.catch_up(Some(&mut w))?;
+        Ok(first..first + docs.len())
+    }
+
+    /// Delete documents by number: gone from every search once this returns (on disk). Numbers
+    /// deleted before are left as they are; returns how many were newly deleted. A number
+    /// past [`Index::len`] is an error, and nothing is deleted.
+    pub fn delete(&mut self, docs: &[usize]) -> Result<usize> {
+        let mut w = updates::Writer::lock(&self.dir)?;
+        self.catch_up(Some(&mut w))?;
+        let total = self.len();
+        if let Some(&bad) = docs.iter().find(|&&j| j >= total) {
+            return Err(Error::Argument(format!(
+                "document {bad} does not exist: the index numbers {total} documents"
+            )));
+        }
+        let mut new: Vec<usize> = docs
+            .iter()
+            .copied()
+            .filter(|&j| !self.is_deleted(j))
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        if new.is_empty() {
+            return Ok(0);
+        }
+        w.append(self.updates.applied, &updates::delete_record(&new))?;
+        self.catch_up(Some(&mut w))?;
+        Ok(new.len())
+    }
+
+    /// Apply what other processes appended to the log since this one last read it.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.catch_up(None)
     }
 
     pub fn dir(&self) -> &Path {
@@ -185,8 +373,43 @@ impl Index {
             rerank,
             ..options.clone()
         };
+        let (first, notice) = self.base_searcher(device, how, &options)?;
+        if self.updates.is_empty() {
+            return Ok((first, notice));
+        }
+        let added = match &self.added {
+            None => None,
+            Some((codes, exact)) => {
+                let rerank = exact
+                    .as_ref()
+                    .filter(|_| options.rerank.is_some())
+                    .map(|exact| Rerank { exact, candidates });
+                let o = SearchOptions {
+                    rerank,
+                    ..options.clone()
+                };
+                Some(searcher_for(device, codes, &o)?.0)
+            }
+        };
+        let live = live::LiveSearch {
+            base: first,
+            added,
+            base_docs: self.codes.len(),
+            added_docs: self.updates.lengths.len(),
+            deleted: &self.updates.deleted,
+        };
+        Ok((Box::new(live), notice))
+    }
+
+    /// The searcher of the build's documents.
+    fn base_searcher<'a>(
+        &'a self,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<(Box<dyn Searcher + 'a>, Option<String>)> {
         if how.exhaustive {
-            return searcher_for(device, &self.codes, &options);
+            return searcher_for(device, &self.codes, options);
         }
         let probe = Probe {
             nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
@@ -210,6 +433,17 @@ impl Index {
         });
         let (searcher, second) = reranked(first, &self.codes, options.rerank, device)?;
         Ok((searcher, notice.or(second)))
+    }
+}
+
+/// The residual codec of an index's codes (checked at open).
+fn residual(codes: &CompressedCorpus) -> Result<&ResidualCodec> {
+    match codes.codec() {
+        Codec::Residual(r) => Ok(r),
+        other => Err(Error::Argument(format!(
+            "an index holds residual codes, not {}",
+            other.describe()
+        ))),
     }
 }
 

@@ -1,0 +1,67 @@
+//! Search over an index with live updates: the build's documents (IVF or exhaustive, with the
+//! exact stage, as without updates) and the added ones (scored exhaustively on their codes, then
+//! the same exact stage), deleted documents dropped, the two top-k merged. Each part is asked
+//! for k plus its deleted documents, so the merged top-k is whole: a document of the global
+//! top-k is among its part's best that many.
+
+use crate::error::Result;
+use crate::matrix::Matrix;
+use crate::search::Searcher;
+use crate::topk::{Hit, rank_order};
+
+pub(crate) struct LiveSearch<'a> {
+    pub base: Box<dyn Searcher + 'a>,
+    /// The added documents' searcher; their numbers start at `base_docs`.
+    pub added: Option<Box<dyn Searcher + 'a>>,
+    pub base_docs: usize,
+    pub added_docs: usize,
+    pub deleted: &'a [bool],
+}
+
+impl LiveSearch<'_> {
+    fn deleted_in(&self, range: std::ops::Range<usize>) -> usize {
+        self.deleted
+            .get(range)
+            .map_or(0, |d| d.iter().filter(|&&x| x).count())
+    }
+}
+
+impl Searcher for LiveSearch<'_> {
+    fn name(&self) -> String {
+        match &self.added {
+            Some(a) => format!(
+                "{} + {} added documents ({})",
+                self.base.name(),
+                self.added_docs,
+                a.name()
+            ),
+            None => self.base.name(),
+        }
+    }
+
+    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let live = |j: usize| !self.deleted.get(j).copied().unwrap_or(false);
+        let base_k = (k + self.deleted_in(0..self.base_docs)).min(self.base_docs);
+        let mut hits = if base_k > 0 {
+            self.base.search(queries, base_k)?
+        } else {
+            vec![Vec::new(); queries.len()]
+        };
+        if let Some(added) = &self.added {
+            let end = self.base_docs + self.added_docs;
+            let added_k = (k + self.deleted_in(self.base_docs..end)).min(self.added_docs);
+            for (all, more) in hits.iter_mut().zip(added.search(queries, added_k)?) {
+                all.extend(more.into_iter().map(|h| Hit {
+                    doc: h.doc + self.base_docs,
+                    ..h
+                }));
+            }
+        }
+        for row in &mut hits {
+            row.retain(|h| live(h.doc));
+            row.sort_by(rank_order);
+            row.truncate(k);
+        }
+        Ok(hits)
+    }
+}

@@ -1,0 +1,376 @@
+//! Live updates of an index: documents added (encoded against its centroids, never retrained)
+//! and documents deleted, kept in `updates.log` beside the files the build wrote. The log is
+//! append-only; each record is
+//!
+//! `"TMSU"` · kind (1 byte: 1 add, 2 delete) · 3 zero bytes · payload length (u64 LE) ·
+//! CRC-32 of the kind, the length and the payload (u32 LE) · payload
+//!
+//! An add's payload: documents `n` (u64), tokens `T` (u64), the exact tokens' dtype (1 byte:
+//! 0 none, 1 f32, 2 f16, 3 bf16), whether ids follow (1 byte) and 6 zero bytes, then `n`
+//! lengths (u64), `T` centroid ids (u32), the `T` rows of residual codes, the exact tokens
+//! `[T, d]` when the index keeps them, and the documents' ids (UTF-8, one per line) when given.
+//! A delete's: `m` (u64) and `m` document numbers (u64).
+//!
+//! A record is acknowledged once it is on disk (`fsync`): it then survives a crash. Documents
+//! are numbered in order of arrival (the build's `0..N`, then each add's), and a number is
+//! never reused: a deleted document leaves a gap. A record cut short by a crash (the tail of
+//! the file: too short for its header or its payload, or failing its CRC with nothing after
+//! it, or zeros to the end) was never acknowledged; readers ignore it and the next writer cuts
+//! it off. Damage
+//! anywhere else is an error: acknowledged updates are never dropped silently.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::codec::ResidualCodec;
+use crate::error::{Error, Result};
+use crate::matrix::{DType, OwnedElements};
+
+pub const LOG: &str = "updates.log";
+const MAGIC: &[u8; 4] = b"TMSU";
+const HEADER: usize = 20;
+const ADD: u8 = 1;
+const DELETE: u8 = 2;
+
+/// What the log holds beyond the build: the added documents (as one segment) and the set of
+/// deleted document numbers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Updates {
+    /// Tokens of each added document.
+    pub lengths: Vec<usize>,
+    /// Each added token's centroid.
+    pub ids: Vec<u32>,
+    /// The added tokens' residual codes, `row_bytes` each.
+    pub codes: Vec<u8>,
+    /// The added tokens, exact, where the index keeps exact tokens (its dtype).
+    pub exact: Option<OwnedElements>,
+    /// Each added document's id: the one given, or its number.
+    pub doc_ids: Vec<String>,
+    /// Deleted document numbers (of the build's and the added ones), `deleted[j]`.
+    pub deleted: Vec<bool>,
+    /// Bytes of the log read and applied (the next record starts here).
+    pub applied: u64,
+}
+
+/// The shape of the index the log belongs to, which every record must fit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape<'a> {
+    pub base_docs: usize,
+    pub dim: usize,
+    pub codec: &'a ResidualCodec,
+    /// The exact tokens' dtype, where the index keeps them.
+    pub exact: Option<DType>,
+}
+
+impl Updates {
+    /// Documents in all: the build's and the added ones.
+    pub fn total(&self, base_docs: usize) -> usize {
+        base_docs + self.lengths.len()
+    }
+
+    pub fn deleted_count(&self) -> usize {
+        self.deleted.iter().filter(|&&d| d).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty() && !self.deleted.contains(&true)
+    }
+
+    /// Apply the records of the log at `path` from byte `self.applied` on. Returns the length
+    /// of a torn tail left unapplied (0 when the log ends with a whole record).
+    pub fn replay(&mut self, path: &Path, shape: Shape<'_>) -> Result<u64> {
+        let mut file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        file.seek(SeekFrom::Start(self.applied))
+            .map_err(|e| Error::io(path, e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        let (base, mut at) = (self.applied, 0usize);
+        while at < bytes.len() {
+            let start = base + at as u64;
+            let torn = Ok(len - start);
+            let Some(head) = bytes.get(at..at + HEADER) else {
+                return torn;
+            };
+            if &head[..4] != MAGIC || head[5..8] != [0, 0, 0] {
+                if bytes[at..].iter().all(|&b| b == 0) {
+                    return torn; // the file grew, its bytes never landed
+                }
+                return Err(Error::format(
+                    path,
+                    format!("the update record at byte {start} has a damaged header"),
+                ));
+            }
+            let kind = head[4];
+            let size = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            let crc = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+            let end = (at as u64 + HEADER as u64).saturating_add(size);
+            if end > bytes.len() as u64 {
+                return torn; // cut short: never acknowledged
+            }
+            let payload = &bytes[at + HEADER..end as usize];
+            if checksum(kind, size, payload) != crc {
+                if end == bytes.len() as u64 {
+                    return torn; // the last record, written in part
+                }
+                return Err(Error::format(
+                    path,
+                    format!("the update record at byte {start} fails its checksum"),
+                ));
+            }
+            let bad =
+                |m: String| Error::format(path, format!("update record at byte {start}: {m}"));
+            match kind {
+                ADD => self.apply_add(payload, shape).map_err(bad)?,
+                DELETE => self.apply_delete(payload, shape).map_err(bad)?,
+                k => return Err(bad(format!("unknown kind {k}"))),
+            }
+            at = end as usize;
+            self.applied = base + end;
+        }
+        Ok(0)
+    }
+
+    fn apply_add(&mut self, p: &[u8], shape: Shape<'_>) -> std::result::Result<(), String> {
+        let mut r = Reader(p);
+        let (n, t) = (r.count()?, r.count()?);
+        let flags = r.take(8)?;
+        let has_ids = match flags[1] {
+            0 => false,
+            1 => true,
+            x => return Err(format!("bad ids flag {x}")),
+        };
+        let dtype = match flags[0] {
+            0 => None,
+            1 => Some(DType::F32),
+            2 => Some(DType::F16),
+            3 => Some(DType::BF16),
+            x => return Err(format!("unknown exact dtype {x}")),
+        };
+        if dtype != shape.exact {
+            return Err(format!(
+                "exact tokens {dtype:?}, but the index keeps {:?}",
+                shape.exact
+            ));
+        }
+        let lengths = (0..n).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
+        if n == 0 || lengths.contains(&0) || lengths.iter().sum::<usize>() != t {
+            return Err(format!(
+                "{n} documents whose lengths do not sum to {t} tokens"
+            ));
+        }
+        let k = shape.codec.num_centroids();
+        let ids: Vec<u32> = r
+            .take(t.checked_mul(4).ok_or("too many tokens")?)?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
+        if let Some(bad) = ids.iter().find(|&&c| c as usize >= k) {
+            return Err(format!("centroid id {bad} out of range (K = {k})"));
+        }
+        let rb = shape.codec.row_bytes();
+        let codes = r
+            .take(t.checked_mul(rb).ok_or("too many tokens")?)?
+            .to_vec();
+        let exact = match dtype {
+            None => None,
+            Some(d) => {
+                let bytes = r.take(t * shape.dim * d.size())?;
+                Some(match d {
+                    DType::F32 => OwnedElements::F32(bytemuck::pod_collect_to_vec(bytes)),
+                    DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(bytes)),
+                    DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(bytes)),
+                })
+            }
+        };
+        let first = self.total(shape.base_docs);
+        let doc_ids: Vec<String> = if has_ids {
+            let text = std::str::from_utf8(r.take(r.0.len())?).map_err(|e| format!("ids: {e}"))?;
+            text.split('\n').map(str::to_owned).collect()
+        } else {
+            (first..first + n).map(|j| j.to_string()).collect()
+        };
+        if doc_ids.len() != n || !r.0.is_empty() {
+            return Err(format!(
+                "{} ids for {n} documents, or bytes past its end",
+                doc_ids.len()
+            ));
+        }
+        self.doc_ids.extend(doc_ids);
+        self.lengths.extend(lengths);
+        self.ids.extend(ids);
+        self.codes.extend(codes);
+        if let Some(e) = exact {
+            self.exact = Some(match (self.exact.take(), e) {
+                (None, e) => e,
+                (Some(OwnedElements::F32(mut a)), OwnedElements::F32(b)) => {
+                    a.extend(b);
+                    OwnedElements::F32(a)
+                }
+                (Some(OwnedElements::F16(mut a)), OwnedElements::F16(b)) => {
+                    a.extend(b);
+                    OwnedElements::F16(a)
+                }
+                (Some(OwnedElements::BF16(mut a)), OwnedElements::BF16(b)) => {
+                    a.extend(b);
+                    OwnedElements::BF16(a)
+                }
+                _ => return Err("exact tokens of another dtype".into()),
+            });
+        }
+        self.deleted.resize(self.total(shape.base_docs), false);
+        Ok(())
+    }
+
+    fn apply_delete(&mut self, p: &[u8], shape: Shape<'_>) -> std::result::Result<(), String> {
+        let mut r = Reader(p);
+        let m = r.count()?;
+        let total = self.total(shape.base_docs);
+        self.deleted.resize(total, false);
+        let docs = (0..m).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
+        if !r.0.is_empty() {
+            return Err(format!("{} bytes past its end", r.0.len()));
+        }
+        if let Some(bad) = docs.iter().find(|&&j| j >= total) {
+            return Err(format!("document {bad} out of range ({total} documents)"));
+        }
+        for j in docs {
+            self.deleted[j] = true;
+        }
+        Ok(())
+    }
+}
+
+/// A bounds-checked cursor over a payload.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> std::result::Result<&[u8], String> {
+        if n > self.0.len() {
+            return Err("shorter than its counts say".into());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn count(&mut self) -> std::result::Result<usize, String> {
+        let b = self.take(8)?;
+        usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .map_err(|_| "a count past this machine's address space".into())
+    }
+}
+
+fn checksum(kind: u8, size: u64, payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[kind]);
+    h.update(&size.to_le_bytes());
+    h.update(payload);
+    h.finalize()
+}
+
+/// An add's payload (see the module's text).
+pub(crate) fn add_record(
+    lengths: &[usize],
+    ids: &[u32],
+    codes: &[u8],
+    exact: Option<&OwnedElements>,
+    doc_ids: Option<&[String]>,
+) -> Vec<u8> {
+    let tag = match exact {
+        None => 0u8,
+        Some(OwnedElements::F32(_)) => 1,
+        Some(OwnedElements::F16(_)) => 2,
+        Some(OwnedElements::BF16(_)) => 3,
+    };
+    let mut p = Vec::with_capacity(24 + 8 * lengths.len() + 4 * ids.len() + codes.len());
+    p.extend((lengths.len() as u64).to_le_bytes());
+    p.extend((ids.len() as u64).to_le_bytes());
+    p.extend([tag, u8::from(doc_ids.is_some()), 0, 0, 0, 0, 0, 0]);
+    p.extend(lengths.iter().flat_map(|&l| (l as u64).to_le_bytes()));
+    p.extend(ids.iter().flat_map(|c| c.to_le_bytes()));
+    p.extend_from_slice(codes);
+    match exact {
+        None => {}
+        Some(OwnedElements::F32(v)) => p.extend_from_slice(bytemuck::cast_slice(v)),
+        Some(OwnedElements::F16(v)) => p.extend_from_slice(bytemuck::cast_slice(v)),
+        Some(OwnedElements::BF16(v)) => p.extend_from_slice(bytemuck::cast_slice(v)),
+    }
+    if let Some(names) = doc_ids {
+        p.extend_from_slice(names.join("\n").as_bytes());
+    }
+    record(ADD, p)
+}
+
+/// A delete's payload.
+pub(crate) fn delete_record(docs: &[usize]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(8 + 8 * docs.len());
+    p.extend((docs.len() as u64).to_le_bytes());
+    p.extend(docs.iter().flat_map(|&j| (j as u64).to_le_bytes()));
+    record(DELETE, p)
+}
+
+fn record(kind: u8, payload: Vec<u8>) -> Vec<u8> {
+    let size = payload.len() as u64;
+    let mut r = Vec::with_capacity(HEADER + payload.len());
+    r.extend_from_slice(MAGIC);
+    r.extend([kind, 0, 0, 0]);
+    r.extend(size.to_le_bytes());
+    r.extend(checksum(kind, size, &payload).to_le_bytes());
+    r.extend(payload);
+    r
+}
+
+/// The log opened for writing, locked against other writers (in this process or another)
+/// until dropped.
+pub(crate) struct Writer {
+    path: PathBuf,
+    file: File,
+}
+
+impl Writer {
+    /// Open (creating it) and lock the log of the index in `dir`.
+    pub fn lock(dir: &Path) -> Result<Self> {
+        let path = dir.join(LOG);
+        let created = !path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        file.lock().map_err(|e| Error::io(&path, e))?;
+        if created {
+            // The new file's name must survive a crash too.
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(dir, e))?;
+        }
+        Ok(Writer { path, file })
+    }
+
+    /// Cut the log to `len` bytes (a torn tail that was never acknowledged).
+    pub fn truncate(&mut self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Append `record` at byte `at` (the end of the whole records) and wait until it is on
+    /// disk: from then on it is acknowledged.
+    pub fn append(&mut self, at: u64, record: &[u8]) -> Result<()> {
+        (|| {
+            self.file.seek(SeekFrom::Start(at))?;
+            self.file.write_all(record)?;
+            self.file.sync_data()
+        })()
+        .map_err(|e| Error::io(&self.path, e))
+    }
+}

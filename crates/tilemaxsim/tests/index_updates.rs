@@ -1,0 +1,309 @@
+//! Live updates of an index (`Index::add`, `Index::delete`, `updates.log`): random sequences
+//! of adds and deletes, reopened, search as an index rebuilt from the surviving documents
+//! (exhaustive and IVF at full probe, on the codes and with the exact stage); a torn last
+//! record, cut at every length, is ignored by readers and cut off by the next writer, every
+//! acknowledged update kept; a damaged record before the end, or a record that does not fit
+//! the index, is an error; bad adds and deletes are refused and change nothing.
+
+mod common;
+
+use common::*;
+use tilemaxsim::codec::ResidualOptions;
+use tilemaxsim::index::{BuildOptions, Index, IndexSearch, LOG, Source, build};
+use tilemaxsim::{
+    AnyCorpus, CompressedCorpus, Corpus, CpuScorer, DType, Device, Hit, Matrix, OwnedElements,
+    Scorer, SearchOptions,
+};
+
+const DIM: usize = 40;
+const K: usize = 8;
+
+fn build_index(dir: &std::path::Path, docs: usize, seed: u64) -> Corpus {
+    let mut r = rng(seed);
+    let lengths: Vec<usize> = (0..docs)
+        .map(|_| 1 + rand::Rng::random_range(&mut r, 0..30usize))
+        .collect();
+    let corpus = unit_corpus(seed, &lengths, DIM, DType::F16);
+    let options = BuildOptions {
+        residual: ResidualOptions {
+            nbits: 2,
+            centroids: Some(K),
+            kmeans_iters: 2,
+            ..Default::default()
+        },
+        device: Device::Cpu,
+        ..Default::default()
+    };
+    build(Source::Exact(&corpus), None, dir, &options, &|_, _, _| {}).unwrap();
+    corpus
+}
+
+/// Document `j` of `c` as a corpus of one document.
+fn one(c: &Corpus, j: usize) -> Vec<f32> {
+    let o = c.offsets();
+    c.tokens().rows_range(o[j]..o[j + 1]).to_f32_vec()
+}
+
+/// The surviving documents' codes and exact tokens (in number order), and their numbers.
+fn survivors(index: &Index) -> (CompressedCorpus, Corpus, Vec<usize>) {
+    let live: Vec<usize> = (0..index.len()).filter(|&j| !index.is_deleted(j)).collect();
+    let base = index.codes();
+    let added = index.added();
+    let rb = base.codec().row_bytes(DIM);
+    let (mut codes, mut ids, mut exact, mut lengths) = (vec![], vec![], vec![], vec![]);
+    for &j in &live {
+        let (c, e, jj) = if j < base.len() {
+            (base, index.exact().unwrap(), j)
+        } else {
+            let (c, e) = added.unwrap();
+            (c, e.unwrap(), j - base.len())
+        };
+        let o = c.offsets();
+        codes.extend_from_slice(&c.codes()[o[jj] * rb..o[jj + 1] * rb]);
+        ids.extend_from_slice(&c.aux().unwrap()[o[jj]..o[jj + 1]]);
+        exact.extend(one(e, jj));
+        lengths.push(o[jj + 1] - o[jj]);
+    }
+    let offsets: Vec<usize> = std::iter::once(0)
+        .chain(lengths.iter().scan(0, |t, &l| {
+            *t += l;
+            Some(*t)
+        }))
+        .collect();
+    let c = CompressedCorpus::new(base.codec().clone(), DIM, offsets.clone(), codes, Some(ids))
+        .unwrap();
+    let e = Corpus::new(OwnedElements::from_f32(&exact, DType::F16), DIM, offsets).unwrap();
+    (c, e, live)
+}
+
+/// The top-k of a rebuild: `corpus` scored exhaustively, its hits renumbered through `live`.
+fn rebuilt(corpus: &dyn AnyCorpus, live: &[usize], qs: &[Matrix<'_>], k: usize) -> Vec<Vec<Hit>> {
+    let scorer = CpuScorer::new();
+    scorer
+        .top_k_batch(qs, corpus, k)
+        .unwrap()
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|h| Hit {
+                    doc: live[h.doc],
+                    ..h
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn search(index: &Index, how: IndexSearch, qs: &[Matrix<'_>], k: usize) -> Vec<Vec<Hit>> {
+    let (s, _) = index
+        .searcher(Device::Cpu, &how, &SearchOptions::default())
+        .unwrap();
+    s.search(qs, k).unwrap()
+}
+
+#[test]
+fn random_adds_and_deletes_search_as_a_rebuild() {
+    for seed in 0..4u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        build_index(&path, 60, seed);
+        let mut index = Index::open(&path).unwrap();
+        let mut r = rng(100 + seed);
+        let mut numbered = 60;
+        for step in 0..8 {
+            if rand::Rng::random_bool(&mut r, 0.5) {
+                let n = 1 + rand::Rng::random_range(&mut r, 0..12usize);
+                let lengths: Vec<usize> = (0..n)
+                    .map(|i| {
+                        if i == 0 {
+                            1
+                        } else {
+                            1 + rand::Rng::random_range(&mut r, 0..45usize)
+                        }
+                    })
+                    .collect();
+                let dtype = [DType::F16, DType::F32, DType::BF16][step % 3];
+                let docs = unit_corpus(1000 * seed + step as u64, &lengths, DIM, dtype);
+                let got = index.add(&docs).unwrap();
+                assert_eq!(got, numbered..numbered + n);
+                numbered += n;
+            } else {
+                let m = 1 + rand::Rng::random_range(&mut r, 0..10usize);
+                let docs: Vec<usize> = (0..m)
+                    .map(|_| rand::Rng::random_range(&mut r, 0..numbered))
+                    .collect();
+                let fresh = docs
+                    .iter()
+                    .filter(|&&j| !index.is_deleted(j))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len();
+                assert_eq!(index.delete(&docs).unwrap(), fresh);
+            }
+            assert_eq!(index.len(), numbered);
+        }
+        // Reopened from disk: the same state, and every search a rebuild's.
+        let reopened = Index::open(&path).unwrap();
+        assert_eq!(
+            (reopened.len(), reopened.deleted()),
+            (index.len(), index.deleted())
+        );
+        let (codes, exact, live) = survivors(&reopened);
+        let owned: Vec<OwnedElements> = [1usize, 7, 32]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, DIM, DType::F32, 1.0))
+            .collect();
+        let qs: Vec<Matrix<'_>> = owned
+            .iter()
+            .map(|q| Matrix::new(q.as_elements(), DIM).unwrap())
+            .collect();
+        for k in [1, 10, live.len() + 5] {
+            let on_codes = rebuilt(&codes, &live, &qs, k);
+            let full = IndexSearch {
+                nprobe: Some(K),
+                ndocs: Some(index.len()),
+                rerank_k: Some(0),
+                ..Default::default()
+            };
+            assert_eq!(
+                search(&reopened, full, &qs, k),
+                on_codes,
+                "seed {seed}, k {k}: IVF"
+            );
+            let exhaustive = IndexSearch {
+                exhaustive: true,
+                rerank_k: Some(0),
+                ..Default::default()
+            };
+            assert_eq!(
+                search(&reopened, exhaustive, &qs, k),
+                on_codes,
+                "seed {seed}, k {k}: exhaustive"
+            );
+            // The exact stage over every candidate: the exact top-k of the survivors.
+            let reranked = IndexSearch {
+                exhaustive: true,
+                rerank_k: Some(index.len()),
+                ..Default::default()
+            };
+            assert_eq!(
+                search(&reopened, reranked, &qs, k),
+                rebuilt(&exact, &live, &qs, k),
+                "seed {seed}, k {k}: exact"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_torn_last_record_is_ignored_then_cut_and_acknowledged_updates_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let base = build_index(&path, 30, 7);
+    let mut index = Index::open(&path).unwrap();
+    index
+        .add(&unit_corpus(8, &[3, 1, 9], DIM, DType::F16))
+        .unwrap();
+    index.delete(&[2, 31]).unwrap();
+    let log = path.join(LOG);
+    let whole = std::fs::read(&log).unwrap();
+    index
+        .add(&unit_corpus(9, &[4, 4], DIM, DType::F16))
+        .unwrap();
+    let with_last = std::fs::read(&log).unwrap();
+    assert!(with_last.len() > whole.len());
+    // Every cut of the last record, and the record's length of zeros past the whole ones.
+    let mut cuts: Vec<Vec<u8>> = (whole.len()..with_last.len())
+        .map(|n| with_last[..n].to_vec())
+        .collect();
+    let mut zeros = whole.clone();
+    zeros.resize(with_last.len(), 0);
+    cuts.push(zeros);
+    for (i, cut) in cuts.iter().enumerate() {
+        std::fs::write(&log, cut).unwrap();
+        let mut reader = Index::open(&path).unwrap();
+        assert_eq!((reader.len(), reader.deleted()), (33, 2), "cut {i}");
+        assert!(reader.is_deleted(2) && reader.is_deleted(31) && !reader.is_deleted(32));
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            *cut,
+            "cut {i}: a reader wrote"
+        );
+        // The next writer cuts the torn record off and appends after the whole ones.
+        assert_eq!(
+            reader.add(&unit_corpus(10, &[2], DIM, DType::F16)).unwrap(),
+            33..34
+        );
+        let again = Index::open(&path).unwrap();
+        assert_eq!((again.len(), again.deleted()), (34, 2), "cut {i}");
+    }
+    // A damaged record before the end is an error, not a silent loss.
+    let mut damaged = with_last.clone();
+    damaged[whole.len() - 3] ^= 0x40;
+    std::fs::write(&log, &damaged).unwrap();
+    let e = Index::open(&path)
+        .err()
+        .expect("a damaged record must fail")
+        .to_string();
+    assert!(e.contains("checksum") || e.contains("header"), "{e}");
+    damaged = with_last.clone();
+    damaged[1] = b'X';
+    std::fs::write(&log, &damaged).unwrap();
+    assert!(
+        Index::open(&path)
+            .err()
+            .expect("a damaged header")
+            .to_string()
+            .contains("header")
+    );
+    drop(base);
+}
+
+#[test]
+fn bad_adds_and_deletes_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    build_index(&path, 20, 3);
+    let mut index = Index::open(&path).unwrap();
+    let wrong_d = unit_corpus(1, &[3], DIM + 1, DType::F16);
+    assert!(
+        index
+            .add(&wrong_d)
+            .unwrap_err()
+            .to_string()
+            .contains("d = 41")
+    );
+    let mut v = vec![0.5f32; 2 * DIM];
+    let not_unit = Corpus::new(OwnedElements::F32(v.clone()), DIM, vec![0, 2]).unwrap();
+    assert!(
+        index
+            .add(&not_unit)
+            .unwrap_err()
+            .to_string()
+            .contains("norm")
+    );
+    v[3] = f32::NAN;
+    let nan = Corpus::new(OwnedElements::F32(v), DIM, vec![0, 2]).unwrap();
+    assert!(index.add(&nan).is_err());
+    assert!(
+        index
+            .delete(&[3, 20])
+            .unwrap_err()
+            .to_string()
+            .contains("document 20")
+    );
+    assert_eq!((index.len(), index.deleted()), (20, 0));
+    assert!(!path.join(LOG).exists() || std::fs::read(path.join(LOG)).unwrap().is_empty());
+    // Deleting twice deletes once; every document deleted leaves searches empty, not failing.
+    assert_eq!(index.delete(&[4, 4, 5]).unwrap(), 2);
+    assert_eq!(index.delete(&[4]).unwrap(), 0);
+    assert_eq!(index.delete(&(0..20).collect::<Vec<_>>()).unwrap(), 18);
+    let q = random_query(&mut rng(1), 4, DIM, DType::F32, 1.0);
+    let qs = [Matrix::new(q.as_elements(), DIM).unwrap()];
+    for exhaustive in [false, true] {
+        let how = IndexSearch {
+            exhaustive,
+            ..Default::default()
+        };
+        assert_eq!(search(&index, how, &qs, 5), vec![vec![]]);
+    }
+}
