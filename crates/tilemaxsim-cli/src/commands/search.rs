@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use tilemaxsim::{AnyCorpus, Searcher};
+use tilemaxsim::Searcher;
 
 use crate::args::CorpusArgs;
 use crate::load;
@@ -70,17 +70,19 @@ pub fn run(a: SearchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let prepare_s = prepared.elapsed().as_secs_f64();
-    search_and_write(&a.run, searcher.as_ref(), opened.corpus.as_ref(), prepare_s)
+    let corpus = opened.corpus.as_ref();
+    let doc_id = |j: usize| load::id(corpus, j);
+    search_and_write(&a.run, searcher.as_ref(), corpus.len(), &doc_id, prepare_s)
 }
 
 /// Run every query through `searcher` in batches and write the run file and the summary.
 pub(crate) fn search_and_write(
     a: &RunArgs,
     searcher: &dyn Searcher,
-    corpus: &dyn AnyCorpus,
+    num_docs: usize,
+    doc_id: &dyn Fn(usize) -> String,
     prepare_s: f64,
 ) -> Result<()> {
-    let num_docs = corpus.len();
     let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
 
@@ -111,7 +113,7 @@ pub(crate) fn search_and_write(
             writeln!(
                 w,
                 "{qid} Q0 {} {} {:.6} {}",
-                load::id(corpus, h.doc),
+                doc_id(h.doc),
                 rank + 1,
                 h.score,
                 a.tag

@@ -1,9 +1,11 @@
-//! `tilemaxsim index build|search`: index directories (`tilemaxsim::index`): a corpus as PLAID
-//! residual codes with its IVF and, optionally, its exact tokens; searched by probing the IVF
-//! or exhaustively, reranked exactly when the index keeps the exact tokens.
+//! `tilemaxsim index build|search|add|delete`: index directories (`tilemaxsim::index`): a
+//! corpus as PLAID residual codes with its IVF and, optionally, its exact tokens; searched by
+//! probing the IVF or exhaustively, reranked exactly when the index keeps the exact tokens;
+//! updated live by adds and deletes.
 
 mod build;
 mod search;
+mod update;
 
 use anyhow::Result;
 
@@ -14,11 +16,17 @@ pub enum IndexCommand {
     Build(Box<build::BuildArgs>),
     /// Search an index: the top-k documents of every query as a TREC run file.
     Search(Box<search::IndexSearchArgs>),
+    /// Add documents (encoded against the index's centroids), on disk when this returns.
+    Add(Box<update::AddArgs>),
+    /// Delete documents by number, on disk when this returns.
+    Delete(Box<update::DeleteArgs>),
 }
 
 pub fn run(cmd: IndexCommand) -> Result<()> {
     match cmd {
         IndexCommand::Build(a) => build::run(*a),
         IndexCommand::Search(a) => search::run(*a),
+        IndexCommand::Add(a) => update::add(*a),
+        IndexCommand::Delete(a) => update::delete(*a),
     }
 }

@@ -66,5 +66,7 @@ pub fn run(a: IndexSearchArgs) -> Result<()> {
         eprintln!("notice: {n}");
     }
     let prepare_s = started.elapsed().as_secs_f64();
-    search_and_write(&a.run, searcher.as_ref(), index.codes(), prepare_s)
+    let doc_id = |j: usize| index.doc_id(j);
+    let live = index.len() - index.deleted();
+    search_and_write(&a.run, searcher.as_ref(), live, &doc_id, prepare_s)
 }

@@ -1,0 +1,67 @@
+//! `tilemaxsim index add|delete`: live updates of an index directory. `add` encodes a corpus's
+//! documents against the index's centroids and appends them; `delete` removes documents by
+//! number. Each prints what it did once the update is on disk (acknowledged: it survives a
+//! crash), and another process's searches see it at their next open.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use tilemaxsim::index::Index;
+
+use crate::load;
+
+#[derive(clap::Args, Debug)]
+pub struct AddArgs {
+    /// The index directory.
+    #[arg(long)]
+    index: PathBuf,
+    /// The documents to add: an exact corpus of unit-norm tokens (its `doc_ids` become theirs).
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Document ids, one per line (instead of the corpus's own).
+    #[arg(long)]
+    ids: Option<PathBuf>,
+    #[command(flatten)]
+    check: load::CheckArgs,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DeleteArgs {
+    /// The index directory.
+    #[arg(long)]
+    index: PathBuf,
+    /// Document numbers to delete (as `index search` numbers them without ids: the build's
+    /// 0..N, then the added ones in order).
+    #[arg(long, value_delimiter = ',', required = true)]
+    docs: Vec<usize>,
+}
+
+pub fn add(a: AddArgs) -> Result<()> {
+    let docs = load::corpus(&a.corpus, a.ids.as_ref(), a.check)?;
+    let mut index = Index::open(&a.index).context("cannot open the index")?;
+    let added = index.add(&docs).context("cannot add the documents")?;
+    println!(
+        "added documents {}..{} ({} tokens); the index numbers {} documents, {} deleted",
+        added.start,
+        added.end,
+        docs.num_tokens(),
+        index.len(),
+        index.deleted()
+    );
+    Ok(())
+}
+
+pub fn delete(a: DeleteArgs) -> Result<()> {
+    if a.docs.is_empty() {
+        bail!("--docs: give at least one document number");
+    }
+    let mut index = Index::open(&a.index).context("cannot open the index")?;
+    let n = index.delete(&a.docs).context("cannot delete")?;
+    println!(
+        "deleted {n} documents ({} were deleted already); the index numbers {} documents, {} deleted",
+        a.docs.len() - n,
+        index.len(),
+        index.deleted()
+    );
+    Ok(())
+}
