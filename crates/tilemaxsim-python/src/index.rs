@@ -1,6 +1,7 @@
 //! `_native.Index`: an index directory (`tilemaxsim::index`: residual codes, their IVF, the
-//! exact tokens) opened, or built from a `Corpus`, and searched by IVF or exhaustively. The
-//! searcher of the last settings is kept for the next search with the same ones.
+//! exact tokens) opened, or built from a `Corpus`, searched by IVF or exhaustively, and
+//! updated live (documents added and deleted). The searcher of the last settings is kept for
+//! the next search with the same ones, and dropped by an update.
 
 use std::sync::Mutex;
 
@@ -18,19 +19,33 @@ type Kept = Option<(
     Box<dyn Searcher + 'static>,
 )>;
 
+/// The index and the searcher kept over it, behind one lock: an update drops the searcher
+/// before it changes the index.
+struct State {
+    // Declared before the index, so dropped first: it borrows it.
+    searcher: Kept,
+    inner: Box<tilemaxsim::index::Index>,
+}
+
 #[pyclass(frozen, module = "tilemaxsim._native")]
 pub struct Index {
-    // Declared before the index, so dropped first: it borrows it.
-    searcher: Mutex<Kept>,
-    inner: Box<tilemaxsim::index::Index>,
+    state: Mutex<State>,
 }
 
 impl Index {
     fn of(inner: tilemaxsim::index::Index) -> Self {
         Index {
-            searcher: Mutex::new(None),
-            inner: Box::new(inner),
+            state: Mutex::new(State {
+                searcher: None,
+                inner: Box::new(inner),
+            }),
         }
+    }
+
+    /// The state, locked (a poisoned lock only means a panic in another call; the state is
+    /// intact: updates change it only through calls that return errors, not panics).
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -122,67 +137,107 @@ impl Index {
             ndocs,
             rerank_k,
         };
-        let n = self.inner.codes().len();
+        let n = self.state().inner.len();
         search_queries(py, queries, query_lengths, k, n, |matrices, kk| {
-            // A poisoned lock only means a panic in another search; the kept searcher is intact.
-            let mut kept = self.searcher.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.as_ref().is_none_or(|(k, _)| *k != key) {
-                *kept = None;
+            let mut st = self.state();
+            let st = &mut *st;
+            if st.searcher.as_ref().is_none_or(|(k, _)| *k != key) {
+                st.searcher = None;
                 // SAFETY: the searcher borrows the index at its heap address, which the box
-                // keeps fixed; the index is never moved out of the box or changed, and the
+                // keeps fixed; the index is never moved out of the box, it is changed (by an
+                // update) only after the searcher is dropped, under the same lock, and the
                 // searcher is dropped before it (field order, and here before a new one).
                 let index: &'static tilemaxsim::index::Index =
-                    unsafe { &*(self.inner.as_ref() as *const tilemaxsim::index::Index) };
+                    unsafe { &*(st.inner.as_ref() as *const tilemaxsim::index::Index) };
                 let (s, _) = index.searcher(parsed, &how, &SearchOptions::default())?;
-                *kept = Some((key, s));
+                st.searcher = Some((key, s));
             }
-            match kept.as_ref() {
+            match st.searcher.as_ref() {
                 Some((_, s)) => s.search(matrices, kk),
                 None => Ok(Vec::new()),
             }
         })
     }
 
+    /// Add `corpus`'s documents (exact, unit-norm tokens): their numbers `(first, end)`, on
+    /// disk when this returns.
+    fn add(&self, py: Python<'_>, corpus: &Corpus) -> PyResult<(usize, usize)> {
+        let CorpusKind::Exact(docs) = corpus.held().kind() else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "add: the documents must be exact tokens, not codes",
+            ));
+        };
+        py.detach(|| {
+            let mut st = self.state();
+            st.searcher = None;
+            st.inner.add(docs).map(|r| (r.start, r.end))
+        })
+        .map_err(to_py)
+    }
+
+    /// Delete documents by number; how many were newly deleted. On disk when this returns.
+    fn delete(&self, py: Python<'_>, docs: Vec<usize>) -> PyResult<usize> {
+        py.detach(|| {
+            let mut st = self.state();
+            st.searcher = None;
+            st.inner.delete(&docs)
+        })
+        .map_err(to_py)
+    }
+
+    /// Documents deleted since the build.
+    #[getter]
+    fn deleted(&self) -> usize {
+        self.state().inner.deleted()
+    }
+
+    /// The id of every document number (the build's ids, or numbers; then the added ones').
+    #[getter]
+    fn all_ids(&self) -> Vec<String> {
+        let st = self.state();
+        (0..st.inner.len()).map(|j| st.inner.doc_id(j)).collect()
+    }
+
+    /// Documents numbered: the build's and the added ones, deleted ones included.
     fn __len__(&self) -> usize {
-        self.inner.codes().len()
+        self.state().inner.len()
     }
 
     #[getter]
     fn dim(&self) -> usize {
-        self.inner.codes().dim()
+        self.state().inner.codes().dim()
     }
 
     #[getter]
     fn num_tokens(&self) -> usize {
-        self.inner.codes().num_tokens()
+        self.state().inner.codes().num_tokens()
     }
 
     #[getter]
     fn doc_ids(&self) -> Option<Vec<String>> {
-        self.inner.codes().doc_ids().map(<[String]>::to_vec)
+        self.state().inner.codes().doc_ids().map(<[String]>::to_vec)
     }
 
     #[getter]
     fn has_exact(&self) -> bool {
-        self.inner.exact().is_some()
+        self.state().inner.exact().is_some()
     }
 
     #[getter]
     fn path(&self) -> std::path::PathBuf {
-        self.inner.dir().to_path_buf()
+        self.state().inner.dir().to_path_buf()
     }
 
     /// The search defaults recorded in the index: (nprobe, ndocs, rerank_k).
     #[getter]
     fn defaults(&self) -> (usize, usize, usize) {
-        let d = self.inner.defaults();
+        let d = self.state().inner.defaults();
         (d.probe.nprobe, d.probe.ndocs, d.rerank_k)
     }
 
     /// The name of the searcher of the last search (e.g. `IVF (nprobe 8, ...) ... reranked ...`).
     #[getter]
     fn searcher(&self) -> Option<String> {
-        let kept = self.searcher.lock().unwrap_or_else(|e| e.into_inner());
-        kept.as_ref().map(|(_, s)| s.name())
+        self.state().searcher.as_ref().map(|(_, s)| s.name())
     }
 }

@@ -125,8 +125,38 @@ class Index:
             out.append([(int(i), float(s)) for i, s in row if i >= 0])
         return out
 
+    def add(self, documents_embeddings, *, doc_ids=None):
+        """Add documents (a list of `[Ld_i, d]` unit-norm documents, or an exact `Corpus`),
+        encoded against the index's centroids: their numbers, following every document before
+        them. On disk when this returns (it survives a crash); searches see them at once."""
+        if self._native is None:
+            raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
+        corpus = documents_embeddings
+        if not isinstance(corpus, Corpus):
+            if not isinstance(corpus, (list, tuple)) or not corpus:
+                raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
+            corpus = Corpus.from_tensors(list(corpus), doc_ids=doc_ids, device="cpu")
+        first, end = self._native.add(corpus._native)
+        return list(range(first, end))
+
+    def delete(self, subset):
+        """Delete documents by number (as `search` returns them); how many were newly deleted.
+        Numbers are never reused: the others keep theirs. On disk when this returns."""
+        if self._native is None:
+            raise ValueError(f"{self._path}: no index here yet")
+        docs = [int(j) for j in (subset.tolist() if hasattr(subset, "tolist") else subset)]
+        if any(j < 0 for j in docs):
+            raise ValueError(f"subset: document numbers are 0 or more, got {min(docs)}")
+        return self._native.delete(docs)
+
     def __len__(self):
+        """Documents numbered: the build's and the added ones (deleted ones included)."""
         return 0 if self._native is None else len(self._native)
+
+    @property
+    def deleted(self):
+        """How many documents were deleted since the build."""
+        return 0 if self._native is None else self._native.deleted
 
     @property
     def dim(self):
@@ -134,7 +164,9 @@ class Index:
 
     @property
     def doc_ids(self):
-        return None if self._native is None else self._native.doc_ids
+        """The id of every document number: the build's (its numbers when it had none), then
+        each added document's (its number when added without one)."""
+        return None if self._native is None else self._native.all_ids
 
     @property
     def has_exact(self) -> bool:
