@@ -14,6 +14,15 @@ from ._corpus import Corpus, _ragged
 from ._engine import _queries
 
 
+def _as_corpus(documents_embeddings, doc_ids):
+    """A `Corpus` as given, or one on the host made of a list of `[Ld_i, d]` documents."""
+    if isinstance(documents_embeddings, Corpus):
+        return documents_embeddings
+    if not isinstance(documents_embeddings, (list, tuple)) or not documents_embeddings:
+        raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
+    return Corpus.from_tensors(list(documents_embeddings), doc_ids=doc_ids, device="cpu")
+
+
 class Index:
     """An index directory at `index`: opened when it holds one, else made by `create`.
 
@@ -54,11 +63,7 @@ class Index:
         """Build the index from a list of `[Ld_i, d]` documents (or a `Corpus`); returns self."""
         if self._native is not None:
             raise ValueError(f"{self._path}: already holds an index; an index is built in a new or empty directory")
-        corpus = documents_embeddings
-        if not isinstance(corpus, Corpus):
-            if not isinstance(corpus, (list, tuple)) or not corpus:
-                raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
-            corpus = Corpus.from_tensors(list(corpus), doc_ids=doc_ids, device="cpu")
+        corpus = _as_corpus(documents_embeddings, doc_ids)
         build_device = "cpu" if self._device == "cpu" else self._device
         self._native = _native.Index.build(
             corpus._native,
@@ -131,11 +136,7 @@ class Index:
         them. On disk when this returns (it survives a crash); searches see them at once."""
         if self._native is None:
             raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
-        corpus = documents_embeddings
-        if not isinstance(corpus, Corpus):
-            if not isinstance(corpus, (list, tuple)) or not corpus:
-                raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
-            corpus = Corpus.from_tensors(list(corpus), doc_ids=doc_ids, device="cpu")
+        corpus = _as_corpus(documents_embeddings, doc_ids)
         first, end = self._native.add(corpus._native)
         return list(range(first, end))
 

@@ -567,6 +567,20 @@ impl CodecSpec {
     }
 }
 
+/// An error naming the first token of `corpus` (its tokens widened to f32: `tokens`) whose
+/// norm is not 1 (within 0.02): the residual codec reconstructs unit vectors only.
+pub(crate) fn check_unit(corpus: &Corpus, tokens: &[f32]) -> Result<()> {
+    match tokens
+        .par_chunks_exact(corpus.dim())
+        .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
+        .enumerate()
+        .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
+    {
+        Some((row, norm)) => Err(not_unit(corpus, row, norm)),
+        None => Ok(()),
+    }
+}
+
 /// The error of a token (`row` of the corpus's tokens) that the residual codec cannot take:
 /// its norm is not 1.
 pub(crate) fn not_unit(corpus: &Corpus, row: usize, norm: f32) -> Error {
@@ -598,14 +612,7 @@ pub fn compress(
     let tokens = corpus.tokens().to_f32_vec();
     let (codec, codes, aux) = match spec {
         CodecSpec::Residual(opts) => {
-            if let Some((row, norm)) = tokens
-                .par_chunks_exact(d)
-                .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
-                .enumerate()
-                .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
-            {
-                return Err(not_unit(corpus, row, norm));
-            }
+            check_unit(corpus, &tokens)?;
             let r = ResidualCodec::train(&tokens, d, opts, seed, progress)?;
             // Every token's centroid, in chunks so the stage shows progress.
             let step = ASSIGN_CHUNK * d;

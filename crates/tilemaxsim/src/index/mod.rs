@@ -32,7 +32,7 @@ pub use updates::LOG;
 
 use rayon::prelude::*;
 
-use crate::codec::{Codec, CodecKind, CompressedCorpus, ResidualCodec, not_unit};
+use crate::codec::{Codec, CodecKind, CompressedCorpus, ResidualCodec, check_unit};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::OwnedElements;
@@ -262,14 +262,7 @@ impl Index {
         }
         docs.check_finite()?;
         let tokens = docs.tokens().to_f32_vec();
-        if let Some((row, norm)) = tokens
-            .par_chunks_exact(d)
-            .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
-            .enumerate()
-            .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
-        {
-            return Err(not_unit(docs, row, norm));
-        }
+        check_unit(docs, &tokens)?;
         let ids = r.assign(&tokens);
         let rb = r.row_bytes();
         let mut codes = vec![0u8; ids.len() * rb];
