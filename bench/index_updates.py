@@ -14,7 +14,6 @@ import pathlib
 import shutil
 import time
 
-import numpy as np
 from safetensors.numpy import load_file
 
 import tilemaxsim
@@ -70,7 +69,8 @@ def main():
     whole = tilemaxsim.Index(w / "whole", device="cpu").create(documents_embeddings=docs, doc_ids=ids)
     build_whole = time.perf_counter() - t
     hits, qps, p50 = timed_search(whole, queries)
-    print(f"| built from all 1,400 | {build_whole:.2f} | | {qps:.1f} | {p50:.2f} | {recall(hits, ids, qids, exact):.4f} |")
+    r10 = recall(hits, ids, qids, exact)
+    print(f"| built from all 1,400 | {build_whole:.2f} | | {qps:.1f} | {p50:.2f} | {r10:.4f} |")
 
     t = time.perf_counter()
     live = tilemaxsim.Index(w / "live", device="cpu").create(documents_embeddings=docs[:1000], doc_ids=ids[:1000])
@@ -95,7 +95,10 @@ def main():
     delete_s = time.perf_counter() - t
     hits, qps, p50 = timed_search(live, queries)
     assert n == 100 and not any(d in set(gone) for h in hits for d, _ in h)
-    print(f"\n100 documents deleted in {delete_s * 1e3:.1f} ms; after it {qps:.1f} queries/s (p50 {p50:.2f} ms), none of them found")
+    print(
+        f"\n100 documents deleted in {delete_s * 1e3:.1f} ms; after it {qps:.1f} queries/s "
+        f"(p50 {p50:.2f} ms), none of them found"
+    )
 
 
 if __name__ == "__main__":
