@@ -1,6 +1,6 @@
-//! Search over an index with live updates: the build's documents (IVF or exhaustive, with the
-//! exact stage, as without updates) and the added ones (scored exhaustively on their codes, then
-//! the same exact stage), deleted documents dropped, the two top-k merged. Each part is asked
+//! Search over an index with live updates: the build's documents and the added ones, each
+//! searched as a segment of its own (IVF through its own lists, or exhaustively, then the exact
+//! stage), deleted documents dropped, the two top-k merged. Each part is asked
 //! for k plus its deleted documents, so the merged top-k is whole: a document of the global
 //! top-k is among its part's best that many.
 

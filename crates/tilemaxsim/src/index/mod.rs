@@ -79,10 +79,17 @@ pub struct Index {
     exact: Option<Corpus>,
     defaults: Defaults,
     updates: updates::Updates,
-    /// The added documents' codes and exact tokens, as corpora (numbered after the build's).
-    added: Option<(CompressedCorpus, Option<Corpus>)>,
+    /// The added documents' codes, exact tokens and IVF (numbered after the build's).
+    added: Option<Added>,
     /// The residual centroids as f32 `[K][d]`, made at the first IVF search.
     centroids: OnceLock<Vec<f32>>,
+}
+
+/// The documents added since the build, as a segment of their own.
+struct Added {
+    codes: CompressedCorpus,
+    exact: Option<Corpus>,
+    ivf: Ivf,
 }
 
 /// How to search an index; `None` fields take the index's defaults.
@@ -196,11 +203,12 @@ impl Index {
                 u.codes.clone(),
                 Some(u.ids.clone()),
             )?;
+            let ivf = Ivf::build(&u.ids, &offsets, residual(&self.codes)?.num_centroids())?;
             let exact = match &u.exact {
                 Some(e) => Some(Corpus::new(e.clone(), self.codes.dim(), offsets)?),
                 None => None,
             };
-            Some((codes, exact))
+            Some(Added { codes, exact, ivf })
         };
         Ok(())
     }
@@ -235,7 +243,7 @@ impl Index {
 
     /// The added documents' codes and exact tokens (numbered from the build's count on).
     pub fn added(&self) -> Option<(&CompressedCorpus, Option<&Corpus>)> {
-        self.added.as_ref().map(|(c, e)| (c, e.as_ref()))
+        self.added.as_ref().map(|a| (&a.codes, a.exact.as_ref()))
     }
 
     /// Documents deleted since the build.
@@ -366,14 +374,16 @@ impl Index {
             rerank,
             ..options.clone()
         };
-        let (first, notice) = self.base_searcher(device, how, &options)?;
+        let (first, notice) =
+            self.segment_searcher(&self.codes, &self.ivf, device, how, &options)?;
         if self.updates.is_empty() {
             return Ok((first, notice));
         }
         let added = match &self.added {
             None => None,
-            Some((codes, exact)) => {
-                let rerank = exact
+            Some(a) => {
+                let rerank = a
+                    .exact
                     .as_ref()
                     .filter(|_| options.rerank.is_some())
                     .map(|exact| Rerank { exact, candidates });
@@ -381,7 +391,7 @@ impl Index {
                     rerank,
                     ..options.clone()
                 };
-                Some(searcher_for(device, codes, &o)?.0)
+                Some(self.segment_searcher(&a.codes, &a.ivf, device, how, &o)?.0)
             }
         };
         let live = live::LiveSearch {
@@ -394,15 +404,19 @@ impl Index {
         Ok((Box::new(live), notice))
     }
 
-    /// The searcher of the build's documents.
-    fn base_searcher<'a>(
+    /// The searcher of one segment of the index (the build's documents, or the added ones):
+    /// its codes scored exhaustively, or probed through its IVF, then the exact stage of
+    /// `options`.
+    fn segment_searcher<'a>(
         &'a self,
+        codes: &'a CompressedCorpus,
+        ivf: &'a Ivf,
         device: Device,
         how: &IndexSearch,
         options: &SearchOptions<'a>,
     ) -> Result<(Box<dyn Searcher + 'a>, Option<String>)> {
         if how.exhaustive {
-            return searcher_for(device, &self.codes, options);
+            return searcher_for(device, codes, options);
         }
         let probe = Probe {
             nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
@@ -413,18 +427,12 @@ impl Index {
             Codec::Residual(r) => r.centroids().iter().map(|x| x.to_f32()).collect(),
             _ => Vec::new(),
         });
-        let first = Box::new(probe::IvfSearch::new(
-            &self.codes,
-            &self.ivf,
-            centroids,
-            probe,
-            scorer,
-        )?);
+        let first = Box::new(probe::IvfSearch::new(codes, ivf, centroids, probe, scorer)?);
         let notice = matches!(device, Device::Cuda(_)).then(|| {
             "IVF search runs its stages on the CPU in this version (--exhaustive scores on the GPU)"
                 .to_string()
         });
-        let (searcher, second) = reranked(first, &self.codes, options.rerank, device)?;
+        let (searcher, second) = reranked(first, codes, options.rerank, device)?;
         Ok((searcher, notice.or(second)))
     }
 }
