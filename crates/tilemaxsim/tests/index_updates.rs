@@ -3,7 +3,9 @@
 //! (exhaustive and IVF at full probe, on the codes and with the exact stage); a torn last
 //! record, cut at every length, is ignored by readers and cut off by the next writer, every
 //! acknowledged update kept; a damaged record before the end, or a record that does not fit
-//! the index, is an error; bad adds and deletes are refused and change nothing.
+//! the index, is an error; bad adds and deletes are refused and change nothing; a fuzzed log
+//! (bytes flipped, cut, garbage appended, payload fields rewritten under a matching CRC) opens
+//! to a whole state or fails with an error, never a panic.
 
 mod common;
 
@@ -305,5 +307,79 @@ fn bad_adds_and_deletes_are_refused_and_change_nothing() {
             ..Default::default()
         };
         assert_eq!(search(&index, how, &qs, 5), vec![vec![]]);
+    }
+}
+
+#[test]
+fn a_fuzzed_log_opens_or_fails_with_an_error_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    build_index(&path, 20, 11);
+    let mut index = Index::open(&path).unwrap();
+    index
+        .add(&unit_corpus(12, &[2, 5], DIM, DType::F16))
+        .unwrap();
+    index.delete(&[1, 21]).unwrap();
+    index.add(&unit_corpus(13, &[1], DIM, DType::F16)).unwrap();
+    let log = path.join(LOG);
+    let good = std::fs::read(&log).unwrap();
+    // The records: (start, payload size), read off their headers.
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < good.len() {
+        let size = u64::from_le_bytes(good[at + 8..at + 16].try_into().unwrap()) as usize;
+        records.push((at, size));
+        at += 20 + size;
+    }
+    assert_eq!(records.len(), 3);
+    let q = random_query(&mut rng(2), 3, DIM, DType::F32, 1.0);
+    let qs = [Matrix::new(q.as_elements(), DIM).unwrap()];
+    let mut r = rng(99);
+    for round in 0..400 {
+        let mut bad = good.clone();
+        match round % 4 {
+            // Bytes flipped anywhere (headers, counts, CRCs, payloads).
+            0 => {
+                for _ in 0..1 + round % 3 {
+                    let i = rand::Rng::random_range(&mut r, 0..bad.len());
+                    bad[i] ^= 1 << rand::Rng::random_range(&mut r, 0..8u32);
+                }
+            }
+            // Cut anywhere.
+            1 => bad.truncate(rand::Rng::random_range(&mut r, 0..bad.len())),
+            // Garbage appended.
+            2 => bad.extend(
+                (0..rand::Rng::random_range(&mut r, 1..64usize)).map(|i| (i * 37 + round) as u8),
+            ),
+            // A payload field rewritten (a count, a length, a centroid id, a flag, codes) and
+            // its record's CRC made to match: the payload's own checks must catch it.
+            _ => {
+                let (start, size) = records[rand::Rng::random_range(&mut r, 0..records.len())];
+                let at =
+                    start + 20 + rand::Rng::random_range(&mut r, 0..size.saturating_sub(7).max(1));
+                let value: u64 = match round % 3 {
+                    0 => u64::MAX,
+                    1 => rand::Rng::random_range(&mut r, 0..1u64 << 40),
+                    _ => 0,
+                };
+                let end = (at + 8).min(start + 20 + size);
+                bad[at..end].copy_from_slice(&value.to_le_bytes()[..end - at]);
+                let mut h = crc32fast::Hasher::new();
+                h.update(&bad[start + 4..start + 5]);
+                h.update(&bad[start + 8..start + 16]);
+                h.update(&bad[start + 20..start + 20 + size]);
+                bad[start + 16..start + 20].copy_from_slice(&h.finalize().to_le_bytes());
+            }
+        }
+        std::fs::write(&log, &bad).unwrap();
+        // Open refuses or gives a whole state; either way searching what opened works.
+        if let Ok(opened) = Index::open(&path) {
+            assert!(
+                opened.len() >= 20 && opened.len() <= 28,
+                "round {round}: {}",
+                opened.len()
+            );
+            search(&opened, IndexSearch::default(), &qs, 5);
+        }
     }
 }

@@ -160,7 +160,8 @@ impl Updates {
             ));
         }
         let lengths = (0..n).map(|_| r.count()).collect::<Result<Vec<_>, _>>()?;
-        if n == 0 || lengths.contains(&0) || lengths.iter().sum::<usize>() != t {
+        let sum = lengths.iter().try_fold(0usize, |a, &l| a.checked_add(l));
+        if n == 0 || lengths.contains(&0) || sum != Some(t) {
             return Err(format!(
                 "{n} documents whose lengths do not sum to {t} tokens"
             ));
