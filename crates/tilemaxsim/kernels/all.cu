@@ -8,6 +8,7 @@
 #include "span.cu"
 #include "gemm.cu"
 #include "ring.cu"
+#include "bulk_split.cu"
 #include "wgmma.cu"
 #include "topk.cu"
 #include "codec.cu"

@@ -19,6 +19,7 @@
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
+#include "split.cuh"
 
 #ifndef RING_STAGES
 #define RING_STAGES 4
@@ -39,14 +40,6 @@
 #ifndef SPLIT_SECTOR_PIECES
 #define SPLIT_SECTOR_PIECES 1
 #endif
-// 0: the f16 high part of an f32 converted to f16 and back, so the low part carries what f16
-// loses, subnormal range included (exact to 2^-36 absolute). 1: rounded to 11 bits with integer
-// ops instead (two conversions fewer, the same speed on the H100, bench/results/ring.log), which
-// loses up to 2^-25 absolute where the high part falls below f16's normal range.
-#ifndef SPLIT_ROUND_BITS
-#define SPLIT_ROUND_BITS 0
-#endif
-#define SPLIT_SCALE 2048.0f
 // 1 (the default; sm_90+, f32 only): lane 0 fills each stage with cp.async.bulk copies (one per
 // stage when a stage spans whole token rows, else one per row), completion on a per-stage
 // mbarrier, as maxsim_bulk does; the stage holds its tokens row-major and each lane reads its B
@@ -64,28 +57,6 @@
 #else
 #define RING_TMA_ARCH false
 #endif
-
-// Two floats as f16x2 (`first` in the low half: the lower k index).
-__device__ __forceinline__ unsigned f16x2_of(float first, float second) {
-    unsigned r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(second), "f"(first));
-    return r;
-}
-// Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo); see
-// SPLIT_ROUND_BITS. The host's split of the queries (split_f32 in src/cuda/memory.rs) is mode 0's.
-__device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, unsigned& lo) {
-    float h0, h1;
-#if SPLIT_ROUND_BITS
-    h0 = __uint_as_float((__float_as_uint(x0) + 0x1000u) & 0xffffe000u);
-    h1 = __uint_as_float((__float_as_uint(x1) + 0x1000u) & 0xffffe000u);
-    hi = f16x2_of(h0, h1);
-#else
-    hi = f16x2_of(x0, x1);
-    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
-        : "=f"(h0), "=f"(h1) : "r"(hi));
-#endif
-    lo = f16x2_of((x0 - h0) * SPLIT_SCALE, (x1 - h1) * SPLIT_SCALE);
-}
 
 // KIND 0: f16, 1: bf16, 2: f32 split. STEP = KCH * 32 dimensions per stage; d a multiple of it.
 template <int KIND, int KCH>

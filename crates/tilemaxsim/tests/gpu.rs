@@ -112,8 +112,11 @@ fn fp32_inputs_stay_exact() {
     let qm = Matrix::new(q.as_elements(), 128).unwrap();
     let dq = gpu.upload_queries(&[qm], 128).unwrap();
     let dc = gpu.upload(&corpus).unwrap();
-    // On the tensor cores (the split) where the device's shared memory holds the ring kernel.
-    if gpu.info().smem_per_block >= 100 << 10 {
+    // On the tensor cores (the split): the bulk-copy kernel from sm_90, else the ring kernel
+    // where the device's shared memory holds it.
+    if gpu.info().compute_capability.0 >= 9 {
+        assert_eq!(gpu.kernel_for(&dq, &dc), tilemaxsim::cuda::Kernel::Bulk);
+    } else if gpu.info().smem_per_block >= 100 << 10 {
         assert_eq!(gpu.kernel_for(&dq, &dc), tilemaxsim::cuda::Kernel::Ring);
     }
     let got = gpu.score(qm, &corpus).unwrap();
@@ -127,16 +130,28 @@ fn fp32_inputs_stay_exact() {
     }
 }
 
-/// f32 on the tensor cores (`maxsim_ring`'s split into f16 high and low parts): within the f32
-/// bound of the float64 reference (as every f32 path; `fp32_inputs_stay_exact` checks 1e-5
-/// relative on the benchmark shape) at every d it takes, in both directions through the dims on
-/// one scorer (its shared-memory allowance per kernel), at magnitudes from 1e-3 to 3e4, with
-/// 1-token and long documents, batches of queries, candidate lists, NaN-poisoned outputs; out of
-/// the split's range (past 32768, or rows of tiny values) it falls back to the CUDA-core kernel.
+/// f32 on the tensor cores (the split into f16 high and low parts: `maxsim_bulk_split` at d ≤ 128
+/// on sm_90, `maxsim_ring` at wide d and by name): within the f32 bound of the float64 reference
+/// (as every f32 path; `fp32_inputs_stay_exact` checks 1e-5 relative on the benchmark shape) at
+/// every d they take, in both directions through the dims on one scorer (its shared-memory
+/// allowance per kernel), at magnitudes from 1e-3 to 3e4, with 1-token and long documents,
+/// batches of queries, candidate lists, NaN-poisoned outputs, the bulk kernel also with one stage
+/// and runs of three documents a block; out of the split's range (past 32768, or rows of tiny
+/// values) it falls back to the CUDA-core kernel.
 #[test]
 fn fp32_split_on_tensor_cores_stays_exact() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
+    let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
+    let others = [
+        (Kernel::Ring, "", forced(Kernel::Ring)),
+        (
+            Kernel::Bulk,
+            " (1 stage, 3 per block)",
+            forced(Kernel::Bulk).bulk_shape(1, 3).unwrap(),
+        ),
+    ];
+    let sm90 = gpu.info().compute_capability.0 >= 9;
     let mut r = rng(13);
     let cases = gpu_cases(18);
     for case in 0..cases {
@@ -164,8 +179,13 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         // send the widest f32 queries to the CUDA-core kernel.
         let chosen = gpu.kernel_for(&dq, &dc);
         let roomy = gpu.info().smem_per_block >= 200 << 10;
+        let want = if sm90 && dim <= 128 {
+            Kernel::Bulk
+        } else {
+            Kernel::Ring
+        };
         assert!(
-            chosen == Kernel::Ring || (!roomy && chosen == Kernel::Tiled),
+            chosen == want || (!roomy && chosen == Kernel::Tiled),
             "case {case}: d={dim} took {chosen:?}"
         );
         let list: Vec<usize> = (0..n_docs + 3).map(|_| r.random_range(0..n_docs)).collect();
@@ -173,7 +193,19 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             "case {case}: d={dim} f32 x{scale}, {n_docs} docs, {} queries",
             queries.len()
         );
-        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
+        check_all_and_list(
+            &gpu,
+            &format!("{} {label}", chosen.name()),
+            &queries,
+            &corpus,
+            &list,
+        );
+        for (k, shape, scorer) in &others {
+            if scorer.kernel_for(&dq, &dc) == *k && (*k != chosen || !shape.is_empty()) {
+                let label = format!("{}{shape} {label}", k.name());
+                check_all_and_list(scorer, &label, &queries, &corpus, &list);
+            }
+        }
     }
     // Past the split's range (|x| > 32768, or a row of values all below 2^-12) the exact
     // CUDA-core kernel scores instead.
@@ -197,6 +229,88 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         check(
             &gpu,
             &format!("f32 with {label}"),
+            &[qm],
+            &corpus,
+            Docs::All,
+        );
+    }
+}
+
+/// f32 queries against f16 and bf16 corpora on the tensor cores (`maxsim_bulk_split`, sm_90, d
+/// ≤ 128: the query split into two f16 parts or three bf16 parts, each multiplied by the stored
+/// token): within the f32 bound of the float64 reference, at magnitudes from 1e-3 to 100, with
+/// 1-token and long documents, batches, candidate lists, one stage and runs of three a block;
+/// queries past 32 tokens, or past the f16 split's range on an f16 corpus, take the CUDA-core
+/// kernel (exact as well).
+#[test]
+fn f32_queries_on_16_bit_corpora_stay_exact() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    let sm90 = gpu.info().compute_capability.0 >= 9;
+    let shaped = CudaScorer::new(0)
+        .expect("GPU")
+        .force_kernel(Some(Kernel::Bulk))
+        .bulk_shape(1, 3)
+        .unwrap();
+    let mut r = rng(17);
+    let cases = gpu_cases(16);
+    for case in 0..cases {
+        let dim = [32usize, 64, 96, 128][case % 4];
+        let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
+        let scale = [1.0f32, 1e-3, 100.0][case % 3];
+        let n_docs = r.random_range(1..150);
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| match i % 4 {
+                0 => 1,
+                1 if case % 3 == 0 => r.random_range(500..2500),
+                _ => r.random_range(1..300),
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, scale);
+        let qs: Vec<OwnedElements> = (0..[1usize, 4, 9][case % 3])
+            .map(|_| {
+                let nq = r.random_range(1..=32);
+                random_query(&mut r, nq, dim, DType::F32, scale)
+            })
+            .collect();
+        let queries = matrices(&qs, dim);
+        let dq = gpu.upload_queries(&queries, dim).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        let chosen = gpu.kernel_for(&dq, &dc);
+        let want = if sm90 { Kernel::Bulk } else { Kernel::Tiled };
+        assert_eq!(chosen, want, "case {case}: d={dim} {dtype}");
+        let list: Vec<usize> = (0..n_docs + 3).map(|_| r.random_range(0..n_docs)).collect();
+        let label = format!(
+            "{} case {case}: d={dim} {dtype} x{scale}, {n_docs} docs, {} f32 queries",
+            chosen.name(),
+            queries.len()
+        );
+        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
+        if sm90 {
+            check_all_and_list(
+                &shaped,
+                &format!("{label} (1 stage, 3 per block)"),
+                &queries,
+                &corpus,
+                &list,
+            );
+        }
+    }
+    // A 33-token f32 query, and (f16 corpus) one past 32768: the CUDA-core kernel.
+    let corpus = random_corpus(&mut r, &[1, 40, 7], 64, DType::F16, 1.0);
+    let long = random_query(&mut r, 33, 64, DType::F32, 1.0);
+    let small = random_query(&mut r, 3, 64, DType::F32, 1.0);
+    let mut big = Matrix::new(small.as_elements(), 64).unwrap().to_f32_vec();
+    big[7] = 40_000.0;
+    let big = OwnedElements::from_f32(&big, DType::F32);
+    for (label, q) in [("33 tokens", &long), ("a value past 32768", &big)] {
+        let qm = Matrix::new(q.as_elements(), 64).unwrap();
+        let dq = gpu.upload_queries(&[qm], 64).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled, "{label}");
+        check(
+            &gpu,
+            &format!("f32 query with {label}"),
             &[qm],
             &corpus,
             Docs::All,
@@ -276,16 +390,20 @@ fn raw_device_memory_in_every_layout() {
         // maxsim_bulk / mma / gemm / wgmma at d = 64, 128 (any query length), bulk / ring at
         // wide d (queries of ≤ 32 tokens), f16/bf16 queries of the documents' dtype.
         let short = queries.iter().all(|q| q.rows() <= 32);
-        let tensor_cores = dtype == qdtype
+        let sm90 = gpu.info().compute_capability.0 >= 9;
+        let tensor_cores = (dtype == qdtype
             && dtype != DType::F32
-            && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short));
+            && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short)))
+            // f32 queries against bf16 (maxsim_bulk_split; f16 corpora need the host's range
+            // check of the queries, which device memory does not get).
+            || (qdtype == DType::F32 && dtype == DType::BF16 && [64, 128].contains(&dim) && short && sm90);
         // Other d ≤ 128: maxsim_span_any (sm_90+) over every document, not a candidate list.
         let any_d = dtype == qdtype
             && dtype != DType::F32
             && short
             && dim <= 128
             && !dim.is_multiple_of(32)
-            && gpu.info().compute_capability.0 >= 9;
+            && sm90;
         let doc_row = |c: &'_ Corpus, j: usize, t: usize| -> Vec<u8> {
             let o = c.offsets()[j] + t;
             c.tokens().elements().as_bytes()[o * dim * size..(o + 1) * dim * size].to_vec()

@@ -11,10 +11,11 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 19] = [
+const FILES: [(&str, &str); 21] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
+    ("split.cuh", include_str!("../../kernels/split.cuh")),
     (
         "async_copy.cuh",
         include_str!("../../kernels/async_copy.cuh"),
@@ -30,6 +31,7 @@ const FILES: [(&str, &str); 19] = [
     ("span.cu", include_str!("../../kernels/span.cu")),
     ("gemm.cu", include_str!("../../kernels/gemm.cu")),
     ("ring.cu", include_str!("../../kernels/ring.cu")),
+    ("bulk_split.cu", include_str!("../../kernels/bulk_split.cu")),
     ("wgmma.cu", include_str!("../../kernels/wgmma.cu")),
     ("topk.cu", include_str!("../../kernels/topk.cu")),
     ("codec.cu", include_str!("../../kernels/codec.cu")),

@@ -23,6 +23,9 @@ pub(super) struct Kernels {
     pub(super) mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
     pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
+    /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
+    /// (sm_90+).
+    pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, 32-wide chunks of d, d % 8 = 0) → `maxsim_span_any`, any d ≤ 128 (sm_90+).
@@ -67,7 +70,14 @@ impl Kernels {
             }
         }
         let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bulk_split = Vec::new();
         if !arch.starts_with("sm_8") {
+            for dtype in [DType::F32, DType::F16, DType::BF16] {
+                for dim in MMA_DIMS {
+                    let name = format!("maxsim_bulk_split_{dtype}_d{dim}");
+                    bulk_split.push(((dtype, dim), f(&name)?));
+                }
+            }
             for dtype in [DType::F16, DType::BF16] {
                 for dim in MMA_DIMS {
                     span.push(((dtype, dim), f(&format!("maxsim_span_{dtype}_d{dim}"))?));
@@ -108,6 +118,7 @@ impl Kernels {
             topk_merge: f("topk_merge")?,
             mma,
             bulk,
+            bulk_split,
             span,
             span_any,
             gemm,

@@ -108,6 +108,10 @@ pub struct DeviceQueries {
     pub(super) offsets: Mem<i64>,
     pub(super) len: usize,
     pub(super) dim: usize,
+    /// The queries' own dtype (`tokens` holds them widened to f32).
+    pub(super) dtype: DType,
+    /// Rows of the longest query.
+    pub(super) longest: usize,
     pub(super) mma: Option<DeviceBlocks>,
     /// Where `offsets` and the blocks' `rows` and `start` are views into one upload
     /// (`score_raw`'s queries): that upload.
@@ -348,6 +352,8 @@ impl DeviceQueries {
         Ok(DeviceQueries {
             mma,
             _meta: None,
+            dtype: queries.first().map_or(DType::F32, |q| q.dtype()),
+            longest: queries.iter().map(|q| q.rows()).max().unwrap_or(0),
             tokens: stream.clone_htod(&tokens).map_err(up("query upload"))?,
             offsets: Mem::owned(stream.clone_htod(&offsets).map_err(up("query upload"))?),
             len: queries.len(),

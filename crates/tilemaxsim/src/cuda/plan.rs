@@ -177,6 +177,8 @@ pub(super) const WG_DIMS: [usize; 2] = [64, 128];
 pub(super) const BULK_BY_DEFAULT: bool = true;
 /// Whether the engine picks `maxsim_bulk` over `maxsim_ring` at wide d (f16/bf16, sm_90+).
 pub(super) const WIDE_BULK_BY_DEFAULT: bool = true;
+/// Whether the engine picks `maxsim_bulk_split` over `maxsim_ring` for f32 corpora (sm_90+).
+pub(super) const SPLIT_BULK_BY_DEFAULT: bool = true;
 /// Document tokens per tile of `maxsim_gemm` (GEMM_BN).
 pub(super) const GEMM_BN: usize = 128;
 /// Bytes of a `TileMeta` (kernels/tile_producer.cuh), one per stage of `maxsim_gemm` and `maxsim_wgmma`.
@@ -278,8 +280,11 @@ pub(super) struct LaunchShape {
     pub(super) blocks: Option<usize>,
     pub(super) queries: usize,
     pub(super) dim: usize,
-    /// The corpus is f32 (only `maxsim_ring` takes it on the tensor cores).
+    /// The corpus is f32 (`maxsim_bulk_split` and `maxsim_ring` take it on the tensor cores).
     pub(super) f32: bool,
+    /// The queries are f32 and the corpus f16 or bf16: only `maxsim_bulk_split` (sm_90+, d as
+    /// `Mma`) takes them on the tensor cores, splitting the queries into 16-bit parts.
+    pub(super) mixed: bool,
     /// `maxsim_bulk` is loaded (sm_90+) and the corpus tokens are 16-byte aligned.
     pub(super) bulk_available: bool,
     /// `maxsim_wgmma` is loaded (sm_90a) and the corpus tokens are 16-byte aligned.
@@ -313,13 +318,22 @@ pub(super) fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     let single = blocks == s.queries;
     let ring_ok = single && s.ring_available;
     let bulk_ok = single && s.bulk_available;
+    // `maxsim_bulk_split`: f32 queries, d ≤ 128 instantiated, sm_90.
+    let split_ok = bulk_ok && MMA_DIMS.contains(&s.dim);
+    if s.mixed {
+        return if split_ok { Kernel::Bulk } else { fallback };
+    }
     if s.f32 || wide_dim(s.dim) {
-        // Wide f16/bf16: `Bulk` (sm_90), unless `Ring` is asked for by name.
-        let wide_bulk = !s.f32 && bulk_ok && WIDE_BULK_BY_DEFAULT;
+        // Wide f16/bf16 and f32: `Bulk` (sm_90), unless `Ring` is asked for by name.
+        let bulk = if s.f32 {
+            split_ok && SPLIT_BULK_BY_DEFAULT
+        } else {
+            bulk_ok && WIDE_BULK_BY_DEFAULT
+        };
         return match force {
             Some(Kernel::Ring) if ring_ok => Kernel::Ring,
-            Some(Kernel::Bulk) if !s.f32 && bulk_ok => Kernel::Bulk,
-            _ if wide_bulk => Kernel::Bulk,
+            Some(Kernel::Bulk) if (!s.f32 || split_ok) && bulk_ok => Kernel::Bulk,
+            _ if bulk => Kernel::Bulk,
             _ if ring_ok => Kernel::Ring,
             _ => fallback,
         };
@@ -390,6 +404,19 @@ pub(super) fn bulk_wide_tok(dim: usize) -> usize {
     if dim <= 512 { 32 } else { 16 }
 }
 pub(super) const BULK_WIDE_RS: usize = 36;
+
+/// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
+/// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
+/// 16-bit ones), plus the query's parts past the first in fragment order (32 × d halves each:
+/// one for f16 and f32 corpora, two for bf16).
+pub(super) fn bulk_split_smem(stages: usize, dim: usize, doc: crate::matrix::DType) -> usize {
+    let parts = if doc == crate::matrix::DType::BF16 {
+        2
+    } else {
+        1
+    };
+    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2
+}
 
 /// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,
 /// one 8-byte mbarrier per stage, the row maxima of two documents (2 × 4 warps × 32 floats),
@@ -508,6 +535,7 @@ mod tests {
             queries,
             dim,
             f32: false,
+            mixed: false,
             bulk_available: bulk,
             wgmma_available: bulk,
             fills_tiles: false,
@@ -550,17 +578,40 @@ mod tests {
             f32: true,
             ..shape(blocks, queries, dim, true)
         };
-        assert_eq!(auto(f32(Some(1), 1, 128)), Ring);
-        assert_eq!(auto(f32(Some(9), 9, 32)), Ring);
+        // sm_90: the bulk-copy split at d ≤ 128, the ring kernel at wide d and by name.
+        assert_eq!(auto(f32(Some(1), 1, 128)), Bulk);
+        assert_eq!(auto(f32(Some(9), 9, 32)), Bulk);
         assert_eq!(auto(f32(Some(1), 1, 512)), Ring);
         assert_eq!(auto(f32(None, 1, 128)), Tiled);
-        assert_eq!(choose_kernel(Some(Gemm), f32(Some(1), 1, 64)), Ring);
+        assert_eq!(choose_kernel(Some(Gemm), f32(Some(1), 1, 64)), Bulk);
+        assert_eq!(choose_kernel(Some(Ring), f32(Some(1), 1, 64)), Ring);
         assert_eq!(choose_kernel(Some(Tiled), f32(Some(1), 1, 64)), Tiled);
+        let f32_pre_hopper = |blocks, queries, dim| LaunchShape {
+            f32: true,
+            ..shape(blocks, queries, dim, false)
+        };
+        assert_eq!(auto(f32_pre_hopper(Some(1), 1, 128)), Ring);
+        assert_eq!(
+            choose_kernel(Some(Bulk), f32_pre_hopper(Some(1), 1, 128)),
+            Ring
+        );
         let f32_no_room = LaunchShape {
             ring_available: false,
-            ..f32(Some(1), 1, 128)
+            ..f32_pre_hopper(Some(1), 1, 128)
         };
         assert_eq!(auto(f32_no_room), Tiled);
+        // f32 queries against a 16-bit corpus: only the bulk-copy split, d ≤ 128 instantiated.
+        let mixed = |blocks, dim, bulk| LaunchShape {
+            mixed: true,
+            ..shape(blocks, 1, dim, bulk)
+        };
+        assert_eq!(auto(mixed(Some(1), 128, true)), Bulk);
+        assert_eq!(choose_kernel(Some(Ring), mixed(Some(1), 64, true)), Bulk);
+        assert_eq!(auto(mixed(Some(1), 128, false)), Tiled);
+        assert_eq!(auto(mixed(Some(1), 768, true)), Tiled);
+        assert_eq!(auto(mixed(Some(1), 77, true)), Tiled);
+        assert_eq!(auto(mixed(None, 128, true)), Tiled);
+        assert_eq!(choose_kernel(Some(V1), mixed(Some(1), 128, true)), V1);
         // Other dtypes / d: the general kernel.
         assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
         assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);

@@ -203,6 +203,8 @@ pub(super) unsafe fn gather_queries(
         offsets: unsafe { Mem::borrowed(stream, view(offsets), count + 1) },
         len: count,
         dim,
+        dtype: q.dtype,
+        longest: q.spans.iter().map(|s| s.1).max().unwrap_or(0),
         mma,
         _meta: Some(up),
     })

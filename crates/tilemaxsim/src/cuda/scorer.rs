@@ -18,7 +18,7 @@ use super::launch::codec as codec_launch;
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
-    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, bulk_dim,
+    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, QBLOCK, bulk_dim,
     bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok, ring_layout,
 };
 use super::raw::{self, RawArgs};
@@ -124,20 +124,32 @@ impl CudaScorer {
         let f32 = corpus.dtype == DType::F32;
         let aligned = corpus.tokens.device_ptr(&self.gpu.stream).0 % 16 == 0;
         let kernels = &self.gpu.kernels;
+        // f32 queries against a 16-bit corpus, split into parts by `maxsim_bulk_split`: every
+        // query one block, and (f16) in the f16 split's range, which the host checked where it
+        // packed them (`query_blocks`); the bf16 split takes any f32.
+        let mixed = queries.dtype == DType::F32 && !f32;
+        let in_range = queries.mma.as_ref().is_some_and(|b| b.dtype == DType::F32);
+        let mixed_ok =
+            mixed && queries.longest <= QBLOCK && (corpus.dtype == DType::BF16 || in_range);
         choose_kernel(
             self.force,
             LaunchShape {
                 // Every tensor-core kernel reads 16-byte pieces of rows (d·2 bytes, d % 32 = 0):
                 // a corpus at an unaligned address (device memory the engine borrows, a view
                 // into a larger tensor) takes the general kernel.
-                blocks: queries
-                    .mma
-                    .as_ref()
-                    .filter(|b| aligned && b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
-                    .map(|b| b.blocks),
+                blocks: if mixed {
+                    (aligned && mixed_ok).then_some(queries.len)
+                } else {
+                    queries
+                        .mma
+                        .as_ref()
+                        .filter(|b| aligned && b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
+                        .map(|b| b.blocks)
+                },
                 queries: queries.len,
                 dim: corpus.dim,
                 f32,
+                mixed,
                 bulk_available: !kernels.bulk.is_empty() && aligned,
                 wgmma_available: !kernels.wgmma.is_empty() && aligned,
                 fills_tiles: corpus.lengths.fills_tiles(),

@@ -15,6 +15,10 @@ pub struct BenchArgs {
     /// standard suite of cases runs.
     #[arg(long)]
     pub(crate) dtype: Option<DType>,
+    /// Element type of the queries (GPU; default: the documents'): f32 queries against an f16
+    /// or bf16 corpus, as a server's JSON clients send them.
+    #[arg(long)]
+    pub(crate) query_dtype: Option<DType>,
     /// Document lengths: N (every document) or LO:HI (uniform).
     #[arg(long)]
     pub(crate) doc_len: Option<Lengths>,

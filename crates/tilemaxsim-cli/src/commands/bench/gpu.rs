@@ -47,7 +47,7 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
                         case.dim,
                         args.seed.wrapping_add(1 + i as u64) << 32,
                     ),
-                    case.dtype,
+                    args.query_dtype.unwrap_or(case.dtype),
                 )
             })
             .collect();

@@ -3,7 +3,7 @@
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for d ≤ 128 that no
 //! other tensor-core kernel takes).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
 use crate::cuda::context::GpuContext;
@@ -11,9 +11,11 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
-    BULK_STAGES, BULK_THREADS, bulk_dim, bulk_group, bulk_smem, span_smem, wide_dim,
+    BULK_STAGES, BULK_THREADS, QBLOCK, bulk_dim, bulk_group, bulk_smem, bulk_split_smem, span_smem,
+    wide_dim,
 };
 use crate::error::{Error, Result};
+use crate::matrix::DType;
 
 /// The bulk family and its settings: tiles in flight per block and tasks per block when fixed
 /// (`stages_group`), and whether to cut tiles across documents when fixed (`span`; `None`:
@@ -31,6 +33,9 @@ impl Launch for Bulk {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
+        if corpus.dtype == DType::F32 || queries.dtype == DType::F32 {
+            return self.launch_split(gpu, queries, corpus, t);
+        }
         let spans = t.doc_index == 0
             && !wide_dim(corpus.dim)
             && (!bulk_dim(corpus.dim) || self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
@@ -68,6 +73,54 @@ impl Launch for Bulk {
 }
 
 impl Bulk {
+    /// `maxsim_bulk_split`: f32 queries (split into 16-bit parts in the kernel) against an
+    /// f32, f16 or bf16 corpus, whole-document tiles.
+    fn launch_split(
+        &self,
+        gpu: &GpuContext,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+    ) -> Result<()> {
+        let func = kernel_in(
+            &gpu.kernels.bulk_split,
+            (corpus.dtype, corpus.dim),
+            "split bulk-copy",
+        )?;
+        if queries.dtype != DType::F32 || queries.longest > QBLOCK {
+            return Err(Error::Argument(
+                "the split bulk-copy kernel takes f32 queries of ≤ 32 tokens".into(),
+            ));
+        }
+        let tasks = (queries.len * t.n) as u64;
+        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let smem = bulk_split_smem(stages, corpus.dim, corpus.dtype);
+        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
+        let run = corpus.lengths.bulk_run(corpus.dim);
+        let group = self
+            .stages_group
+            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
+        let cfg = LaunchConfig {
+            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let args = PairArgs::at(queries.tokens.device_ptr(t.stream).0, queries, corpus, t);
+        let (st, gr) = (stages as i32, group as i32);
+        let mut b = t.stream.launch_builder(func);
+        args.push(&mut b);
+        b.arg(&st).arg(&gr);
+        // SAFETY: the arguments match `maxsim_bulk_split_*` in kernels/bulk_split.cu: the
+        // queries' f32 rows (each ≤ 32, checked above) and their offsets, the corpus's rows
+        // 16-byte aligned (the kernel choice; rows are 2d or 4d bytes, d % 32 = 0), its offsets,
+        // `doc_index` null or `n` indices < corpus.len (the caller's contract), `out` room for
+        // Q × n floats, and `smem` bytes for `stages` tiles, the query's parts, the barriers and
+        // the row maxima (`bulk_split_smem`, allowed by blocks_per_sm); the grid covers every
+        // task in runs of `group`.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk_split launch"))?;
+        Ok(())
+    }
+
     /// `maxsim_span`: `maxsim_bulk` over every document with tiles cut across documents (one
     /// query's run of consecutive documents per block).
     fn launch_span(

@@ -82,8 +82,13 @@ impl PairArgs {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Self {
+        Self::at(qpad.device_ptr(t.stream).0, queries, corpus, t)
+    }
+
+    /// The same with the queries at `q` (`maxsim_bulk_split`: their f32 rows).
+    fn at(q: CUdeviceptr, queries: &DeviceQueries, corpus: &DeviceCorpus, t: Target<'_>) -> Self {
         PairArgs {
-            qpad: qpad.device_ptr(t.stream).0,
+            qpad: q,
             q_offsets: queries.offsets.device_ptr(t.stream).0,
             num_queries: queries.len as i32,
             d_tokens: corpus.tokens.device_ptr(t.stream).0,

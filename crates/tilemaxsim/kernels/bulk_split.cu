@@ -1,0 +1,234 @@
+// maxsim_bulk_split (sm_90+): maxsim_bulk's grid, walk, bulk-copy ring and row-maxima exchange
+// for f32 queries, exactly: against f32 corpora (both sides split into f16 parts, three
+// tensor-core products a tile: hi*hi + hi*lo + lo*hi, as maxsim_ring does) and against f16 and
+// bf16 corpora (the query split into two f16 parts, or three bf16 parts, each multiplied by the
+// stored 16-bit token). maxsim_ring holds one block of f32 rings a SM (12.5% occupancy, 66% of
+// the read rate on the H200); here a stage is one bulk copy of TILE tokens (32 KB at d = 128:
+// 64 f32 tokens, 16 a warp, or 128 16-bit tokens, 32 a warp) and three blocks fit a SM.
+//
+// The queries arrive as f32 rows (the engine's f32 query tokens and offsets, Nq <= 32) and are
+// split here when a block reaches a new query: part 0's A fragments go to each warp's
+// registers, the other parts to shared memory in fragment order (one conflict-free 16-byte load
+// per fragment). k is permuted as maxsim_ring's f32 path does for f32 tokens (lane c holds
+// dimensions kb*16 + c*4 .. +3 of each 32-wide chunk: the four lanes of a row read 64
+// contiguous bytes), and as maxsim_bulk does for 16-bit tokens (c*8 + kb*4 .. +3).
+#include "common.cuh"
+#include "mma_frag.cuh"
+#include "async_copy.cuh"
+#include "split.cuh"
+#include "bulk.cu"
+
+// Blocks a SM the compiler must leave room for (__launch_bounds__'s second argument): 3 holds
+// every instantiation to 168 registers (the f32 ones need no more; the 16-bit ones use up to
+// 230 unbounded).
+#ifndef SPLIT_MIN_BLOCKS
+#define SPLIT_MIN_BLOCKS 1
+#endif
+
+// DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo (f16 and
+// f32 corpora; the low part carries 2^11, its products are summed apart and scaled back) or
+// bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
+template <int DOC> struct SplitKind {
+    static constexpr bool F32 = DOC == 2;
+    static constexpr bool BF = DOC == 1;
+    static constexpr int PARTS = BF ? 3 : 2;
+    static constexpr int TW = F32 ? 16 : 32;  // tokens per warp per tile
+    static constexpr int ROW_HALVES_PER_DIM = F32 ? 2 : 1;
+};
+
+// The query's part `part` of the element pair at dimensions k, k + 1 of row `row` (zeros past
+// the query's nq rows), as the tensor cores take it.
+template <int DOC>
+__device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int dim, int row, int k, int part) {
+    if (row >= nq) return 0u;
+    const float x0 = q[(i64)row * dim + k], x1 = q[(i64)row * dim + k + 1];
+    if constexpr (SplitKind<DOC>::BF) {
+        unsigned p[3];
+        split3_bf16x2(x0, x1, p);
+        return p[part];
+    } else {
+        unsigned hi, lo;
+        split_f32x2(x0, x1, hi, lo);
+        return part == 0 ? hi : lo;
+    }
+}
+
+// The first dimension of the four that lane c holds for k16 step kb of chunk ch.
+template <int DOC>
+__device__ __forceinline__ int split_k(int ch, int kb, int c) {
+    return SplitKind<DOC>::F32 ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
+}
+
+template <int DOC, int KCH>
+__device__ __forceinline__ void maxsim_bulk_split_impl(
+    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets, int num_queries,
+    const void* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+{
+#if __CUDA_ARCH__ >= 900
+    using K = SplitKind<DOC>;
+    constexpr int D = KCH * 32;
+    constexpr int TW = K::TW, NT = TW / 8, TILE = TW * BULK_WARPS;
+    constexpr int ROW = D * K::ROW_HALVES_PER_DIM;  // halves per token row
+    constexpr int STAGE = TILE * ROW;                // halves
+    constexpr int XP = K::PARTS - 1;                 // parts in shared memory
+    constexpr bool SCALED = !K::BF;
+    extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
+    u16* ring = (u16*)bulk_smem;
+    V4* qx = (V4*)(ring + (i64)stages * STAGE);  // [XP][KCH][2 kb][2 mt][32 lanes]
+    unsigned long long* bars = (unsigned long long*)(qx + XP * KCH * 4 * 32);
+    float* red = (float*)(bars + stages);       // [2][BULK_WARPS][32]
+    const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const i64 tasks = (i64)num_queries * num_docs;
+    const i64 first = (i64)blockIdx.x * group;
+
+    BulkProducer<TILE, ROW> producer{BulkWalk<TILE>(first, tasks, group, num_docs), ring, bars,
+                                     (const u16*)d_tokens, d_offsets, doc_index, num_docs};
+    if (threadIdx.x == 0) producer.start(stages);
+    BulkWalk<TILE> w(first, tasks, group, num_docs);
+    w.extent(d_offsets, doc_index);
+    __syncthreads();  // the barriers are initialized
+
+    unsigned a[2][KCH][2][4];
+    int cur_q = -1, nq = 0, ndone = 0;
+    float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+    for (int i = 0; !w.done(); ++i) {
+        const int s = i % stages;
+        if (w.qi != cur_q) {  // uniform: every thread walks the same tiles
+            cur_q = w.qi;
+            const i64 q0 = q_offsets[cur_q];
+            nq = (int)(q_offsets[cur_q + 1] - q0);
+            const float* q = q_tokens + q0 * D;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                    for (int kb = 0; kb < 2; ++kb) {
+                        const int k = split_k<DOC>(ch, kb, c), r0 = mt * 16 + g;
+                        a[mt][ch][kb][0] = split_query_word<DOC>(q, nq, D, r0, k, 0);
+                        a[mt][ch][kb][1] = split_query_word<DOC>(q, nq, D, r0 + 8, k, 0);
+                        a[mt][ch][kb][2] = split_query_word<DOC>(q, nq, D, r0, k + 2, 0);
+                        a[mt][ch][kb][3] = split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, 0);
+                    }
+            // The previous tile's barrier ordered every read of the old parts.
+            for (int e = threadIdx.x; e < XP * KCH * 4 * 32; e += BULK_THREADS) {
+                const int l = e & 31, mt = (e >> 5) & 1, kb = (e >> 6) & 1, ch = (e >> 7) % KCH;
+                const int part = 1 + (e >> 7) / KCH;
+                const int k = split_k<DOC>(ch, kb, l & 3), r0 = mt * 16 + (l >> 2);
+                qx[e] = V4{split_query_word<DOC>(q, nq, D, r0, k, part),
+                           split_query_word<DOC>(q, nq, D, r0 + 8, k, part),
+                           split_query_word<DOC>(q, nq, D, r0, k + 2, part),
+                           split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, part)};
+            }
+            __syncthreads();
+        }
+        if (w.tok == 0) best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
+        const int mine = w.ntok() - wib * TW;  // this warp's tokens of the tile (uniform)
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        if (mine > 0) {
+            const u16* buf = ring + (i64)s * STAGE + wib * TW * ROW;
+            // Columns past `mine` hold whatever the stage held before: masked in the fold.
+            float acc[NT][2][4], cor[NT][2][4];
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) acc[t][mt][r] = cor[t][mt][r] = 0.f;
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch) {
+                unsigned bh[NT][4], bl[NT][4];
+#pragma unroll
+                for (int t = 0; t < NT; ++t) {
+                    if constexpr (K::F32) {
+                        const float* row = (const float*)buf + (t * 8 + g) * D + ch * 32 + c * 4;
+                        const V4 v0 = *(const V4*)row, v1 = *(const V4*)(row + 16);
+                        split_f32x2(__uint_as_float(v0.x), __uint_as_float(v0.y), bh[t][0], bl[t][0]);
+                        split_f32x2(__uint_as_float(v0.z), __uint_as_float(v0.w), bh[t][1], bl[t][1]);
+                        split_f32x2(__uint_as_float(v1.x), __uint_as_float(v1.y), bh[t][2], bl[t][2]);
+                        split_f32x2(__uint_as_float(v1.z), __uint_as_float(v1.w), bh[t][3], bl[t][3]);
+                    } else {
+                        const V4 v = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+                        bh[t][0] = v.x; bh[t][1] = v.y; bh[t][2] = v.z; bh[t][3] = v.w;
+                    }
+                }
+#pragma unroll
+                for (int kb = 0; kb < 2; ++kb)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        unsigned ax[XP][4];
+#pragma unroll
+                        for (int p = 0; p < XP; ++p) {
+                            const V4 v = qx[(((p * KCH + ch) * 2 + kb) * 2 + mt) * 32 + lane];
+                            ax[p][0] = v.x; ax[p][1] = v.y; ax[p][2] = v.z; ax[p][3] = v.w;
+                        }
+#pragma unroll
+                        for (int t = 0; t < NT; ++t) {
+                            const unsigned b0 = bh[t][2 * kb], b1 = bh[t][2 * kb + 1];
+                            Mma<K::BF>::run(acc[t][mt], a[mt][ch][kb], b0, b1);
+                            if constexpr (K::F32)
+                                Mma<false>::run(cor[t][mt], a[mt][ch][kb], bl[t][2 * kb], bl[t][2 * kb + 1]);
+#pragma unroll
+                            for (int p = 0; p < XP; ++p)
+                                Mma<K::BF>::run(SCALED ? cor[t][mt] : acc[t][mt], ax[p], b0, b1);
+                        }
+                    }
+            }
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    if (SCALED)
+#pragma unroll
+                        for (int r = 0; r < 4; ++r) acc[t][mt][r] += cor[t][mt][r] * (1.0f / SPLIT_SCALE);
+                    fold_max(best[mt], acc[t][mt], t * 8 + 2 * c, mine);
+                }
+        }
+        const bool last = w.last();
+        const int par = ndone & 1;
+        if (last) {
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const float m0 = warp_max_xor(best[mt][0], 2);
+                const float m8 = warp_max_xor(best[mt][1], 2);
+                if (c == 0) {
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
+                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
+                }
+            }
+        }
+        const i64 task = (i64)w.qi * num_docs + w.pair;
+        w.step(d_offsets, doc_index, num_docs);
+        __syncthreads();  // stage s is read by every warp; the row maxima are in `red`
+        if (threadIdx.x == 0) producer.produce(s);
+        if (last) {
+            if (wib == 0) bulk_document_score(red, par, nq, lane, out + task);
+            ++ndone;
+        }
+    }
+#endif
+}
+
+#define INSTANTIATE_BULK_SPLIT(NAME, DOC, KCH)                                                 \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_MIN_BLOCKS) NAME(        \
+        const float* q_tokens, const i64* q_offsets, int num_queries, const void* d_tokens,    \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group)                                                                             \
+    {                                                                                          \
+        maxsim_bulk_split_impl<DOC, KCH>(q_tokens, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
+                                         num_docs, out, stages, group);                        \
+    }
+
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d32, 2, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d64, 2, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d96, 2, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d128, 2, 4)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d32, 0, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d64, 0, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d96, 0, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d128, 0, 4)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d32, 1, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d64, 1, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d96, 1, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d128, 1, 4)
