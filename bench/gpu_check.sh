@@ -20,7 +20,7 @@ tmp=$(mktemp -d)
   echo "== first start compiles the kernels, the second uses the cache"
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
-  ( timeout 420 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]}"
+  ( timeout 480 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]}"
     timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
     timeout 300 .dev/test-gpu_compress 2>&1 | grep -E "^test |test result|panicked|token|code"; echo "compress tests exit: ${PIPESTATUS[0]}" ) >"$tmp/tests" &
   ( export TILEMAXSIM_SANITIZER=1
@@ -34,7 +34,7 @@ tmp=$(mktemp -d)
   # kernels through the search pipeline and takes over 5 minutes under racecheck); few cases.
   ( export TILEMAXSIM_SANITIZER=1
     TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
-      tensor_core random_shapes ablation top_k raw_device fp32 2>&1 | tail -6
+      tensor_core random_shapes ablation top_k raw_device fp32 f32_queries 2>&1 | tail -6
     echo "racecheck exit: ${PIPESTATUS[0]}"
     TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched lookup_table 2>&1 | tail -4
     echo "codec racecheck exit: ${PIPESTATUS[0]}"

@@ -81,14 +81,15 @@ struct BulkProducer {
     const i64* d_offsets;
     const i64* doc_index;
     int num_docs;
+    int row = ROW;  // halves per token in memory (maxsim_bulk_any: d, up to ROW)
     __device__ __forceinline__ void produce(int s) {
         const unsigned bar = smem_addr(&bars[s]);
         if (walk.done()) return;
         const int ntok = walk.ntok();
         if (ntok > 0) {
-            const unsigned bytes = (unsigned)ntok * ROW * 2u;
+            const unsigned bytes = (unsigned)ntok * row * 2u;
             mbar_expect_tx(bar, bytes);
-            bulk_load(smem_addr(ring + (i64)s * TILE * ROW), d_tokens + (walk.d0 + walk.tok) * ROW, bytes, bar);
+            bulk_load(smem_addr(ring + (i64)s * TILE * ROW), d_tokens + (walk.d0 + walk.tok) * row, bytes, bar);
         } else {
             mbar_arrive(bar);
         }
@@ -220,7 +221,9 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4)
 
-// maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024): the same grid of
+// maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024; with ANY, any d in
+// 129 .. 128 * KQ that is a multiple of 8, maxsim_bulk_any: rows d wide in memory and in the
+// stage, the query's A fragments and the document's B fragments zero past d): the same grid of
 // blocks, walk, ring and bulk copies, but the four warps split a tile's d instead of its tokens.
 // A tile is TOK tokens of the whole row (one contiguous copy: 24 KB at d = 768); warp w
 // multiplies every token of it by its quarter of d (its query slice's A fragments, KQ 32-wide
@@ -231,14 +234,16 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4)
 // in shared memory as in maxsim_bulk, and warp 0 sums them after the next barrier (the block's
 // next tile, or the end). Partials and maxima are double-buffered, so one barrier a tile orders
 // them all.
-template <bool BF, int KQ>
+template <bool BF, int KQ, bool ANY = false>
 __device__ __forceinline__ void maxsim_bulk_wide_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
     const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group,
+    int dim = KQ * 128)
 {
 #if __CUDA_ARCH__ >= 900
-    constexpr int D = KQ * 128;          // the embedding dimension
+    constexpr int D = KQ * 128;          // the embedding dimension (ANY: its bound)
+    const int RD = ANY ? dim : D;        // halves per row, in memory and in the stage
     constexpr int DW = KQ * 32;          // dimensions per warp
     constexpr int TOK = BULK_WIDE_TOK(KQ);
     constexpr int NT = TOK / 8;          // 8-token tiles per tile
@@ -255,7 +260,7 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     const i64 first = (i64)blockIdx.x * group;
 
     BulkProducer<TOK, D> producer{BulkWalk<TOK>(first, tasks, group, num_docs), ring, bars,
-                                  d_tokens, d_offsets, doc_index, num_docs};
+                                  d_tokens, d_offsets, doc_index, num_docs, RD};
     if (threadIdx.x == 0) producer.start(stages);
     BulkWalk<TOK> w(first, tasks, group, num_docs);
     w.extent(d_offsets, doc_index);
@@ -278,12 +283,16 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
         if (w.qi != cur_q) {
             cur_q = w.qi;
             nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
-            load_a_permuted<KQ, D>(a, qpad + (i64)cur_q * 32 * D + wib * DW, g, c);
+            if constexpr (ANY)
+                load_a_slice<KQ>(a, qpad + (i64)cur_q * 32 * dim, dim, wib * DW, g, c);
+            else
+                load_a_permuted<KQ, D>(a, qpad + (i64)cur_q * 32 * D + wib * DW, g, c);
         }
         if (w.tok == 0) best = NEG_INF;
         const int ntok = w.ntok();
         mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
         const u16* buf = ring + (i64)s * STAGE + wib * DW;
+        // ANY: this lane's 8-dimension pieces past d read the next row (or stale data): zeros.
         float* pw_part = part + ((i & 1) * BULK_WARPS + wib) * TOK * RS;
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
@@ -292,7 +301,8 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
             for (int ch = 0; ch < KQ; ++ch) {
-                const V4 b = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
+                V4 b = *(const V4*)(buf + (t * 8 + g) * RD + ch * 32 + c * 8);
+                if (ANY && wib * DW + ch * 32 + c * 8 >= dim) b = V4{0u, 0u, 0u, 0u};
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
                     Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
@@ -353,3 +363,33 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d640, maxsim_bulk_wide_impl, true, 5)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d768, maxsim_bulk_wide_impl, true, 6)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8)
+
+// maxsim_bulk_any: maxsim_bulk_wide_impl at any d in 129..1024 that is a multiple of 8, for
+// KQ = ceil(d / 128) (the instantiation's bound); the query blocks are 32 rows of d. Up to KQ = 4
+// bounded to three blocks a SM (168 registers, no spills with ptxas 13), as many as shared memory
+// holds there; past it two (shared memory allows no more; KQ = 6 takes 253 registers, where
+// maxsim_bulk_f16_d768 takes 162, and spills 136 bytes at 168).
+#define INSTANTIATE_BULK_ANY(NAME, BF, KQ)                                                     \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS, (KQ) <= 4 ? 3 : 2) NAME(           \
+        const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group, int dim)                                                                    \
+    {                                                                                          \
+        maxsim_bulk_wide_impl<BF, KQ, true>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
+                                            num_docs, out, stages, group, dim);               \
+    }
+
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k2, false, 2)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k3, false, 3)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k4, false, 4)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k5, false, 5)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k6, false, 6)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k7, false, 7)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k8, false, 8)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k2, true, 2)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k3, true, 3)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k4, true, 4)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k5, true, 5)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k6, true, 6)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k7, true, 7)
+INSTANTIATE_BULK_ANY(maxsim_bulk_any_bf16_k8, true, 8)

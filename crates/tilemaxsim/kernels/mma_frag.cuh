@@ -80,3 +80,26 @@ __device__ __forceinline__ void load_a_permuted(unsigned (&a)[2][KCH][2][4], con
                 a[mt][ch][kb][3] = r8[w + 1];
             }
 }
+
+// load_a_permuted's fragments of the 32-dimension chunks from `first` on of 32 rows `dim` wide
+// at q16 (d % 4 = 0, 4-byte aligned rows), zeros past d: a warp's slice of a wide query.
+template <int KCH>
+__device__ __forceinline__ void load_a_slice(unsigned (&a)[2][KCH][2][4], const u16* q16, int dim, int first,
+                                             int g, int c) {
+    const unsigned* q = (const unsigned*)q16;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+            for (int kb = 0; kb < 2; ++kb) {
+                const int k = first + ch * 32 + c * 8 + kb * 4;  // four dimensions: in or past d
+                const bool in = k < dim;
+                const unsigned* r0 = q + ((mt * 16 + g) * dim + k) / 2;
+                const unsigned* r8 = q + ((mt * 16 + g + 8) * dim + k) / 2;
+                a[mt][ch][kb][0] = in ? r0[0] : 0u;
+                a[mt][ch][kb][1] = in ? r8[0] : 0u;
+                a[mt][ch][kb][2] = in ? r0[1] : 0u;
+                a[mt][ch][kb][3] = in ? r8[1] : 0u;
+            }
+}

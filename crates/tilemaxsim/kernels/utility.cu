@@ -1,7 +1,9 @@
 // The small utility kernels: score_raw's query gather (pack_queries_*), a dense batch's offsets
-// (iota_offsets), the device's streaming read ceiling (read_ceiling) and the sum of a long
+// (iota_offsets), the device's streaming read ceilings (read_ceiling: 16-byte loads;
+// read_ceiling_bulk: the copy engine, as maxsim_bulk reads) and the sum of a long
 // query's per-block partial scores (sum_qblocks, after maxsim_gemm / maxsim_wgmma).
 #include "common.cuh"
+#include "async_copy.cuh"
 
 // Queries from device memory the engine borrows (`CudaScorer::score_raw`): query q's rows start
 // at element src_start[q] of `src`, row_stride apart, d contiguous; they are copied, widened to
@@ -63,6 +65,41 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, i64 n, unsi
         x ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (x == 0x9e3779b9u) sink[0] = x;
+}
+
+// The streaming read ceiling of the copy engine: one thread a block brings `chunks` chunks of
+// `chunk_bytes` (a multiple of 16) into a ring of `stages` shared-memory stages by bulk copies
+// (completion on one mbarrier a stage), grid-stride, and reads one word of each; the bulk
+// kernels read this way, and faster than 16-byte loads (H200: 103% of read_ceiling).
+extern "C" __global__ void read_ceiling_bulk(const unsigned char* __restrict__ p, i64 chunks, int chunk_bytes,
+                                             int stages, unsigned* __restrict__ sink)
+{
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __attribute__((aligned(128))) unsigned char rc_smem[];
+    unsigned long long* bars = (unsigned long long*)(rc_smem + (i64)stages * chunk_bytes);
+    if (threadIdx.x != 0) return;
+    for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    i64 next = blockIdx.x;
+    auto issue = [&](int s) {
+        if (next < chunks) {
+            const unsigned bar = smem_addr(&bars[s]);
+            mbar_expect_tx(bar, (unsigned)chunk_bytes);
+            bulk_load(smem_addr(rc_smem + (i64)s * chunk_bytes), p + next * chunk_bytes, (unsigned)chunk_bytes, bar);
+        }
+        next += gridDim.x;
+    };
+    for (int s = 0; s < stages; ++s) issue(s);
+    unsigned x = 0;
+    int i = 0;
+    for (i64 c = blockIdx.x; c < chunks; c += gridDim.x, ++i) {
+        const int s = i % stages;
+        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        x ^= *(const volatile unsigned*)(rc_smem + (i64)s * chunk_bytes);
+        issue(s);
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;
+#endif
 }
 
 // The scores of queries longer than one 32-row block: out[q * num_docs + p] is the sum, in

@@ -656,12 +656,15 @@ fn tensor_core_path_matches_the_reference() {
         (Kernel::Ring, "", forced(Kernel::Ring)),
     ];
     let mut r = rng(21);
-    let cases = gpu_cases(40);
+    let cases = gpu_cases(52);
     for case in 0..cases {
         // maxsim_mma / bulk / gemm / ring dims, then the wide ones (bulk and ring).
         // d = 77, 80, 1 and 126 (no multiple of 32): maxsim_span_any (16-byte rows at 80, a
         // half at a time else); 77 among the first cases, which the sanitizers run.
-        let dim = [32usize, 77, 96, 128, 256, 768, 80, 64, 1, 126][case % 10];
+        // d = 200, 1016, 136: multiples of 8 past 128 (maxsim_bulk_any, zeros past d).
+        let dim = [
+            32usize, 77, 96, 128, 256, 768, 80, 64, 1, 126, 200, 1016, 136,
+        ][case % 13];
         let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
         let n_docs = r.random_range(1..300);
         let long_docs = case % 6 == 0 || case % 12 == 3;

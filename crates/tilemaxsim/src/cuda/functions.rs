@@ -17,12 +17,16 @@ pub(super) struct Kernels {
     /// (kernel, dtype) → function, for the kernels with the f32-query signature.
     pub(super) general: Vec<((Kernel, DType), CudaFunction)>,
     pub(super) read_ceiling: CudaFunction,
+    /// The copy engine's read ceiling (sm_90+).
+    pub(super) read_ceiling_bulk: Option<CudaFunction>,
     pub(super) topk_segments: CudaFunction,
     pub(super) topk_merge: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     pub(super) mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
     pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, KQ) → `maxsim_bulk_any`, d a multiple of 8 in 129..=128·KQ (sm_90+).
+    pub(super) bulk_any: Vec<((DType, usize), CudaFunction)>,
     /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
     /// (sm_90+).
     pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
@@ -70,8 +74,14 @@ impl Kernels {
             }
         }
         let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
-        let mut bulk_split = Vec::new();
+        let (mut bulk_split, mut bulk_any) = (Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
+            for dtype in [DType::F16, DType::BF16] {
+                for kq in 2..=8 {
+                    let name = format!("maxsim_bulk_any_{dtype}_k{kq}");
+                    bulk_any.push(((dtype, kq), f(&name)?));
+                }
+            }
             for dtype in [DType::F32, DType::F16, DType::BF16] {
                 for dim in MMA_DIMS {
                     let name = format!("maxsim_bulk_split_{dtype}_d{dim}");
@@ -114,11 +124,17 @@ impl Kernels {
                 .map(|(k, d)| Ok(((k, d), f(&format!("{}_{d}", k.name()))?)))
                 .collect::<Result<_>>()?,
             read_ceiling: f("read_ceiling")?,
+            read_ceiling_bulk: if arch.starts_with("sm_8") {
+                None
+            } else {
+                Some(f("read_ceiling_bulk")?)
+            },
             topk_segments: f("topk_segments")?,
             topk_merge: f("topk_merge")?,
             mma,
             bulk,
             bulk_split,
+            bulk_any,
             span,
             span_any,
             gemm,

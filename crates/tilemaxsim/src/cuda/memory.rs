@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 
 use super::device::drv;
-use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance};
+use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance, wide_any_bound};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
@@ -191,9 +191,11 @@ pub(super) fn block_layout(lens: impl Iterator<Item = usize>) -> Option<(Vec<i32
 }
 
 /// Whether queries of `dtype` at `dim` go into 32-row blocks: d instantiated for the tensor-core
-/// kernels (`ring_instance`), or, 16-bit, any d up to SPAN_ANY_MAX_DIM (`maxsim_span_any`).
+/// kernels (`ring_instance`), or, 16-bit, any d up to SPAN_ANY_MAX_DIM (`maxsim_span_any`) and
+/// multiples of 8 up to 1024 (`maxsim_bulk_any`).
 pub(super) fn blocks_dim_ok(dtype: DType, dim: usize) -> bool {
-    ring_instance(dim).is_some() || (dtype != DType::F32 && dim <= SPAN_ANY_MAX_DIM)
+    ring_instance(dim).is_some()
+        || (dtype != DType::F32 && (dim <= SPAN_ANY_MAX_DIM || wide_any_bound(dim).is_some()))
 }
 
 /// The queries' 16-bit tokens in 32-row blocks, when the tensor-core kernels can take them
@@ -439,8 +441,13 @@ mod tests {
         // maxsim_ring: f32_queries_split_into_high_and_low_halves).
         let f = vec![0.5f32; dim];
         assert!(query_blocks(&[queries[0], Matrix::new(&f[..], dim).unwrap()], dim).is_none());
-        let odd = vec![f16::ONE; 200];
-        assert!(query_blocks(&[Matrix::new(&odd[..], 200).unwrap()], 200).is_none());
+        let odd = vec![f16::ONE; 202];
+        assert!(query_blocks(&[Matrix::new(&odd[..], 202).unwrap()], 202).is_none());
+        // A multiple of 8 past 128 (maxsim_bulk_any) packs; past 1024 it does not.
+        let wide = vec![f16::ONE; 200];
+        assert!(query_blocks(&[Matrix::new(&wide[..], 200).unwrap()], 200).is_some());
+        let wider = vec![f16::ONE; 1032];
+        assert!(query_blocks(&[Matrix::new(&wider[..], 1032).unwrap()], 1032).is_none());
         assert!(query_blocks(&[], dim).is_none());
     }
 

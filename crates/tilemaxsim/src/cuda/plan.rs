@@ -20,6 +20,12 @@ pub(super) const WIDE_DIMS: [usize; 7] = [256, 384, 512, 640, 768, 896, 1024];
 pub(super) fn wide_dim(dim: usize) -> bool {
     WIDE_DIMS.contains(&dim)
 }
+/// A d past 128 that no wide instantiation has but `maxsim_bulk_any` takes (a multiple of 8 up
+/// to 1024): the d of the wide instantiation that bounds it (its KQ = that / 128), else `None`.
+pub(super) fn wide_any_bound(dim: usize) -> Option<usize> {
+    (dim > 128 && dim <= 1024 && dim.is_multiple_of(8) && !wide_dim(dim))
+        .then(|| dim.div_ceil(128) * 128)
+}
 /// A d `maxsim_bulk` is instantiated for (else, up to 128, only `maxsim_span_any` takes it).
 pub(super) fn bulk_dim(dim: usize) -> bool {
     MMA_DIMS.contains(&dim) || wide_dim(dim)
@@ -340,8 +346,10 @@ pub(super) fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
     }
     if !MMA_DIMS.contains(&s.dim) {
         // Other d ≤ 128: `maxsim_span_any` (sm_90+, zero-padded on chip) when every document is
-        // scored; `launch_bulk` hands a candidate list to the general kernel.
-        let any_ok = bulk_ok && s.dim <= SPAN_ANY_MAX_DIM && !s.f32;
+        // scored (`launch_bulk` hands a candidate list to the general kernel); multiples of 8
+        // past 128: `maxsim_bulk_any` (any documents).
+        let any_ok =
+            bulk_ok && (s.dim <= SPAN_ANY_MAX_DIM || wide_any_bound(s.dim).is_some()) && !s.f32;
         return match force {
             None | Some(Kernel::Bulk | Kernel::Mma | Kernel::Ring) if any_ok => Kernel::Bulk,
             _ => fallback,
@@ -404,6 +412,9 @@ pub(super) fn bulk_wide_tok(dim: usize) -> usize {
     if dim <= 512 { 32 } else { 16 }
 }
 pub(super) const BULK_WIDE_RS: usize = 36;
+
+/// Most documents per `maxsim_bulk_split` block against a bf16 corpus (`bulk_group`'s run).
+pub(super) const BULK_SPLIT_BF16_RUN: u64 = 64;
 
 /// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
 /// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
@@ -614,7 +625,15 @@ mod tests {
         assert_eq!(choose_kernel(Some(V1), mixed(Some(1), 128, true)), V1);
         // Other dtypes / d: the general kernel.
         assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
-        assert_eq!(auto(shape(Some(1), 1, 200, true)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 200, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 200, false)), Tiled);
+        assert_eq!(auto(shape(Some(1), 1, 202, true)), Tiled);
+        assert_eq!(auto(shape(Some(2), 1, 200, true)), Tiled);
+        assert_eq!(wide_any_bound(200), Some(256));
+        assert_eq!(wide_any_bound(1016), Some(1024));
+        assert_eq!(wide_any_bound(768), None);
+        assert_eq!(wide_any_bound(120), None);
+        assert_eq!(wide_any_bound(1032), None);
         assert_eq!(auto(shape(Some(1), 1, 1152, true)), Tiled);
         // Forced kernels, and their fallbacks where they do not apply.
         let forced = |k, s| choose_kernel(Some(k), s);

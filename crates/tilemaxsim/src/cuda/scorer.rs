@@ -18,8 +18,9 @@ use super::launch::codec as codec_launch;
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
-    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, QBLOCK, bulk_dim,
-    bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok, ring_layout,
+    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, QBLOCK,
+    SPAN_ANY_MAX_DIM, bulk_dim, bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok,
+    ring_layout,
 };
 use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
@@ -170,7 +171,11 @@ impl CudaScorer {
         candidates: bool,
     ) -> Kernel {
         match self.kernel_for(queries, corpus) {
-            Kernel::Bulk if !bulk_dim(corpus.dim) && candidates => Kernel::Tiled,
+            Kernel::Bulk
+                if corpus.dim <= SPAN_ANY_MAX_DIM && !bulk_dim(corpus.dim) && candidates =>
+            {
+                Kernel::Tiled
+            }
             k => k,
         }
     }
@@ -548,10 +553,16 @@ impl CudaScorer {
 
     // Timing.
 
-    /// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
-    /// (use several times the L2 size), median of `reps` timed runs after a warm-up.
+    /// The device's streaming read ceiling in GB/s over `bytes` bytes (use several times the L2
+    /// size), median of `reps` timed runs after a warm-up: the faster of 16-byte loads and
+    /// (sm_90+) bulk copies (`timing::read_ceiling`).
     pub fn measure_read_ceiling(&self, bytes: usize, reps: usize) -> Result<f64> {
         timing::read_ceiling(&self.gpu, bytes, reps)
+    }
+
+    /// Both read ceilings in GB/s: 16-byte loads, and bulk copies (`None` before sm_90).
+    pub fn measure_read_ceilings(&self, bytes: usize, reps: usize) -> Result<(f64, Option<f64>)> {
+        timing::read_ceilings(&self.gpu, bytes, reps)
     }
 
     /// The host→device copy rate in GB/s from page-locked memory (`timing::h2d`).

@@ -7,9 +7,71 @@ use super::context::GpuContext;
 use super::device::drv;
 use crate::error::Result;
 
-/// The device's streaming read ceiling in GB/s: a 16-byte-load kernel over `bytes` bytes
-/// (use several times the L2 size), median of `reps` timed runs after a warm-up.
+/// The device's streaming read ceiling in GB/s, median of `reps` timed runs after a warm-up over
+/// `bytes` bytes (use several times the L2 size): the faster of a 16-byte-load kernel and (sm_90+)
+/// the copy engine's bulk copies into shared memory (`read_ceiling_bulk`: 32 KB chunks, two
+/// stages, three blocks a SM, as `maxsim_bulk` reads), so that no kernel passes 100% of it.
 pub(super) fn read_ceiling(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
+    let (loads, copies) = read_ceilings(gpu, bytes, reps)?;
+    Ok(copies.map_or(loads, |c| c.max(loads)))
+}
+
+/// Both read ceilings in GB/s: 16-byte loads, and bulk copies (sm_90+, else `None`).
+pub(super) fn read_ceilings(
+    gpu: &GpuContext,
+    bytes: usize,
+    reps: usize,
+) -> Result<(f64, Option<f64>)> {
+    let loads = read_ceiling_loads(gpu, bytes, reps)?;
+    let copies = match &gpu.kernels.read_ceiling_bulk {
+        Some(f) => Some(read_ceiling_copies(gpu, f, bytes, reps)?),
+        None => None,
+    };
+    Ok((loads, copies))
+}
+
+/// `read_ceiling_bulk`'s rate in GB/s.
+fn read_ceiling_copies(
+    gpu: &GpuContext,
+    func: &cudarc::driver::CudaFunction,
+    bytes: usize,
+    reps: usize,
+) -> Result<f64> {
+    const CHUNK: usize = 32 << 10;
+    const STAGES: usize = 2;
+    let chunks = bytes / CHUNK;
+    let buf = gpu
+        .stream
+        .alloc_zeros::<u8>(chunks * CHUNK)
+        .map_err(drv("ceiling buffer"))?;
+    let sink = gpu
+        .stream
+        .alloc_zeros::<u32>(1)
+        .map_err(drv("ceiling buffer"))?;
+    let (p, _g) = buf.device_ptr(&gpu.stream);
+    let (s, _g2) = sink.device_ptr(&gpu.stream);
+    let smem = STAGES * CHUNK + STAGES * 8;
+    let resident = gpu.resident_blocks(func, 32, smem)?;
+    let (n, chunk, stages) = (chunks as i64, CHUNK as i32, STAGES as i32);
+    let times = time_ms(gpu, reps, || {
+        let cfg = LaunchConfig {
+            grid_dim: (resident.clamp(1, u32::MAX as u64) as u32, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        let mut b = gpu.stream.launch_builder(func);
+        b.arg(&p).arg(&n).arg(&chunk).arg(&stages).arg(&s);
+        // SAFETY: `p` holds `chunks` chunks of CHUNK bytes, `s` one u32; `smem` bytes hold the
+        // stages and their mbarriers (allowed by resident_blocks).
+        unsafe { b.launch(cfg) }
+            .map(|_| ())
+            .map_err(drv("bulk read ceiling"))
+    })?;
+    Ok((chunks * CHUNK) as f64 / median(&times) / 1e6)
+}
+
+/// The 16-byte-load kernel's rate in GB/s.
+fn read_ceiling_loads(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
     let n16 = bytes / 16;
     let buf = gpu
         .stream

@@ -94,6 +94,8 @@ fn run_cpu(args: &BenchArgs) -> Result<Report> {
         threads,
         ceiling_gflops: ceilings.fma_gflops,
         ceiling_read_gbps: ceilings.read_gbps,
+        ceiling_read_loads_gbps: None,
+        ceiling_read_copies_gbps: None,
         ceiling_name: "f32 FMA".into(),
         results,
     })
@@ -163,7 +165,14 @@ fn print_table(report: &Report) {
         report.device,
         report.kernel,
         if report.ceiling_name == "read" {
-            format!("read {:.0} GB/s", report.ceiling_read_gbps)
+            let parts = match (
+                report.ceiling_read_loads_gbps,
+                report.ceiling_read_copies_gbps,
+            ) {
+                (Some(l), Some(c)) => format!(" (16-byte loads {l:.0}, bulk copies {c:.0})"),
+                _ => String::new(),
+            };
+            format!("read {:.0} GB/s{parts}", report.ceiling_read_gbps)
         } else {
             format!(
                 "f32 FMA {:.1} GFLOP/s, memory read {:.1} GB/s",

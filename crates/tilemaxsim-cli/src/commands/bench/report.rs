@@ -31,6 +31,12 @@ pub(crate) struct Report {
     pub threads: usize,
     pub ceiling_gflops: f64,
     pub ceiling_read_gbps: f64,
+    /// GPU: the two read ceilings `ceiling_read_gbps` is the faster of: 16-byte loads, and bulk
+    /// copies into shared memory (sm_90+).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_read_loads_gbps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_read_copies_gbps: Option<f64>,
     /// What `pct_ceiling` is a percentage of: `f32 FMA` (CPU) or `read` (GPU bandwidth).
     pub ceiling_name: String,
     pub results: Vec<CaseResult>,
