@@ -43,9 +43,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub(crate) threads: usize,
     /// Kernel: on the CPU avx512, avx2 or portable (default: the best this CPU has); on a GPU
-    /// mma, bulk (sm_90+, d up to 1024), gemm (many queries), wgmma (gemm on sm_90a, for
-    /// documents that fill 128-token tiles) or ring (f32, and d > 128 before sm_90; tensor
-    /// cores), tiled, v1 or v2 (the paper's ablation family), lut (pq corpora: the paper's
+    /// mma, bulk (sm_90+, d up to 1024; f32 split on bulk-copy tiles at d ≤ 128), gemm (many
+    /// queries), wgmma (gemm on sm_90a, for documents that fill 128-token tiles) or ring (f32 at
+    /// wide d, and d > 128 before sm_90; tensor cores), tiled, v1 or v2 (the paper's ablation family), lut (pq corpora: the paper's
     /// lookup-table kernel, for the ablation) (default: chosen per shape).
     #[arg(long)]
     pub(crate) kernel: Option<String>,
