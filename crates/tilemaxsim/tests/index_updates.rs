@@ -197,6 +197,82 @@ fn random_adds_and_deletes_search_as_a_rebuild() {
 }
 
 #[test]
+fn many_small_adds_grow_the_added_segment_as_one_add_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    build_index(&path, 15, 21);
+    let mut index = Index::open(&path).unwrap();
+    // A second handle that follows the log (refresh), and one that adds everything at once.
+    let mut follower = Index::open(&path).unwrap();
+    let mut r = rng(21);
+    let mut all = Vec::new();
+    for step in 0..40u64 {
+        let n = 1 + rand::Rng::random_range(&mut r, 0..3usize);
+        let lengths: Vec<usize> = (0..n)
+            .map(|_| 1 + rand::Rng::random_range(&mut r, 0..20usize))
+            .collect();
+        let docs = unit_corpus(500 + step, &lengths, DIM, DType::F16);
+        let first = index.len();
+        assert_eq!(index.add(&docs).unwrap(), first..first + n);
+        all.extend((0..n).map(|j| one(&docs, j)));
+        if step % 7 == 3 {
+            index.delete(&[first, 3]).unwrap();
+        }
+        if step % 5 == 0 {
+            follower.refresh().unwrap();
+            assert_eq!(follower.len(), index.len());
+        }
+    }
+    follower.refresh().unwrap();
+    let reopened = Index::open(&path).unwrap();
+    let lengths: Vec<usize> = all.iter().map(|d| d.len() / DIM).collect();
+    let once_dir = tempfile::tempdir().unwrap();
+    let once_path = once_dir.path().join("idx");
+    build_index(&once_path, 15, 21);
+    let mut once = Index::open(&once_path).unwrap();
+    let flat: Vec<f32> = all.concat();
+    let corpus =
+        Corpus::from_lengths(OwnedElements::from_f32(&flat, DType::F16), DIM, &lengths).unwrap();
+    once.add(&corpus).unwrap();
+    let (codes, exact, live) = survivors(&index);
+    for other in [&follower, &reopened] {
+        assert_eq!(
+            (other.len(), other.deleted()),
+            (index.len(), index.deleted())
+        );
+        let (c, e, l) = survivors(other);
+        assert_eq!(
+            (c.codes(), c.aux(), c.offsets()),
+            (codes.codes(), codes.aux(), codes.offsets())
+        );
+        assert_eq!(e.tokens().to_f32_vec(), exact.tokens().to_f32_vec());
+        assert_eq!(l, live);
+    }
+    let (a, b) = (index.added().unwrap().0, once.added().unwrap().0);
+    assert_eq!(
+        (a.codes(), a.aux(), a.offsets()),
+        (b.codes(), b.aux(), b.offsets())
+    );
+    let q = random_query(&mut r, 5, DIM, DType::F32, 1.0);
+    let qs = [Matrix::new(q.as_elements(), DIM).unwrap()];
+    let full = IndexSearch {
+        nprobe: Some(K),
+        ndocs: Some(index.len()),
+        rerank_k: Some(0),
+        ..Default::default()
+    };
+    for k in [1, 10, live.len() + 5] {
+        let want = rebuilt(&codes, &live, &qs, k);
+        for i in [&index, &follower, &reopened] {
+            assert_eq!(search(i, full, &qs, k), want, "k {k}");
+        }
+        // Default probes: the same answers, however the segment grew.
+        let how = IndexSearch::default();
+        assert_eq!(search(&index, how, &qs, k), search(&reopened, how, &qs, k));
+    }
+}
+
+#[test]
 fn a_torn_last_record_is_ignored_then_cut_and_acknowledged_updates_stay() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");

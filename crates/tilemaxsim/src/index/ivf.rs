@@ -27,10 +27,34 @@ impl Ivf {
     /// The IVF of a residual corpus: `ids` holds each token's centroid (below `num_centroids`),
     /// `doc_offsets` each document's first token (`N + 1` entries, ending at `ids.len()`).
     pub fn build(ids: &[u32], doc_offsets: &[usize], num_centroids: usize) -> Result<Self> {
+        let mut ivf = Ivf::empty(num_centroids);
+        ivf.append(ids, doc_offsets, 0)?;
+        Ok(ivf)
+    }
+
+    /// The IVF of no documents.
+    pub fn empty(num_centroids: usize) -> Self {
+        Ivf {
+            offsets: vec![0; num_centroids + 1],
+            docs: Vec::new(),
+        }
+    }
+
+    /// Add documents numbered from `first_doc` on (past every document listed so far): `ids`
+    /// and `doc_offsets` as [`Ivf::build`] takes them. Each list grows at its end, in place;
+    /// an error (checked before anything changes) leaves the IVF as it was.
+    pub fn append(&mut self, ids: &[u32], doc_offsets: &[usize], first_doc: usize) -> Result<()> {
+        let num_centroids = self.num_centroids();
         let n = doc_offsets.len().saturating_sub(1);
-        if doc_offsets.last().copied().unwrap_or(0) != ids.len() || u32::try_from(n).is_err() {
+        let last_doc = first_doc.saturating_add(n);
+        if doc_offsets.first().is_some_and(|&o| o != 0)
+            || doc_offsets.windows(2).any(|w| w[0] > w[1])
+            || doc_offsets.last().copied().unwrap_or(0) != ids.len()
+            || u32::try_from(last_doc).is_err()
+        {
             return Err(Error::Argument(format!(
-                "IVF: {} document offsets for {} tokens ({n} documents; at most 2^32)",
+                "IVF: {} document offsets for {} tokens ({n} documents from {first_doc}; at \
+                 most 2^32 in all)",
                 doc_offsets.len(),
                 ids.len()
             )));
@@ -40,9 +64,18 @@ impl Ivf {
                 "IVF: centroid id {bad} out of range (K = {num_centroids})"
             )));
         }
-        // Two passes over each document's distinct centroids: count, then fill. Documents go
-        // in ascending order, so every list comes out sorted.
-        let mut counts = vec![0usize; num_centroids + 1];
+        if let Some(c) = (0..num_centroids).find(|&c| {
+            self.list(c)
+                .last()
+                .is_some_and(|&d| d as usize >= first_doc)
+        }) {
+            return Err(Error::Argument(format!(
+                "IVF: centroid {c} already lists document {first_doc} or later"
+            )));
+        }
+        // Two passes over each new document's distinct centroids: count, then fill. Documents
+        // go in ascending order after the listed ones, so every list stays sorted.
+        let mut counts = vec![0usize; num_centroids];
         let mut seen = Vec::new();
         let distinct = |j: usize, seen: &mut Vec<u32>| {
             seen.clear();
@@ -53,23 +86,34 @@ impl Ivf {
         for j in 0..n {
             distinct(j, &mut seen);
             for &c in &seen {
-                counts[c as usize + 1] += 1;
+                counts[c as usize] += 1;
             }
         }
-        for c in 0..num_centroids {
-            counts[c + 1] += counts[c];
+        let added: usize = counts.iter().sum();
+        if added == 0 {
+            return Ok(());
         }
-        let offsets = counts;
-        let mut next = offsets.clone();
-        let mut docs = vec![0u32; offsets[num_centroids]];
+        // Move each list to its new start, the last first (lists only move towards the end),
+        // leaving room for its new entries; `next[c]`: where centroid c's next entry goes.
+        let old = self.offsets.clone();
+        self.docs.resize(old[num_centroids] + added, 0);
+        let mut shift = added;
+        let mut next = vec![0usize; num_centroids];
+        for c in (0..num_centroids).rev() {
+            self.offsets[c + 1] = old[c + 1] + shift;
+            shift -= counts[c];
+            self.docs.copy_within(old[c]..old[c + 1], old[c] + shift);
+            next[c] = old[c + 1] + shift;
+        }
         for j in 0..n {
             distinct(j, &mut seen);
             for &c in &seen {
-                docs[next[c as usize]] = j as u32;
+                // In range of u32: checked above.
+                self.docs[next[c as usize]] = (first_doc + j) as u32;
                 next[c as usize] += 1;
             }
         }
-        Ok(Ivf { offsets, docs })
+        Ok(())
     }
 
     /// Centroids K.
@@ -216,6 +260,35 @@ mod tests {
             Ivf::build(&ids, &[0, 3, 4], 4).is_err(),
             "offsets short of the tokens"
         );
+    }
+
+    #[test]
+    fn appended_in_pieces_as_built_at_once() {
+        // Documents of 1 to 4 tokens over K = 5, added in pieces of 1 to 3 documents.
+        let lengths = [2usize, 1, 4, 3, 1, 2, 4, 1, 3];
+        let offsets: Vec<usize> = std::iter::once(0)
+            .chain(lengths.iter().scan(0, |t, &l| {
+                *t += l;
+                Some(*t)
+            }))
+            .collect();
+        let ids: Vec<u32> = (0..offsets[lengths.len()] as u32)
+            .map(|i| (i * 7 + i / 3) % 5)
+            .collect();
+        let whole = Ivf::build(&ids, &offsets, 5).unwrap();
+        let mut ivf = Ivf::empty(5);
+        let mut first = 0;
+        for piece in [1usize, 3, 2, 1, 2] {
+            let o = &offsets[first..=first + piece];
+            let local: Vec<usize> = o.iter().map(|&x| x - o[0]).collect();
+            ivf.append(&ids[o[0]..o[piece]], &local, first).unwrap();
+            first += piece;
+        }
+        assert_eq!(ivf, whole);
+        // Refused, and nothing changed: a document already listed, an id past K.
+        assert!(ivf.append(&[0], &[0, 1], 3).is_err());
+        assert!(ivf.append(&[5], &[0, 1], 9).is_err());
+        assert_eq!(ivf, whole);
     }
 
     #[test]

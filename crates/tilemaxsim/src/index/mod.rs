@@ -78,18 +78,11 @@ pub struct Index {
     ivf: Ivf,
     exact: Option<Corpus>,
     defaults: Defaults,
+    /// The documents deleted, and those added: their codes, exact tokens and IVF, numbered
+    /// after the build's.
     updates: updates::Updates,
-    /// The added documents' codes, exact tokens and IVF (numbered after the build's).
-    added: Option<Added>,
     /// The residual centroids as f32 `[K][d]`, made at the first IVF search.
     centroids: OnceLock<Vec<f32>>,
-}
-
-/// The documents added since the build, as a segment of their own.
-struct Added {
-    codes: CompressedCorpus,
-    exact: Option<Corpus>,
-    ivf: Ivf,
 }
 
 /// How to search an index; `None` fields take the index's defaults.
@@ -162,7 +155,6 @@ impl Index {
             exact,
             defaults: m.defaults,
             updates: updates::Updates::default(),
-            added: None,
             centroids: OnceLock::new(),
         };
         // Readers leave a torn tail alone: a writer may be finishing it.
@@ -178,38 +170,10 @@ impl Index {
             codec: residual(&self.codes)?,
             exact: self.exact.as_ref().map(Corpus::dtype),
         };
-        let before = self.updates.applied;
         let torn = self.updates.replay(&self.dir.join(updates::LOG), shape)?;
         if let Some(w) = writer.filter(|_| torn > 0) {
             w.truncate(self.updates.applied)?;
         }
-        if self.updates.applied == before {
-            return Ok(());
-        }
-        let u = &self.updates;
-        self.added = if u.lengths.is_empty() {
-            None
-        } else {
-            let offsets: Vec<usize> = std::iter::once(0)
-                .chain(u.lengths.iter().scan(0, |t, &l| {
-                    *t += l;
-                    Some(*t)
-                }))
-                .collect();
-            let codes = CompressedCorpus::new(
-                self.codes.codec().clone(),
-                self.codes.dim(),
-                offsets.clone(),
-                u.codes.clone(),
-                Some(u.ids.clone()),
-            )?;
-            let ivf = Ivf::build(&u.ids, &offsets, residual(&self.codes)?.num_centroids())?;
-            let exact = match &u.exact {
-                Some(e) => Some(Corpus::new(e.clone(), self.codes.dim(), offsets)?),
-                None => None,
-            };
-            Some(Added { codes, exact, ivf })
-        };
         Ok(())
     }
 
@@ -243,7 +207,10 @@ impl Index {
 
     /// The added documents' codes and exact tokens (numbered from the build's count on).
     pub fn added(&self) -> Option<(&CompressedCorpus, Option<&Corpus>)> {
-        self.added.as_ref().map(|a| (&a.codes, a.exact.as_ref()))
+        self.updates
+            .added
+            .as_ref()
+            .map(|a| (&a.codes, a.exact.as_ref()))
     }
 
     /// Documents deleted since the build.
@@ -379,7 +346,7 @@ impl Index {
         if self.updates.is_empty() {
             return Ok((first, notice));
         }
-        let added = match &self.added {
+        let added = match &self.updates.added {
             None => None,
             Some(a) => {
                 let rerank = a
@@ -398,7 +365,7 @@ impl Index {
             base: first,
             added,
             base_docs: self.codes.len(),
-            added_docs: self.updates.lengths.len(),
+            added_docs: self.updates.added_docs(),
             deleted: &self.updates.deleted,
         };
         Ok((Box::new(live), notice))

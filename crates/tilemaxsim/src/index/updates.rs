@@ -23,9 +23,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::codec::ResidualCodec;
+use super::ivf::Ivf;
+use crate::codec::{Codec, CompressedCorpus, ResidualCodec};
+use crate::corpus::Corpus;
 use crate::error::{Error, Result};
-use crate::matrix::{DType, OwnedElements};
+use crate::matrix::{DType, Elements, OwnedElements};
 
 pub const LOG: &str = "updates.log";
 const MAGIC: &[u8; 4] = b"TMSU";
@@ -33,24 +35,39 @@ const HEADER: usize = 20;
 const ADD: u8 = 1;
 const DELETE: u8 = 2;
 
-/// What the log holds beyond the build: the added documents (as one segment) and the set of
-/// deleted document numbers.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// What the log holds beyond the build: the added documents (as one segment, appended to
+/// record by record) and the set of deleted document numbers.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Updates {
-    /// Tokens of each added document.
-    pub lengths: Vec<usize>,
-    /// Each added token's centroid.
-    pub ids: Vec<u32>,
-    /// The added tokens' residual codes, `row_bytes` each.
-    pub codes: Vec<u8>,
-    /// The added tokens, exact, where the index keeps exact tokens (its dtype).
-    pub exact: Option<OwnedElements>,
+    /// The added documents, the one copy of them in memory; `None` before the first add.
+    pub added: Option<Added>,
     /// Each added document's id: the one given, or its number.
     pub doc_ids: Vec<String>,
     /// Deleted document numbers (of the build's and the added ones), `deleted[j]`.
     pub deleted: Vec<bool>,
     /// Bytes of the log read and applied (the next record starts here).
     pub applied: u64,
+}
+
+/// The documents added since the build, as a segment of their own (numbered from 0 here, after
+/// the build's in the index): their codes (with their centroid ids), their exact tokens where
+/// the index keeps them, and their IVF.
+#[derive(Clone, Debug)]
+pub(crate) struct Added {
+    pub codes: CompressedCorpus,
+    pub exact: Option<Corpus>,
+    pub ivf: Ivf,
+}
+
+/// An add's payload, parsed and checked against the index's shape (its arrays still in the
+/// log's bytes where they can be).
+struct AddPayload<'a> {
+    lengths: Vec<usize>,
+    ids: Vec<u32>,
+    codes: &'a [u8],
+    /// `[T, d]` in the index's exact dtype, little-endian.
+    exact: Option<&'a [u8]>,
+    doc_ids: Vec<String>,
 }
 
 /// The shape of the index the log belongs to, which every record must fit.
@@ -66,7 +83,12 @@ pub(crate) struct Shape<'a> {
 impl Updates {
     /// Documents in all: the build's and the added ones.
     pub fn total(&self, base_docs: usize) -> usize {
-        base_docs + self.lengths.len()
+        base_docs + self.added_docs()
+    }
+
+    /// Documents added.
+    pub fn added_docs(&self) -> usize {
+        self.added.as_ref().map_or(0, |a| a.codes.len())
     }
 
     pub fn deleted_count(&self) -> usize {
@@ -74,7 +96,7 @@ impl Updates {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.lengths.is_empty() && !self.deleted.contains(&true)
+        self.added.is_none() && !self.deleted.contains(&true)
     }
 
     /// Apply the records of the log at `path` from byte `self.applied` on. Returns the length
@@ -137,7 +159,59 @@ impl Updates {
         Ok(0)
     }
 
+    /// Apply an add: its payload checked in full first, then its documents appended to the
+    /// segment. An error leaves everything as it was.
     fn apply_add(&mut self, p: &[u8], shape: Shape<'_>) -> std::result::Result<(), String> {
+        let add = self.parse_add(p, shape)?;
+        let first = self.added_docs();
+        let offsets: Vec<usize> = std::iter::once(0)
+            .chain(add.lengths.iter().scan(0, |t, &l| {
+                *t += l;
+                Some(*t)
+            }))
+            .collect();
+        let old = self.added.as_ref();
+        let codes = grown_codes(old.map(|a| &a.codes), shape, &offsets, &add.ids, add.codes)
+            .map_err(|e| e.to_string())?;
+        let exact = match add.exact {
+            None => None,
+            Some(bytes) => Some(
+                grown_exact(
+                    old.and_then(|a| a.exact.as_ref()),
+                    shape,
+                    codes.offsets(),
+                    bytes,
+                )
+                .map_err(|e| e.to_string())?,
+            ),
+        };
+        // The IVF last: its append changes nothing when it fails.
+        match &mut self.added {
+            Some(a) => {
+                a.ivf
+                    .append(&add.ids, &offsets, first)
+                    .map_err(|e| e.to_string())?;
+                a.codes = codes;
+                a.exact = exact;
+            }
+            None => {
+                let mut ivf = Ivf::empty(shape.codec.num_centroids());
+                ivf.append(&add.ids, &offsets, 0)
+                    .map_err(|e| e.to_string())?;
+                self.added = Some(Added { codes, exact, ivf });
+            }
+        }
+        self.doc_ids.extend(add.doc_ids);
+        self.deleted.resize(self.total(shape.base_docs), false);
+        Ok(())
+    }
+
+    /// An add's payload, parsed and checked; nothing changes.
+    fn parse_add<'p>(
+        &self,
+        p: &'p [u8],
+        shape: Shape<'_>,
+    ) -> std::result::Result<AddPayload<'p>, String> {
         let mut r = Reader(p);
         let (n, t) = (r.count()?, r.count()?);
         let flags = r.take(8)?;
@@ -176,18 +250,15 @@ impl Updates {
             return Err(format!("centroid id {bad} out of range (K = {k})"));
         }
         let rb = shape.codec.row_bytes();
-        let codes = r
-            .take(t.checked_mul(rb).ok_or("too many tokens")?)?
-            .to_vec();
+        let codes = r.take(t.checked_mul(rb).ok_or("too many tokens")?)?;
         let exact = match dtype {
             None => None,
             Some(d) => {
-                let bytes = r.take(t * shape.dim * d.size())?;
-                Some(match d {
-                    DType::F32 => OwnedElements::F32(bytemuck::pod_collect_to_vec(bytes)),
-                    DType::F16 => OwnedElements::F16(bytemuck::pod_collect_to_vec(bytes)),
-                    DType::BF16 => OwnedElements::BF16(bytemuck::pod_collect_to_vec(bytes)),
-                })
+                let size = t
+                    .checked_mul(shape.dim)
+                    .and_then(|x| x.checked_mul(d.size()))
+                    .ok_or("too many tokens")?;
+                Some(r.take(size)?)
             }
         };
         let first = self.total(shape.base_docs);
@@ -203,30 +274,13 @@ impl Updates {
                 doc_ids.len()
             ));
         }
-        self.doc_ids.extend(doc_ids);
-        self.lengths.extend(lengths);
-        self.ids.extend(ids);
-        self.codes.extend(codes);
-        if let Some(e) = exact {
-            self.exact = Some(match (self.exact.take(), e) {
-                (None, e) => e,
-                (Some(OwnedElements::F32(mut a)), OwnedElements::F32(b)) => {
-                    a.extend(b);
-                    OwnedElements::F32(a)
-                }
-                (Some(OwnedElements::F16(mut a)), OwnedElements::F16(b)) => {
-                    a.extend(b);
-                    OwnedElements::F16(a)
-                }
-                (Some(OwnedElements::BF16(mut a)), OwnedElements::BF16(b)) => {
-                    a.extend(b);
-                    OwnedElements::BF16(a)
-                }
-                _ => return Err("exact tokens of another dtype".into()),
-            });
-        }
-        self.deleted.resize(self.total(shape.base_docs), false);
-        Ok(())
+        Ok(AddPayload {
+            lengths,
+            ids,
+            codes,
+            exact,
+            doc_ids,
+        })
     }
 
     fn apply_delete(&mut self, p: &[u8], shape: Shape<'_>) -> std::result::Result<(), String> {
@@ -248,11 +302,80 @@ impl Updates {
     }
 }
 
+/// The added segment's codes grown by documents of `offsets` (from 0), with their centroid
+/// `ids` and `codes`: copied once into arrays of the new size (a compressed corpus is not
+/// grown in place).
+fn grown_codes(
+    old: Option<&CompressedCorpus>,
+    shape: Shape<'_>,
+    offsets: &[usize],
+    ids: &[u32],
+    codes: &[u8],
+) -> Result<CompressedCorpus> {
+    let (codec, mut all_offsets, mut all_codes, mut all_ids) = match old {
+        None => (
+            Codec::Residual(shape.codec.clone()),
+            Vec::with_capacity(offsets.len()),
+            Vec::with_capacity(codes.len()),
+            Vec::with_capacity(ids.len()),
+        ),
+        Some(c) => {
+            let mut o = Vec::with_capacity(c.offsets().len() + offsets.len());
+            o.extend_from_slice(c.offsets());
+            o.pop();
+            let mut b = Vec::with_capacity(c.codes().len() + codes.len());
+            b.extend_from_slice(c.codes());
+            let mut i = Vec::with_capacity(c.num_tokens() + ids.len());
+            i.extend_from_slice(c.aux().unwrap_or(&[]));
+            (c.codec().clone(), o, b, i)
+        }
+    };
+    let base = old.map_or(0, CompressedCorpus::num_tokens);
+    all_offsets.extend(offsets.iter().map(|&o| base + o));
+    all_codes.extend_from_slice(codes);
+    all_ids.extend_from_slice(ids);
+    CompressedCorpus::new(codec, shape.dim, all_offsets, all_codes, Some(all_ids))
+}
+
+/// The added segment's exact tokens grown by `bytes` (`[T, d]` little-endian, in the index's
+/// exact dtype), the whole segment's documents at `offsets`.
+fn grown_exact(
+    old: Option<&Corpus>,
+    shape: Shape<'_>,
+    offsets: &[usize],
+    bytes: &[u8],
+) -> Result<Corpus> {
+    fn joined<T: bytemuck::Pod>(old: &[T], bytes: &[u8]) -> Vec<T> {
+        let mut v = Vec::with_capacity(old.len() + bytes.len() / size_of::<T>());
+        v.extend_from_slice(old);
+        let at = v.len();
+        v.resize(at + bytes.len() / size_of::<T>(), T::zeroed());
+        bytemuck::cast_slice_mut::<T, u8>(&mut v[at..]).copy_from_slice(bytes);
+        v
+    }
+    let old = old.map(|c| c.tokens().elements());
+    let tokens = match (shape.exact, old) {
+        (Some(DType::F32), None) => OwnedElements::F32(joined(&[], bytes)),
+        (Some(DType::F16), None) => OwnedElements::F16(joined(&[], bytes)),
+        (Some(DType::BF16), None) => OwnedElements::BF16(joined(&[], bytes)),
+        (Some(DType::F32), Some(Elements::F32(o))) => OwnedElements::F32(joined(o, bytes)),
+        (Some(DType::F16), Some(Elements::F16(o))) => OwnedElements::F16(joined(o, bytes)),
+        (Some(DType::BF16), Some(Elements::BF16(o))) => OwnedElements::BF16(joined(o, bytes)),
+        (want, got) => {
+            return Err(Error::Argument(format!(
+                "exact tokens of {:?} added to {want:?}",
+                got.map(|e| e.dtype())
+            )));
+        }
+    };
+    Corpus::new(tokens, shape.dim, offsets.to_vec())
+}
+
 /// A bounds-checked cursor over a payload.
 struct Reader<'a>(&'a [u8]);
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> std::result::Result<&[u8], String> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
         if n > self.0.len() {
             return Err("shorter than its counts say".into());
         }
