@@ -114,6 +114,21 @@ __device__ __forceinline__ void bulk_document_score(const float* red, int par, i
     if (lane == 0) *out = sum;
 }
 
+// A warp's row maxima of a finished document (the max over each quad of its C-fragment maxima:
+// rows g, g + 8, 16 + g, 24 + g) into red[par][wib] (`red`: [2][BULK_WARPS][32]).
+__device__ __forceinline__ void bulk_store_maxima(const float (&best)[2][2], float* red, int par, int wib, int g,
+                                                  int c) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        const float m0 = warp_max_xor(best[mt][0], 2);
+        const float m8 = warp_max_xor(best[mt][1], 2);
+        if (c == 0) {
+            red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
+            red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
+        }
+    }
+}
+
 template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_bulk_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
@@ -177,18 +192,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         }
         const bool last = w.last();
         const int par = ndone & 1;
-        if (last) {
-            // This warp's row maxima (max over the quad), rows g, g + 8, 16 + g, 24 + g.
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const float m0 = warp_max_xor(best[mt][0], 2);
-                const float m8 = warp_max_xor(best[mt][1], 2);
-                if (c == 0) {
-                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
-                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
-                }
-            }
-        }
+        if (last) bulk_store_maxima(best, red, par, wib, g, c);
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the row maxima are in `red`

@@ -187,17 +187,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
         }
         const bool last = w.last();
         const int par = ndone & 1;
-        if (last) {
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const float m0 = warp_max_xor(best[mt][0], 2);
-                const float m8 = warp_max_xor(best[mt][1], 2);
-                if (c == 0) {
-                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g] = m0;
-                    red[(par * BULK_WARPS + wib) * 32 + mt * 16 + g + 8] = m8;
-                }
-            }
-        }
+        if (last) bulk_store_maxima(best, red, par, wib, g, c);
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the row maxima are in `red`

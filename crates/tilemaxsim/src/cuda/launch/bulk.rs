@@ -3,7 +3,7 @@
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for d ≤ 128 that no
 //! other tensor-core kernel takes).
 
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
 use crate::cuda::context::GpuContext;
@@ -48,20 +48,9 @@ impl Launch for Bulk {
         let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
-        let smem = bulk_smem(stages, corpus.dim);
-        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let run = corpus.lengths.bulk_run(corpus.dim);
-        let group = self
-            .stages_group
-            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
-        let cfg = LaunchConfig {
-            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, |s| bulk_smem(s, corpus.dim), run)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
-        let (st, gr) = (stages as i32, group as i32);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr);
@@ -76,6 +65,31 @@ impl Launch for Bulk {
 }
 
 impl Bulk {
+    /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks: runs of
+    /// `bulk_group` tasks a block (at most `run`) unless the shape is fixed, `smem(stages)`
+    /// bytes a block; with the stages and the run as the kernels take them (i32).
+    fn grid(
+        &self,
+        gpu: &GpuContext,
+        func: &CudaFunction,
+        tasks: u64,
+        smem: impl Fn(usize) -> usize,
+        run: u64,
+    ) -> Result<(LaunchConfig, i32, i32)> {
+        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let smem = smem(stages);
+        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
+        let group = self
+            .stages_group
+            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
+        let cfg = LaunchConfig {
+            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        Ok((cfg, stages as i32, group as i32))
+    }
+
     /// `maxsim_bulk_any`: the wide kernel at a d (a multiple of 8 past 128) below the `bound`
     /// of its instantiation, rows d wide, fragments zero past d.
     fn launch_any(
@@ -93,20 +107,10 @@ impl Bulk {
         )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
-        let smem = bulk_smem(stages, bound);
-        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let run = corpus.lengths.bulk_run(bound);
-        let group = self
-            .stages_group
-            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
-        let cfg = LaunchConfig {
-            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, |s| bulk_smem(s, bound), run)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
-        let (st, gr, d) = (stages as i32, group as i32, corpus.dim as i32);
+        let d = corpus.dim as i32;
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr).arg(&d);
@@ -138,9 +142,6 @@ impl Bulk {
             ));
         }
         let tasks = (queries.len * t.n) as u64;
-        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
-        let smem = bulk_split_smem(stages, corpus.dim, corpus.dtype);
-        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         // A block splits the query into three bf16 parts where it starts: long runs pay for it
         // (H100, B = 100K: 74.2 M docs/s with 8 documents a block, 87.1 with 32, 89.3 with 64;
         // the f32 and f16 variants are fastest at 8, bench/results/h100/exact_split_tune.log).
@@ -148,16 +149,9 @@ impl Bulk {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
             _ => corpus.lengths.bulk_run(corpus.dim),
         };
-        let group = self
-            .stages_group
-            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
-        let cfg = LaunchConfig {
-            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        };
+        let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run)?;
         let args = PairArgs::at(queries.tokens.device_ptr(t.stream).0, queries, corpus, t);
-        let (st, gr) = (stages as i32, group as i32);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr);
