@@ -22,27 +22,11 @@ pub(super) fn read_ceilings(
     bytes: usize,
     reps: usize,
 ) -> Result<(f64, Option<f64>)> {
-    let loads = read_ceiling_loads(gpu, bytes, reps)?;
-    let copies = match &gpu.kernels.read_ceiling_bulk {
-        Some(f) => Some(read_ceiling_copies(gpu, f, bytes, reps)?),
-        None => None,
-    };
-    Ok((loads, copies))
-}
-
-/// `read_ceiling_bulk`'s rate in GB/s.
-fn read_ceiling_copies(
-    gpu: &GpuContext,
-    func: &cudarc::driver::CudaFunction,
-    bytes: usize,
-    reps: usize,
-) -> Result<f64> {
-    const CHUNK: usize = 32 << 10;
-    const STAGES: usize = 2;
-    let chunks = bytes / CHUNK;
+    // One buffer (a multiple of both kernels' units) and one sink for both kernels.
+    let bytes = (bytes / COPY_CHUNK).max(1) * COPY_CHUNK;
     let buf = gpu
         .stream
-        .alloc_zeros::<u8>(chunks * CHUNK)
+        .alloc_zeros::<u8>(bytes)
         .map_err(drv("ceiling buffer"))?;
     let sink = gpu
         .stream
@@ -50,6 +34,30 @@ fn read_ceiling_copies(
         .map_err(drv("ceiling buffer"))?;
     let (p, _g) = buf.device_ptr(&gpu.stream);
     let (s, _g2) = sink.device_ptr(&gpu.stream);
+    let loads = read_ceiling_loads(gpu, p, bytes, s, reps)?;
+    let copies = match &gpu.kernels.read_ceiling_bulk {
+        Some(f) => Some(read_ceiling_copies(gpu, f, p, bytes, s, reps)?),
+        None => None,
+    };
+    Ok((loads, copies))
+}
+
+/// Bytes of one `read_ceiling_bulk` copy.
+const COPY_CHUNK: usize = 32 << 10;
+
+/// `read_ceiling_bulk`'s rate in GB/s over the `bytes` (a multiple of COPY_CHUNK) at device
+/// address `p`; `s`: a u32 sink.
+fn read_ceiling_copies(
+    gpu: &GpuContext,
+    func: &cudarc::driver::CudaFunction,
+    p: u64,
+    bytes: usize,
+    s: u64,
+    reps: usize,
+) -> Result<f64> {
+    const CHUNK: usize = COPY_CHUNK;
+    const STAGES: usize = 2;
+    let chunks = bytes / CHUNK;
     let smem = STAGES * CHUNK + STAGES * 8;
     let resident = gpu.resident_blocks(func, 32, smem)?;
     let (n, chunk, stages) = (chunks as i64, CHUNK as i32, STAGES as i32);
@@ -70,19 +78,10 @@ fn read_ceiling_copies(
     Ok((chunks * CHUNK) as f64 / median(&times) / 1e6)
 }
 
-/// The 16-byte-load kernel's rate in GB/s.
-fn read_ceiling_loads(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
+/// The 16-byte-load kernel's rate in GB/s over the `bytes` (a multiple of 16) at device
+/// address `p`; `s`: a u32 sink.
+fn read_ceiling_loads(gpu: &GpuContext, p: u64, bytes: usize, s: u64, reps: usize) -> Result<f64> {
     let n16 = bytes / 16;
-    let buf = gpu
-        .stream
-        .alloc_zeros::<u8>(n16 * 16)
-        .map_err(drv("ceiling buffer"))?;
-    let sink = gpu
-        .stream
-        .alloc_zeros::<u32>(1)
-        .map_err(drv("ceiling buffer"))?;
-    let (p, _g) = buf.device_ptr(&gpu.stream);
-    let (s, _g2) = sink.device_ptr(&gpu.stream);
     let n = n16 as i64;
     let blocks = (gpu.info.multiprocessors.max(1) as u32) * 32;
     let times = time_ms(gpu, reps, || {
