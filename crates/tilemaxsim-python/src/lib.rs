@@ -1,6 +1,6 @@
 //! `tilemaxsim._native`: the engine for Python. Thin on purpose: tensors come in through DLPack
 //! (`tensor.rs`), scoring runs on the tensors' device (`score.rs`; PLAID residual tensors on a
-//! GPU in place: `residual.rs`), corpora load, search and
+//! GPU in place: `residual.rs`; the training kernels' passes: `train.rs`), corpora load, search and
 //! save (`corpus.rs`), index directories build and search (`index.rs`), and errors become Python exceptions (`errors.rs`). The Python API, its
 //! shape handling, autograd and the drop-ins live in `python/tilemaxsim/`.
 
@@ -12,6 +12,7 @@ mod index;
 mod residual;
 mod score;
 mod tensor;
+mod train;
 
 /// Whether a CUDA GPU the engine can use is present (driver, device and NVRTC).
 #[pyfunction]
@@ -31,6 +32,8 @@ fn cuda_devices() -> Vec<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(score::score, m)?)?;
     m.add_function(wrap_pyfunction!(residual::score_residual, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_backward, m)?)?;
     m.add_class::<corpus::Corpus>()?;
     m.add_class::<index::Index>()?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;

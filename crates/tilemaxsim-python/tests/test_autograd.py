@@ -42,3 +42,130 @@ def test_gradients_match_torch_autograd(rng, pairs):
 def test_no_grad_when_nothing_requires_it(rng):
     Q, D = normalized(rng, 2, 3, 8), normalized(rng, 2, 4, 8)
     assert not tilemaxsim.maxsim(Q, D).requires_grad
+
+
+# Shapes for the training path (the engine's training kernels on CUDA f16/bf16, torch elsewhere):
+# (A, Lq, B, Ld, d). Odd token counts, one-token queries and documents, queries past 32 tokens
+# (the kernels' 32-row chunks), documents past 192 rows (dD's shared-memory chunks at d = 128),
+# d from 8 to 128.
+TRAIN_SHAPES = [
+    (3, 7, 5, 11, 24),
+    (4, 32, 6, 180, 128),
+    (2, 1, 3, 1, 8),
+    (3, 45, 4, 9, 64),
+    (2, 70, 3, 300, 128),
+    (5, 13, 7, 33, 40),
+    (1, 31, 9, 17, 96),
+]
+
+
+@pytest.fixture
+def poisoned(monkeypatch):
+    """Outputs of the training kernels filled with NaN (and argmax with a wild index) first, so
+    an element a kernel never wrote fails the comparison."""
+    from tilemaxsim import _autograd
+
+    def empty(shape, *, dtype, device):
+        t = torch.empty(shape, dtype=dtype, device=device)
+        return t.fill_(float("nan") if dtype.is_floating_point else 2**30)
+
+    monkeypatch.setattr(_autograd, "_empty", empty)
+
+
+def float64_grads(Q, D, g, valid, mode):
+    """Scores and (dQ, dD) by torch autograd in float64 over the inputs' own values. mode:
+    "all" ([A, B]), "pairs" ([B]) or "kd" (D [A, K, Ld, d], [A, K]); `valid`: D's token mask."""
+    q = Q.detach().double().requires_grad_()
+    d = D.detach().double().requires_grad_()
+    if mode == "all":
+        sims = torch.einsum("aid,bjd->abij", q, d).masked_fill(~valid[None, :, None, :], float("-inf"))
+    elif mode == "pairs":
+        sims = torch.einsum("bid,bjd->bij", q, d).masked_fill(~valid[:, None, :], float("-inf"))
+    else:
+        sims = torch.einsum("aid,akjd->akij", q, d).masked_fill(~valid[:, :, None, :], float("-inf"))
+    s = sims.max(dim=-1).values.sum(dim=-1)
+    dq, dd = torch.autograd.grad(s, (q, d), g.double())
+    return s, dq, dd
+
+
+def assert_close(got, want, what, rel):
+    got, want = got.detach().double().cpu(), want.detach().cpu()
+    assert torch.isfinite(got).all(), f"{what}: non-finite values (an unwritten element?)"
+    scale = max(1.0, float(want.abs().max()))
+    err = float((got - want).abs().max())
+    assert err <= rel * scale, f"{what}: max |error| {err:.3g} against {rel * scale:.3g}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", TRAIN_SHAPES)
+@pytest.mark.parametrize("mode", ["all", "pairs", "kd", "packed", "holes"])
+def test_training_gradients_match_float64_autograd(rng, poisoned, dtype, shape, mode):
+    A, Lq, B, Ld, d = shape
+    if mode in ("pairs", "packed"):
+        B = A
+    lengths = torch.from_numpy(rng.integers(1, Ld + 1, size=B)).to(DEVICE)
+    lengths[0] = Ld
+    Q = normalized(rng, A, Lq, d, dtype=dtype).requires_grad_()
+    if mode == "kd":
+        K = max(1, B // A)
+        D = normalized(rng, A, K, Ld, d, dtype=dtype).requires_grad_()
+        got = tilemaxsim.maxsim(Q, D)
+        valid = torch.ones((A, K, Ld), dtype=torch.bool, device=DEVICE)
+        ref_mode, Dref = "kd", D
+    elif mode == "packed":
+        cu = torch.cat([torch.zeros(1, dtype=torch.int64, device=DEVICE), lengths.cumsum(0)])
+        D = normalized(rng, int(cu[-1]), d, dtype=dtype).requires_grad_()
+        got = tilemaxsim.maxsim_pairs(Q, D, cu_seqlens=cu)
+        # The float64 twin: the same rows padded (autograd through the padding gather).
+        rows = (cu[:-1, None] + torch.arange(Ld, device=DEVICE)[None, :]).clamp(max=int(cu[-1]) - 1)
+        valid = torch.arange(Ld, device=DEVICE)[None, :] < lengths[:, None]
+        ref_mode, Dref = "pairs", D
+    else:
+        D = normalized(rng, B, Ld, d, dtype=dtype).requires_grad_()
+        valid = torch.arange(Ld, device=DEVICE)[None, :] < lengths[:, None]
+        if mode == "holes":
+            valid = torch.from_numpy(rng.random((B, Ld)) < 0.7).to(DEVICE)
+            valid[:, 0] = True
+            got = tilemaxsim.maxsim(Q, D, d_mask=valid)
+            ref_mode = "all"
+        else:
+            f = tilemaxsim.maxsim_pairs if mode == "pairs" else tilemaxsim.maxsim
+            got = f(Q, D, doc_lengths=lengths)
+            ref_mode = mode
+        Dref = D
+    g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).float().to(DEVICE)
+    dQ, dD = torch.autograd.grad(got, (Q, D), g)
+    if mode == "packed":
+        q = Q.detach().double().requires_grad_()
+        dp = D.detach().double().requires_grad_()
+        padded = dp[rows]
+        sims = torch.einsum("bid,bjd->bij", q, padded).masked_fill(~valid[:, None, :], float("-inf"))
+        want = sims.max(dim=-1).values.sum(dim=-1)
+        wQ, wD = torch.autograd.grad(want, (q, dp), g.double())
+    else:
+        want, wQ, wD = float64_grads(Q, Dref, g, valid, ref_mode)
+    assert got.shape == want.shape and dQ.shape == Q.shape and dD.shape == D.shape
+    assert dQ.dtype == Q.dtype and dD.dtype == D.dtype
+    # Scores: exact products summed in float32. Gradients: float32 sums rounded to the inputs'
+    # dtype once.
+    assert_close(got, want, "scores", 1e-5 * Lq)
+    rel = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 8e-3}[dtype]
+    assert_close(dQ, wQ, "dQ", rel)
+    assert_close(dD, wD, "dD", rel)
+
+
+def test_training_gradients_reach_only_the_inputs_that_want_them(rng):
+    Q = normalized(rng, 3, 5, 16, dtype=torch.bfloat16).requires_grad_()
+    D = normalized(rng, 4, 9, 16, dtype=torch.bfloat16)
+    s = tilemaxsim.maxsim(Q, D)
+    (dQ,) = torch.autograd.grad(s.sum(), (Q,))
+    want = float64_grads(Q, D, torch.ones_like(s), torch.ones((4, 9), dtype=torch.bool, device=DEVICE), "all")[1]
+    assert_close(dQ, want, "dQ", 8e-3)
+    assert D.grad is None
+
+
+def test_distillation_layout_needs_one_query_per_row(rng):
+    Q = normalized(rng, 2, 5, 16)
+    D = normalized(rng, 3, 4, 9, 16)
+    with pytest.raises(ValueError, match="queries for documents"):
+        tilemaxsim.maxsim(Q, D)

@@ -16,3 +16,4 @@
 #include "codec_wgmma.cu"
 #include "codec_lut.cu"
 #include "codec_bulk.cu"
+#include "train.cu"

@@ -158,7 +158,8 @@ def maxsim(
     cu_seqlens: Array | None = None,
     check: bool | None = None,
 ) -> Array:
-    """[B] for one query [Lq, d], else [A, B]; float32 on the inputs' device."""
+    """[B] for one query [Lq, d], else [A, B]; [A, K] for documents [A, K, Ld, d] (query a
+    against its own K); float32 on the inputs' device. Differentiable in Q and D."""
 
 def maxsim_pairs(
     Q: Array,

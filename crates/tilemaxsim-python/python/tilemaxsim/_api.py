@@ -24,11 +24,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _native
-from ._arrays import Array, dlpack, is_float64, is_torch, same_device, stream_of, torch
+from ._arrays import Array, as_array, dlpack, is_float64, is_torch, same_device, stream_of, torch
 from ._engine import _check_finite, _documents, _queries, _run
 
 if torch is not None:  # gradients are torch's: without torch no input requires one
-    from ._autograd import maxsim_with_grad
+    from ._autograd import fused_ok, maxsim_with_grad, pair_scores
 
 
 _FAST = () if torch is None else (torch.float16, torch.bfloat16, torch.float32)
@@ -60,7 +60,10 @@ def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None,
     """MaxSim of every query against every document: `[B]` for one query `[Lq, d]`, else
     `[A, B]`, float32 (float64 for float64 inputs), on the inputs' device. NaN in a query or a
     document gives NaN scores; `check=True` raises on NaN/Inf instead (module docs).
-    Differentiable in Q and D (padded documents) when either requires grad."""
+    Documents `[A, K, Ld, d]` (the distillation layout) give `[A, K]`: query a against its own
+    K documents. Differentiable in Q and D when either requires grad."""
+    if getattr(D, "ndim", 0) == 4:
+        return _grouped(Q, D, q_mask, d_mask, check)
     if (
         type(Q) is type(D)
         and torch is not None
@@ -96,9 +99,43 @@ def maxsim_pairs(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens
     """MaxSim of aligned pairs: query i `[B, Lq, d]` against document i, `[B]` float32."""
     Q, _ = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
+    return _by_group(Q, D, layout, 1, check)
+
+
+def _by_group(Q, D, layout, group, check):
+    """Document b against query b // group, `[B]`: the training kernels on CUDA (with or without
+    a gradient), else the engine's pairs (queries repeated for groups past 1)."""
+    b = layout["cu_seqlens"].shape[0] - 1 if "cu_seqlens" in layout else D.shape[0]
+    if b != Q.shape[0] * group:
+        raise ValueError(f"{Q.shape[0]} queries for {b} documents ({group} a query)")
     if _needs_grad(Q, D):
-        return maxsim_with_grad(Q, D, layout, pairs=True, check=check)
+        return maxsim_with_grad(Q, D, layout, pairs=True, check=check, group=group)
+    if is_torch(Q) and is_torch(D) and fused_ok(Q, D):
+        if check:
+            _check_finite(Q, D, layout)
+        return pair_scores(Q, D, layout, group)
+    if group > 1:
+        Q = Q.repeat_interleave(group, dim=0) if is_torch(Q) else np.repeat(Q, group, axis=0)
     return _run(Q, D, layout, pairs=True, check=check)
+
+
+def _grouped(Q, D, q_mask, d_mask, check):
+    """Queries `[A, Lq, d]` against their own documents `[A, K, Ld, d]`: `[A, K]`."""
+    D = as_array(D, "D", keep_float64=True)
+    A, K = D.shape[0], D.shape[1]
+    Q, _ = _queries(Q, q_mask)
+    if Q.shape[0] != A:
+        raise ValueError(f"{Q.shape[0]} queries for documents of shape {tuple(D.shape)} ([A, K, Ld, d])")
+    if d_mask is not None:
+        if tuple(d_mask.shape) != tuple(D.shape[:3]):
+            raise ValueError(f"d_mask: expected shape {tuple(D.shape[:3])}, got {tuple(d_mask.shape)}")
+        d_mask = d_mask.reshape(A * K, D.shape[2])
+    if A == 0 or K == 0:
+        if is_torch(D):
+            return torch.zeros((A, K), dtype=torch.float32, device=D.device)
+        return np.zeros((A, K), np.float32)
+    D, layout = _documents(D.reshape(A * K, *D.shape[2:]), d_mask, None, None)
+    return _by_group(Q, D, layout, K, check).reshape(A, K)
 
 
 def _slice_docs(D, layout, start, end):

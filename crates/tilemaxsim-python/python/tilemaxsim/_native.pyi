@@ -24,6 +24,34 @@ def score(
 ) -> str:
     """Score DLPack tensors into `out` on their device; returns the kernel that ran."""
 
+def train_forward(
+    queries: Any,
+    docs: Any,
+    out: Any,
+    argmax: Any | None = None,
+    *,
+    cu_seqlens: Any | None = None,
+    doc_lengths: Any | None = None,
+    group: int = 0,
+    stream: int = 0,
+) -> None:
+    """Training forward pass on CUDA tensors: scores into `out`, each query token's argmax (int32)."""
+
+def train_backward(
+    queries: Any,
+    docs: Any,
+    argmax: Any,
+    grad: Any,
+    dq: Any | None = None,
+    dd: Any | None = None,
+    *,
+    cu_seqlens: Any | None = None,
+    doc_lengths: Any | None = None,
+    group: int = 0,
+    stream: int = 0,
+) -> None:
+    """Training backward pass: dQ and dD from the scores' gradient and the forward pass's argmax."""
+
 def score_residual(
     queries: Any,
     residuals: Any,

@@ -60,6 +60,10 @@ pub(super) struct Kernels {
     pub(super) codec_pack_queries: CudaFunction,
     /// kernels/compress.cu: k-means and the encoders.
     pub(super) compress: CompressKernels,
+    /// (dtype, 32-wide chunks of d) → `maxsim_train_fwd` (kernels/train.cu).
+    pub(super) train_fwd: Vec<((DType, usize), CudaFunction)>,
+    /// dtype → `maxsim_train_dq` and `maxsim_train_dd`.
+    pub(super) train_bwd: Vec<(DType, CudaFunction, CudaFunction)>,
 }
 
 impl Kernels {
@@ -174,6 +178,18 @@ impl Kernels {
             residual_pair_table: f("residual_pair_table")?,
             codec_pack_queries: f("codec_pack_queries")?,
             compress: CompressKernels::load(&f, arch)?,
+            train_fwd: [DType::F16, DType::BF16]
+                .into_iter()
+                .flat_map(|t| (1..=MMA_DIMS.len()).map(move |k| (t, k)))
+                .map(|(t, k)| Ok(((t, k), f(&format!("maxsim_train_fwd_{t}_k{k}"))?)))
+                .collect::<Result<_>>()?,
+            train_bwd: [DType::F16, DType::BF16]
+                .into_iter()
+                .map(|t| {
+                    let dq = f(&format!("maxsim_train_dq_{t}"))?;
+                    Ok((t, dq, f(&format!("maxsim_train_dd_{t}"))?))
+                })
+                .collect::<Result<_>>()?,
         })
     }
 }

@@ -25,7 +25,9 @@
 //!   `Scorer` impl;
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
 //! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora on GPUs (resident or streamed);
-//! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU.
+//! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU;
+//! - `train.rs`: the training kernels' forward (scores and argmax) and backward passes on
+//!   borrowed tensors ([`CudaScorer::train_forward`], [`CudaScorer::train_backward`]).
 
 mod codes;
 mod codes_index;
@@ -43,6 +45,7 @@ mod raw_residual;
 mod scorer;
 mod timing;
 mod topk;
+mod train;
 
 pub use codes::{CodecQueries, DeviceCodes};
 pub use codes_index::GpuCodesIndex;
@@ -58,3 +61,4 @@ pub use raw_residual::RawResidual;
 pub use scorer::CudaScorer;
 pub use timing::median;
 pub use topk::hits_from;
+pub use train::{TrainArgs, TrainQueries, train_supported};

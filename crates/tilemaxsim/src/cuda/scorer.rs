@@ -26,6 +26,7 @@ use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
 use super::timing;
 use super::topk::{self, TopKBuffers};
+use super::train::{self, TrainArgs};
 use crate::codec::{CodecKind, CompressedCorpus};
 use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
@@ -396,6 +397,46 @@ impl CudaScorer {
                 unsafe { self.score_raw(Some(stream.cu_stream()), exact) }.map(|_| ())
             }
         }
+    }
+
+    /// Enqueue a training forward pass on the caller's tensors (kernels/train.cu): the scores
+    /// into `out` and, unless `argmax` is 0, each query token's best document token (int32, for
+    /// [`train_backward`](Self::train_backward)). See `train::forward` for the layouts.
+    ///
+    /// # Safety
+    /// Every pointer must be live device memory of this device's primary context holding what
+    /// `args` describes, until the work enqueued on `stream` has run; `stream` must belong to
+    /// this context.
+    pub unsafe fn train_forward(
+        &self,
+        stream: Option<CUstream>,
+        args: &TrainArgs,
+        out: u64,
+        argmax: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded (this function's contract).
+        let stream = &unsafe { self.caller_stream(stream) };
+        unsafe { train::forward(&self.gpu, stream, args, out, argmax) }
+    }
+
+    /// Enqueue the training backward pass: the gradients of the queries (`dq`) and documents
+    /// (`dd`) from the scores' gradient `grad` and the forward pass's `argmax`. See
+    /// `train::backward` for the layouts.
+    ///
+    /// # Safety
+    /// As [`train_forward`](Self::train_forward); `argmax` must hold what it wrote for `args`.
+    pub unsafe fn train_backward(
+        &self,
+        stream: Option<CUstream>,
+        args: &TrainArgs,
+        argmax: u64,
+        grad: u64,
+        dq: u64,
+        dd: u64,
+    ) -> Result<()> {
+        // SAFETY: forwarded (this function's contract).
+        let stream = &unsafe { self.caller_stream(stream) };
+        unsafe { train::backward(&self.gpu, stream, args, argmax, grad, dq, dd) }
     }
 
     /// The `k` best of each of the `rows` rows of `n` scores in `scores` (row-major), selected on

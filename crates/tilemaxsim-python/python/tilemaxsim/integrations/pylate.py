@@ -168,8 +168,7 @@ def colbert_kd_scores(
         raise _no_tokens("documents_embeddings", D.shape)
     if A == 0 or N == 0 or Q.shape[1] == 0:
         return torch.zeros((A, N), dtype=dtype, device=Q.device)
-    scores = _api.maxsim_pairs(Q.repeat_interleave(N, dim=0), D.reshape(A * N, *D.shape[2:]))
-    return _result(scores.reshape(A, N), dtype)
+    return _result(_api.maxsim(Q, D), dtype)
 
 
 def patch() -> None:

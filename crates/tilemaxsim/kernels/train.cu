@@ -1,0 +1,452 @@
+// Training kernels (f16/bf16, d a multiple of 8 up to 128): the forward pass that writes each
+// query token's best document token (its argmax, int32) beside the score, and the two backward
+// passes that route a score's gradient through those tokens only:
+//   maxsim_train_fwd: score[a, b] = sum_i max_j <q_ai, d_bj>, argmax[a, b, i] = that j;
+//   maxsim_train_dq:  dQ[a, i] = sum_b g[a, b] * D[b, argmax[a, b, i]]      (gathers, no products);
+//   maxsim_train_dd:  dD[b, j] = sum_{a, i: argmax[a, b, i] = j} g[a, b] * Q[a, i]
+//                     (a block per document, its rows accumulated in shared memory).
+// Pairing: group = 0 scores every query against every document (`[A, B]`, PyLate's in-batch
+// matrix); group = K > 0 scores document b against query b / K only (`[B]`: pairs for K = 1,
+// the distillation layout `[A, K, Ld, d]` for K candidates a query).
+// Documents: packed rows (`d_offsets`, B + 1 row indices) or a padded batch (`d_batch` elements
+// apart, `max_len` rows, `d_lengths` or every row). Queries: `[A, Lq, d]`, any strides whose
+// rows are contiguous and 16-byte aligned; a warp takes 32 query rows at a time. The similarity
+// is the exact product of the stored values summed in f32 on the tensor cores (m16n8k16),
+// the same as the scoring kernels'. A document of no tokens scores -inf, its argmax is -1 and
+// it gets no gradient.
+#pragma once
+#include "mma_frag.cuh"
+#include "split.cuh"
+#include "async_copy.cuh"
+
+// The two 16-bit values of a word as f32 (the lower address first), and two f32 packed back.
+template <bool BF> __device__ __forceinline__ float half_lo(unsigned w) {
+    if constexpr (BF) return bf16_lo(w);
+    float f;
+    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %1; cvt.f32.f16 %0, a; }" : "=f"(f) : "r"(w));
+    return f;
+}
+template <bool BF> __device__ __forceinline__ float half_hi(unsigned w) {
+    if constexpr (BF) return bf16_hi(w);
+    float f;
+    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %1; cvt.f32.f16 %0, b; }" : "=f"(f) : "r"(w));
+    return f;
+}
+template <bool BF> __device__ __forceinline__ unsigned pack2(float first, float second) {
+    return BF ? bf16x2_of(first, second) : f16x2_of(first, second);
+}
+
+#define TRAIN_WARPS 8
+
+struct TrainDocs {
+    const u16* tokens;
+    i64 row;          // elements between rows
+    const i64* offsets;  // packed: B + 1 row indices; null for a padded batch
+    i64 batch;        // padded: elements between documents
+    const i64* lengths;  // padded: rows per document (clamped to max_len); null: max_len each
+    int max_len;
+    int num;
+
+    // Document b's first element and its rows.
+    __device__ __forceinline__ void span(int b, i64& base, int& len) const {
+        if (offsets) {
+            const i64 s = offsets[b];
+            base = s * row;
+            len = (int)(offsets[b + 1] - s);
+        } else {
+            base = (i64)b * batch;
+            i64 l = lengths ? lengths[b] : (i64)max_len;
+            len = (int)(l < 0 ? 0 : (l > max_len ? max_len : l));
+        }
+    }
+};
+
+// 32 query rows (row stride `rs` elements, the first `valid` real) as A fragments in the
+// permuted k order of the direct 16-byte B loads (load_a_permuted's order), zeros past `dim`
+// and past the valid rows.
+template <int KCH>
+__device__ __forceinline__ void train_load_a(unsigned (&a)[2][KCH][2][4], const u16* q, i64 rs, int valid, int dim,
+                                             int g, int c) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = mt * 16 + h * 8 + g;
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch) {
+                const int k = ch * 32 + c * 8;
+                V4 v = {0u, 0u, 0u, 0u};
+                if (r < valid && k < dim) v = *(const V4*)(q + r * rs + k);
+                a[mt][ch][0][h] = v.x;
+                a[mt][ch][0][h + 2] = v.y;
+                a[mt][ch][1][h] = v.z;
+                a[mt][ch][1][h + 2] = v.w;
+            }
+        }
+}
+
+// One similarity into a row's running (max, argmax): the first of equal maxima is kept, and
+// a NaN sticks (max.NaN), so the score carries it.
+__device__ __forceinline__ void train_take(float& best, int& arg, float v, int col, int len) {
+    if (col < len) {
+        if (v > best) arg = col;
+        best = max_nan(best, v);
+    }
+}
+
+// Rows n0 + g and n0 + 8 + g of a document (p: row n0 + g, at this thread's 8 dimensions of the
+// first 32) as B fragments in the permuted k order; zeros past `len` rows and past `dim`.
+template <int KCH>
+__device__ __forceinline__ void train_load_b(V4 (&v)[2][KCH], const u16* p, int n0, int len, int dim, int g, int c,
+                                             i64 tile) {
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+        const bool row_in = n0 + t * 8 + g < len;
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch) {
+            v[t][ch] = V4{0u, 0u, 0u, 0u};
+            if (row_in && ch * 32 + c * 8 < dim) {
+                const U4 u = ld_stream(p + t * tile + ch * 32);
+                v[t][ch] = V4{u.x, u.y, u.z, u.w};
+            }
+        }
+    }
+}
+
+// TRAIN_PREFETCH 1: the next tile's loads are issued before this tile's products (32 registers
+// more at d = 128); 0: after them.
+#ifndef TRAIN_PREFETCH
+#define TRAIN_PREFETCH 1
+#endif
+
+// The running maxima and argmaxima of a warp's 32 query rows over one document's `len` rows.
+template <bool BF, int KCH>
+__device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], const u16* doc, i64 rs, int len, int dim,
+                                          int g, int c, float (&best)[2][2], int (&arg)[2][2]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            best[mt][h] = NEG_INF;
+            arg[mt][h] = -1;
+        }
+    const i64 tile = 8 * rs;
+    const u16* p = doc + g * rs + c * 8;  // this thread's row of the first 8-row tile
+    V4 v[2][KCH];
+    train_load_b<KCH>(v, p, 0, len, dim, g, c, tile);
+    for (int n0 = 0; n0 < len; n0 += 16) {
+#if TRAIN_PREFETCH
+        // The next 16 rows' loads go out before this tile's products.
+        V4 nv[2][KCH];
+        train_load_b<KCH>(nv, p + (n0 + 16) / 8 * tile, n0 + 16, len, dim, g, c, tile);
+#endif
+        float acc[2][2][4];
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch) {
+                    Mma<BF>::run(acc[t][mt], a[mt][ch][0], v[t][ch].x, v[t][ch].y);
+                    Mma<BF>::run(acc[t][mt], a[mt][ch][1], v[t][ch].z, v[t][ch].w);
+                }
+            }
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const int col = n0 + t * 8 + 2 * c;
+                train_take(best[mt][0], arg[mt][0], acc[t][mt][0], col, len);
+                train_take(best[mt][0], arg[mt][0], acc[t][mt][1], col + 1, len);
+                train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
+                train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
+            }
+#if TRAIN_PREFETCH
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch) v[t][ch] = nv[t][ch];
+#else
+        train_load_b<KCH>(v, p + (n0 + 16) / 8 * tile, n0 + 16, len, dim, g, c, tile);
+#endif
+    }
+}
+
+// The quad's (max, argmax) of each row (ties: the lower index), the score of the first `valid`
+// rows, and their argmax written to `arg_out` (null: not kept).
+__device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2][2], int valid, int g, int c,
+                                              int* arg_out) {
+    float s = 0.f;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float v = best[mt][h];
+            int i = arg[mt][h];
+#pragma unroll
+            for (int o = 1; o < 4; o <<= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+                const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+                // The better of the two (-1, no token, as the largest index); a NaN wins.
+                if (v == v && (ov != ov || ov > v || (ov == v && (unsigned)oi < (unsigned)i))) {
+                    v = ov;
+                    i = oi;
+                }
+            }
+            const int r = mt * 16 + h * 8 + g;
+            if (c == 0 && r < valid) {
+                s += v;
+                if (arg_out) arg_out[r] = i;
+            }
+        }
+    return warp_sum(s);
+}
+
+// Grid: group = 0: x over document ranges of `per_block` documents, y over sets of TRAIN_WARPS
+// (query, 32-row chunk) tasks, a warp per task walking the block's documents; group > 0: x over
+// sets of TRAIN_WARPS (document, chunk) tasks. `out`: [A, B] or [B] f32, pre-zeroed where
+// Lq > 32 (the chunks add into it); `argmax`: [A, B, Lq] or [B, Lq] int32, or null.
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
+                                                      TrainDocs docs, int dim, int group, int per_block, float* out,
+                                                      int* argmax) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, c = lane & 3;
+    const int chunks = (lq + 31) >> 5;
+    int qi, chunk, b0, b1;
+    const i64 task = (i64)(group ? blockIdx.x : blockIdx.y) * TRAIN_WARPS + warp;
+    if (group) {
+        if (task >= (i64)docs.num * chunks) return;
+        b0 = (int)(task / chunks);
+        chunk = (int)(task % chunks);
+        b1 = b0 + 1;
+        qi = b0 / group;
+    } else {
+        if (task >= (i64)num_q * chunks) return;
+        qi = (int)(task / chunks);
+        chunk = (int)(task % chunks);
+        b0 = blockIdx.x * per_block;
+        b1 = min(docs.num, b0 + per_block);
+    }
+    if (qi >= num_q) return;
+    const int valid = min(32, lq - chunk * 32);
+    unsigned a[2][KCH][2][4];
+    train_load_a<KCH>(a, q + qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
+    for (int b = b0; b < b1; ++b) {
+        i64 base;
+        int len;
+        docs.span(b, base, len);
+        float best[2][2];
+        int arg[2][2];
+        train_doc<BF, KCH>(a, docs.tokens + base, docs.row, len, dim, g, c, best, arg);
+        const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+        int* arg_out = argmax ? argmax + pair * lq + chunk * 32 : nullptr;
+        const float s = train_finish(best, arg, valid, g, c, arg_out);
+        if (lane == 0) {
+            const float v = len > 0 ? s : NEG_INF;
+            if (chunks == 1)
+                out[pair] = v;
+            else
+                atomicAdd(out + pair, v);
+        }
+    }
+}
+
+// dQ: a warp per query row (a, i), its lanes over d (four values each); `g`: the scores'
+// gradient, f32 laid out as `out`; `dq`: [A, Lq, d] contiguous, every element written. The
+// rows of 32 documents are gathered eight at a time (independent loads in flight).
+template <bool BF>
+__device__ __forceinline__ void maxsim_train_dq_impl(TrainDocs docs, int dim, int group, int num_q, int lq,
+                                                     const int* argmax, const float* grad, u16* dq) {
+    const int lane = threadIdx.x & 31;
+    const i64 row = (i64)blockIdx.x * TRAIN_WARPS + (threadIdx.x >> 5);
+    if (row >= (i64)num_q * lq) return;
+    const int qi = (int)(row / lq), i = (int)(row % lq);
+    const int first = group ? qi * group : 0;
+    const int last = group ? min(docs.num, first + group) : docs.num;
+    const int k0 = lane * 4;
+    const bool lane_in = k0 < dim;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int b0 = first; b0 < last; b0 += 32) {
+        const int b = b0 + lane;
+        float gb = 0.f;
+        const u16* src = docs.tokens;  // lane b's best row (any valid address where none)
+        if (b < last) {
+            const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+            i64 base;
+            int len;
+            docs.span(b, base, len);
+            const int j = argmax[pair * lq + i];
+            if (j >= 0) {
+                gb = grad[pair];
+                src = docs.tokens + base + j * docs.row;
+            }
+        }
+        const int n = min(32, last - b0);
+        for (int t0 = 0; t0 < n; t0 += 8) {
+            uint2 u[8];
+            float gt[8];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+                const int t = (t0 + s) & 31;
+                gt[s] = __shfl_sync(0xffffffffu, gb, t);
+                const u16* p = (const u16*)__shfl_sync(0xffffffffu, (unsigned long long)src, t);
+                const bool ok = t0 + s < n && gt[s] != 0.f && lane_in;
+                u[s] = ok ? __ldg((const uint2*)(p + k0)) : make_uint2(0u, 0u);
+            }
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+                acc[0] += gt[s] * half_lo<BF>(u[s].x);
+                acc[1] += gt[s] * half_hi<BF>(u[s].x);
+                acc[2] += gt[s] * half_lo<BF>(u[s].y);
+                acc[3] += gt[s] * half_hi<BF>(u[s].y);
+            }
+        }
+    }
+    if (lane_in) {
+        uint2 o;
+        o.x = pack2<BF>(acc[0], acc[1]);
+        o.y = pack2<BF>(acc[2], acc[3]);
+        *(uint2*)(dq + row * dim + k0) = o;
+    }
+}
+
+// dD: a block per document, its rows in chunks of `rows_smem` accumulated in shared memory
+// (f32). Warp w owns the chunk's rows j with j % TRAIN_WARPS = w: it scans every (query, token)
+// item of the document, 128 at a time, and adds g[a, b] * Q[a, i] into its own rows for the
+// items whose argmax falls there, sixteen query rows gathered at once. No atomics, and the sum
+// runs in item order, so dD is deterministic. `dd`: the documents' shape, contiguous: every row
+// of a padded document written (zeros past its length), a packed document's rows only.
+#define DD_BATCH 16
+template <bool BF>
+__device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
+                                                     TrainDocs docs, int dim, int group, const int* argmax,
+                                                     const float* grad, u16* dd, int rows_smem) {
+    extern __shared__ float acc[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int b = blockIdx.x;
+    i64 base;
+    int len;
+    docs.span(b, base, len);
+    const i64 out_base = docs.offsets ? docs.offsets[b] * dim : (i64)b * docs.max_len * dim;
+    const int rows_out = docs.offsets ? len : docs.max_len;
+    const int qa = group ? b / group : 0;
+    const int nq = group ? (qa < num_q ? 1 : 0) : num_q;
+    const int items = nq * lq;
+    const int k0 = lane * 4;
+    const bool lane_in = k0 < dim;
+    for (int j0 = 0; j0 < rows_out; j0 += rows_smem) {
+        const int rows = min(rows_smem, rows_out - j0);
+        for (int e = threadIdx.x; e < rows * dim; e += blockDim.x) acc[e] = 0.f;
+        __syncthreads();
+        for (int it0 = 0; it0 < (j0 < len ? items : 0); it0 += 128) {
+            // Four items a lane: their rows in this chunk that this warp owns, and their weights.
+            int jr[4];
+            float gw[4];
+            i64 qo[4];  // the item's query row, elements from q
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const int it = it0 + u * 32 + lane;
+                jr[u] = -1;
+                gw[u] = 0.f;
+                qo[u] = 0;
+                if (it < items) {
+                    const int qi = qa + it / lq, i = it % lq;
+                    const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+                    const int j = argmax[pair * lq + i] - j0;
+                    if (j >= 0 && j < rows && j % TRAIN_WARPS == warp) {
+                        jr[u] = j;
+                        gw[u] = grad[pair];
+                        qo[u] = qi * q_batch + i * q_row;
+                    }
+                }
+            }
+            unsigned mask[4];
+            int left = 0;
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                mask[u] = __ballot_sync(0xffffffffu, jr[u] >= 0 && gw[u] != 0.f);
+                left += __popc(mask[u]);
+            }
+            // The window's items for this warp, DD_BATCH at a time, in item order: their query
+            // rows loaded first, then added to their rows (float4 in shared memory).
+            while (left > 0) {
+                uint2 v[DD_BATCH];
+                int jb[DD_BATCH];
+                float wb[DD_BATCH];
+#pragma unroll
+                for (int s = 0; s < DD_BATCH; ++s) {
+                    const int u = mask[0] ? 0 : mask[1] ? 1 : mask[2] ? 2 : mask[3] ? 3 : -1;
+                    const unsigned m = u == 0 ? mask[0] : u == 1 ? mask[1] : u == 2 ? mask[2] : mask[3];
+                    const int src = u < 0 ? 0 : __ffs(m) - 1;
+                    if (u == 0) mask[0] &= mask[0] - 1;
+                    if (u == 1) mask[1] &= mask[1] - 1;
+                    if (u == 2) mask[2] &= mask[2] - 1;
+                    if (u == 3) mask[3] &= mask[3] - 1;
+                    const int jl = u == 0 ? jr[0] : u == 1 ? jr[1] : u == 2 ? jr[2] : jr[3];
+                    const float wl = u == 0 ? gw[0] : u == 1 ? gw[1] : u == 2 ? gw[2] : gw[3];
+                    const i64 ol = u == 0 ? qo[0] : u == 1 ? qo[1] : u == 2 ? qo[2] : qo[3];
+                    jb[s] = u < 0 ? -1 : __shfl_sync(0xffffffffu, jl, src);
+                    wb[s] = __shfl_sync(0xffffffffu, wl, src);
+                    const i64 off = __shfl_sync(0xffffffffu, ol, src);
+                    v[s] = u >= 0 && lane_in ? __ldg((const uint2*)(q + off + k0)) : make_uint2(0u, 0u);
+                }
+                left -= DD_BATCH;
+#pragma unroll
+                for (int s = 0; s < DD_BATCH; ++s) {
+                    if (jb[s] < 0) break;
+                    if (lane_in) {
+                        float4* r = (float4*)(acc + jb[s] * dim + k0);
+                        float4 a = *r;
+                        a.x += wb[s] * half_lo<BF>(v[s].x);
+                        a.y += wb[s] * half_hi<BF>(v[s].x);
+                        a.z += wb[s] * half_lo<BF>(v[s].y);
+                        a.w += wb[s] * half_hi<BF>(v[s].y);
+                        *r = a;
+                    }
+                }
+            }
+        }
+        __syncthreads();
+        u16* o = dd + out_base + (i64)j0 * dim;
+        for (int e = threadIdx.x * 2; e < rows * dim; e += blockDim.x * 2)
+            *(unsigned*)(o + e) = pack2<BF>(acc[e], acc[e + 1]);
+        __syncthreads();
+    }
+}
+
+#define INSTANTIATE_TRAIN_FWD(NAME, BF, KCH)                                                    \
+    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) NAME(                        \
+        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, TrainDocs docs, int dim,       \
+        int group, int per_block, float* out, int* argmax)                                      \
+    {                                                                                           \
+        maxsim_train_fwd_impl<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, dim, group, per_block, out, argmax); \
+    }
+
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k1, false, 1)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k2, false, 2)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k3, false, 3)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k4, false, 4)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k1, true, 1)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k2, true, 2)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k3, true, 3)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k4, true, 4)
+
+#define INSTANTIATE_TRAIN_BWD(SUFFIX, BF)                                                       \
+    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dq_##SUFFIX(    \
+        TrainDocs docs, int dim, int group, int num_q, int lq, const int* argmax,               \
+        const float* grad, u16* dq)                                                             \
+    {                                                                                           \
+        maxsim_train_dq_impl<BF>(docs, dim, group, num_q, lq, argmax, grad, dq);                \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dd_##SUFFIX(    \
+        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, TrainDocs docs, int dim,       \
+        int group, const int* argmax, const float* grad, u16* dd, int rows_smem)                \
+    {                                                                                           \
+        maxsim_train_dd_impl<BF>(q, q_batch, q_row, num_q, lq, docs, dim, group, argmax, grad, dd, rows_smem); \
+    }
+
+INSTANTIATE_TRAIN_BWD(f16, false)
+INSTANTIATE_TRAIN_BWD(bf16, true)
