@@ -224,20 +224,28 @@ def training_step():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results/python_gpu"))
+    ap.add_argument("--cases", default="single,varlen,batched,top10,training",
+                    help="comma-separated: single, varlen, batched, top10, training")
     a = ap.parse_args()
+    cases = set(a.cases.split(","))
     os.makedirs(a.out, exist_ok=True)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, tilemaxsim {tilemaxsim.__version__}, "
           f"LIK {getattr(lik, '__version__', LIK_ERR if lik is None else '?')}, "
           f"flash-maxsim {getattr(fm, '__version__', FM_ERR if fm is None else '?')}", flush=True)
-    for dtype in (torch.float16, torch.bfloat16):
-        for B in (1000, 10_000, 100_000):
-            single_query(dtype, B)
-    varlen()
-    batched()
-    top10(100_000)
-    top10(500_000)
-    training_step()
-    if lik:
+    if "single" in cases:
+        for dtype in (torch.float16, torch.bfloat16):
+            for B in (1000, 10_000, 100_000):
+                single_query(dtype, B)
+    if "varlen" in cases:
+        varlen()
+    if "batched" in cases:
+        batched()
+    if "top10" in cases:
+        top10(100_000)
+        top10(500_000)
+    if "training" in cases:
+        training_step()
+    if lik and "top10" in cases:
         # LIK's retrieve at 500K documents ends its process's CUDA context (ANCHORS.md): run it
         # last, alone, in a child process.
         code = ("import torch, late_interaction_kernels as lik; D = torch.randn(500000, 128, 128, device='cuda', "

@@ -478,8 +478,14 @@ pub fn score(
         (None, Some(l)) => Layout::Padded(Some(Tensor::import(l, "doc_lengths")?)),
         (None, None) => Layout::Padded(None),
     };
+    let mut queries = Tensor::import(queries, "queries")?;
+    if queries.shape.len() == 2 {
+        // One query [Lq, d]: a batch of one (no view made in Python).
+        queries.shape.insert(0, 1);
+        queries.strides.insert(0, 0);
+    }
     let call = Call {
-        queries: Tensor::import(queries, "queries")?,
+        queries,
         query_lengths,
         docs: Tensor::import(docs, "documents")?,
         layout,

@@ -37,12 +37,14 @@ _FAST = () if torch is None else (torch.float16, torch.bfloat16, torch.float32)
 def _fast(Q, D):
     """The common call, CUDA tensors with no options and no gradient, with the fewest Python
     steps (the engine checks shapes and dtypes again): its host time is the call's floor."""
-    single = Q.ndim == 2
-    Q3 = Q[None] if single else Q
-    out = torch.empty((Q3.shape[0], D.shape[0]), dtype=torch.float32, device=Q.device)
-    stream = stream_of(Q)
-    _native.score(dlpack(Q3), [Q3.shape[1]] * Q3.shape[0], dlpack(D), dlpack(out), stream=stream)
-    return out[0] if single else out
+    if Q.ndim == 2:  # one query: the engine takes [Lq, d] as a batch of one, scores [B]
+        a, shape = 1, (D.shape[0],)
+    else:
+        a = Q.shape[0]
+        shape = (a, D.shape[0])
+    out = torch.empty(shape, dtype=torch.float32, device=Q.device)
+    _native.score(dlpack(Q), [Q.shape[-2]] * a, dlpack(D), dlpack(out), stream=stream_of(Q))
+    return out
 
 
 def _needs_grad(Q, D) -> bool:
@@ -62,30 +64,30 @@ def maxsim(Q, D, *, q_mask=None, d_mask=None, doc_lengths=None, cu_seqlens=None,
     document gives NaN scores; `check=True` raises on NaN/Inf instead (module docs).
     Documents `[A, K, Ld, d]` (the distillation layout) give `[A, K]`: query a against its own
     K documents. Differentiable in Q and D when either requires grad."""
-    if getattr(D, "ndim", 0) == 4:
-        return _grouped(Q, D, q_mask, d_mask, check)
+    # The common call first, cheapest tests first (each attribute read costs host time).
     if (
-        type(Q) is type(D)
-        and torch is not None
-        and type(Q) is torch.Tensor
-        and Q.is_cuda
-        and D.is_cuda
-        and q_mask is None
+        q_mask is None
         and d_mask is None
         and doc_lengths is None
         and cu_seqlens is None
         and not check
-        and Q.device == D.device
+        and torch is not None
+        and type(Q) is torch.Tensor
+        and type(D) is torch.Tensor
+        and D.ndim == 3
+        and Q.is_cuda
+        and Q.get_device() == D.get_device()
         and Q.dtype in _FAST
         and D.dtype in _FAST
         and Q.ndim in (2, 3)
-        and D.ndim == 3
         and Q.shape[-2] > 0
         and Q.stride(-1) == 1
         and D.stride(-1) == 1
         and not (torch.is_grad_enabled() and (Q.requires_grad or D.requires_grad))
     ):
         return _fast(Q, D)
+    if getattr(D, "ndim", 0) == 4:
+        return _grouped(Q, D, q_mask, d_mask, check)
     Q, single = _queries(Q, q_mask)
     D, layout = _documents(D, d_mask, doc_lengths, cu_seqlens)
     if _needs_grad(Q, D):
@@ -107,7 +109,8 @@ def _by_group(Q, D, layout, group, check):
     a gradient), else the engine's pairs (queries repeated for groups past 1)."""
     b = layout["cu_seqlens"].shape[0] - 1 if "cu_seqlens" in layout else D.shape[0]
     if b != Q.shape[0] * group:
-        raise ValueError(f"{Q.shape[0]} queries for {b} documents ({group} a query)")
+        what = "maxsim_pairs" if group == 1 else f"documents in groups of {group} a query"
+        raise ValueError(f"{what}: {Q.shape[0]} queries for {b} documents")
     if _needs_grad(Q, D):
         return maxsim_with_grad(Q, D, layout, pairs=True, check=check, group=group)
     if is_torch(Q) and is_torch(D) and fused_ok(Q, D):

@@ -76,19 +76,20 @@ def same_device(named: dict) -> str:
 
 
 _raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+_capturing = getattr(getattr(torch, "_C", None), "_cuda_isCurrentStreamCapturing", None)
 
 
 def stream_of(x) -> int:
     """The handle of torch's current stream of a CUDA tensor's device; 0 for host memory.
-    (torch.cuda.current_stream(device).cuda_stream costs 8 µs a call; the raw query < 1.)"""
+    (torch.cuda.current_stream(device).cuda_stream costs 8 µs a call; torch's C queries < 1.)"""
     if is_torch(x) and x.is_cuda:
-        if torch.cuda.is_current_stream_capturing():
+        if _capturing() if _capturing is not None else torch.cuda.is_current_stream_capturing():
             raise RuntimeError(
                 "tilemaxsim cannot be captured in a CUDA graph (each call uploads its shapes from the host); "
                 "call it outside torch.cuda.graph"
             )
         if _raw_stream is not None:
-            return _raw_stream(x.device.index if x.device.index is not None else torch.cuda.current_device())
+            return _raw_stream(x.get_device())
         return torch.cuda.current_stream(x.device).cuda_stream
     return 0
 

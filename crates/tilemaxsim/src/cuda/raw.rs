@@ -12,7 +12,7 @@
 //!   H100, as for a corpus it uploaded itself); any other strides, and padded batches with
 //!   per-document lengths, go to the general kernel, which reads `DocRows`.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -115,6 +115,7 @@ pub struct RawArgs<'a> {
 /// Every span's rows must be live device memory of `q.dtype` in this context.
 pub(super) unsafe fn gather_queries(
     gpu: &GpuContext,
+    cache: &RawCache,
     stream: &Arc<CudaStream>,
     q: &RawQueries<'_>,
     doc_dtype: DType,
@@ -135,10 +136,17 @@ pub(super) unsafe fn gather_queries(
     // Query q's first block is start[q]: the gather's `dst_block`.
     let start_at = meta.i32s(&start);
     let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
-    let up = stream
-        .clone_htod(&meta.bytes)
-        .map_err(drv("query upload"))?;
-    let base = up.device_ptr(stream).0;
+    // The same spans (a repeated shape) reuse their upload; others upload for this call.
+    let (up, base) = match cache.meta(gpu, &meta.bytes)? {
+        Some(base) => (None, base),
+        None => {
+            let up = stream
+                .clone_htod(&meta.bytes)
+                .map_err(drv("query upload"))?;
+            let base = up.device_ptr(stream).0;
+            (Some(up), base)
+        }
+    };
     // Device addresses of the sections of `up` (the DeviceQueries keeps it).
     let view = |at: usize| base + at as u64;
     // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats and, with
@@ -206,7 +214,7 @@ pub(super) unsafe fn gather_queries(
         dtype: q.dtype,
         longest: q.spans.iter().map(|s| s.1).max().unwrap_or(0),
         mma,
-        _meta: Some(up),
+        _meta: up,
     })
 }
 
@@ -216,6 +224,7 @@ pub(super) unsafe fn gather_queries(
 /// general kernel can (other strides, or per-document lengths of a padded batch).
 pub(super) fn borrow_corpus(
     gpu: &GpuContext,
+    cache: &RawCache,
     stream: &Arc<CudaStream>,
     docs: &RawDocs,
 ) -> Result<Option<DeviceCorpus>> {
@@ -236,7 +245,11 @@ pub(super) fn borrow_corpus(
             lengths: 0,
             ..
         } if batch_stride == max_len * docs.dim => (
-            Mem::owned(dense_offsets(gpu, stream, count, max_len)?),
+            match cache.dense(gpu, count, max_len)? {
+                // SAFETY: a cached `count + 1` offsets, alive as long as the scorer.
+                Some(ptr) => unsafe { Mem::borrowed(stream, ptr, count + 1) },
+                None => Mem::owned(dense_offsets(gpu, stream, count, max_len)?),
+            },
             DocLengths::mean(count, count * max_len),
         ),
         RawLayout::Padded { .. } => return Ok(None),
@@ -275,6 +288,56 @@ fn dense_offsets(
     // SAFETY: `iota_offsets(out, count, step)` writes count + 1 i64 into `out`, which holds them.
     unsafe { b.launch(cfg) }.map_err(drv("offsets launch"))?;
     Ok(out)
+}
+
+/// Uploads that repeat across `score_raw` calls of one shape, kept for the scorer's life: the
+/// query metadata of given spans (the same bytes) and a dense batch's offsets per (documents,
+/// rows). Each is made on the scorer's own stream, which is then synchronized, so a call on any
+/// stream may read it; entries are never freed while the scorer lives (a kernel on a caller's
+/// stream may still read one), so the tables are bounded and a shape past them uploads per call.
+#[derive(Default)]
+pub(super) struct RawCache {
+    meta: Mutex<Vec<(Vec<u8>, CudaSlice<u8>)>>,
+    dense: Mutex<Vec<((usize, usize), CudaSlice<i64>)>>,
+}
+
+/// Entries per table, and the largest dense batch whose offsets are kept.
+const CACHED_SHAPES: usize = 64;
+const CACHED_DENSE_DOCS: usize = 1 << 20;
+
+impl RawCache {
+    /// The device address of `bytes`, uploaded once; `None` when the table is full.
+    fn meta(&self, gpu: &GpuContext, bytes: &[u8]) -> Result<Option<u64>> {
+        // A poisoned lock only means a panic elsewhere; the table stays valid.
+        let mut table = self.meta.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, buf)) = table.iter().find(|(k, _)| k == bytes) {
+            return Ok(Some(buf.device_ptr(&gpu.stream).0));
+        }
+        if table.len() >= CACHED_SHAPES {
+            return Ok(None);
+        }
+        let buf = gpu.stream.clone_htod(bytes).map_err(drv("query upload"))?;
+        gpu.synchronize()?;
+        let ptr = buf.device_ptr(&gpu.stream).0;
+        table.push((bytes.to_vec(), buf));
+        Ok(Some(ptr))
+    }
+
+    /// `0, step, …, count × step` on the device, made once; `None` past the table's bounds.
+    fn dense(&self, gpu: &GpuContext, count: usize, step: usize) -> Result<Option<u64>> {
+        let mut table = self.dense.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, buf)) = table.iter().find(|(k, _)| *k == (count, step)) {
+            return Ok(Some(buf.device_ptr(&gpu.stream).0));
+        }
+        if table.len() >= CACHED_SHAPES || count > CACHED_DENSE_DOCS {
+            return Ok(None);
+        }
+        let buf = dense_offsets(gpu, &gpu.stream, count, step)?;
+        gpu.synchronize()?;
+        let ptr = buf.device_ptr(&gpu.stream).0;
+        table.push(((count, step), buf));
+        Ok(Some(ptr))
+    }
 }
 
 /// The general kernel's view of documents as they lie.

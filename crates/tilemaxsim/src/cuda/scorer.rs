@@ -39,6 +39,8 @@ pub struct CudaScorer {
     gpu: GpuContext,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
     topk_scratch: Mutex<TopKBuffers>,
+    /// `score_raw`'s uploads that repeat across calls of one shape.
+    raw_cache: raw::RawCache,
     shape: KernelShape,
     force: Option<Kernel>,
     /// `maxsim_bulk`'s (stages, tasks per block) when fixed (`bulk_shape`, TILEMAXSIM_BULK).
@@ -56,6 +58,7 @@ impl CudaScorer {
         Ok(CudaScorer {
             gpu,
             topk_scratch: Mutex::new(TopKBuffers::default()),
+            raw_cache: raw::RawCache::default(),
             shape,
             force: None,
             bulk: bulk_shape_env(),
@@ -335,8 +338,9 @@ impl CudaScorer {
             return Ok(Kernel::Tiled);
         }
         // SAFETY: the query spans lie in the caller's memory (this function's contract).
-        let queries = unsafe { raw::gather_queries(&self.gpu, stream, &q, docs.dtype) }?;
-        if let Some(corpus) = raw::borrow_corpus(&self.gpu, stream, &docs)? {
+        let queries =
+            unsafe { raw::gather_queries(&self.gpu, &self.raw_cache, stream, &q, docs.dtype) }?;
+        if let Some(corpus) = raw::borrow_corpus(&self.gpu, &self.raw_cache, stream, &docs)? {
             // SAFETY: the corpus borrows the caller's rows and offsets, the target its
             // candidates and output (this function's contract); all on `stream`.
             return unsafe { self.enqueue(&queries, &corpus, target) };
