@@ -298,8 +298,11 @@ fn dense_offsets(
 #[derive(Default)]
 pub(super) struct RawCache {
     meta: Mutex<Vec<(Vec<u8>, CudaSlice<u8>)>>,
-    dense: Mutex<Vec<((usize, usize), CudaSlice<i64>)>>,
+    /// Keyed by (documents, rows each).
+    dense: Mutex<Vec<DenseOffsets>>,
 }
+
+type DenseOffsets = ((usize, usize), CudaSlice<i64>);
 
 /// Entries per table, and the largest dense batch whose offsets are kept.
 const CACHED_SHAPES: usize = 64;
