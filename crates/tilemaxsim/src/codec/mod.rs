@@ -12,6 +12,8 @@
 //! what the codec needs (k-means on the CPU, seeded), scoring decodes a document at a time
 //! (`decode_doc_into`) for the CPU engine and the float64 reference.
 
+#[cfg(test)]
+mod append_tests;
 mod format;
 mod fp8;
 mod int8;
@@ -149,6 +151,17 @@ pub(crate) enum Bytes {
 }
 
 impl Bytes {
+    /// The bytes as a vector of ours (a mapped range copied once).
+    fn owned(&mut self) -> &mut Vec<u8> {
+        if let Bytes::Mapped { .. } = self {
+            *self = Bytes::Owned(self.get().to_vec());
+        }
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped { .. } => unreachable!("made owned above"),
+        }
+    }
+
     fn get(&self) -> &[u8] {
         match self {
             Bytes::Owned(v) => v,
@@ -169,6 +182,17 @@ pub(crate) enum Words {
 }
 
 impl Words {
+    /// The words as a vector of ours (a mapped range copied once).
+    fn owned(&mut self) -> &mut Vec<u32> {
+        if let Words::Mapped { .. } = self {
+            *self = Words::Owned(self.get().to_vec());
+        }
+        match self {
+            Words::Owned(v) => v,
+            Words::Mapped { .. } => unreachable!("made owned above"),
+        }
+    }
+
     fn get(&self) -> &[u32] {
         match self {
             Words::Owned(v) => v,
@@ -312,6 +336,16 @@ impl CompressedCorpus {
     /// Check the values a decode relies on: ids below K and scales finite and ≥ 0 (always),
     /// and with `scan_fp8` the fp8 codes for NaN. Errors name the document (and `file`).
     pub(crate) fn check_codes(&self, file: Option<&std::path::Path>, scan_fp8: bool) -> Result<()> {
+        self.check_codes_from(0, file, scan_fp8)
+    }
+
+    /// `check_codes` of the tokens from row `first` on.
+    fn check_codes_from(
+        &self,
+        first: usize,
+        file: Option<&std::path::Path>,
+        scan_fp8: bool,
+    ) -> Result<()> {
         let where_ = |row: usize| {
             let j = self.offsets.partition_point(|&o| o <= row) - 1;
             let mut w = format!("document {j}");
@@ -323,15 +357,17 @@ impl CompressedCorpus {
             }
             (w, row - self.offsets[j])
         };
-        let aux = self.aux.as_ref().map(Words::get).unwrap_or(&[]);
+        let all = self.aux.as_ref().map(Words::get).unwrap_or(&[]);
+        let aux = all.get(first..).unwrap_or(&[]);
         match &self.codec {
             Codec::Residual(r) => {
                 let k = r.num_centroids();
                 if let Some(row) = aux.par_iter().position_first(|&id| id as usize >= k) {
+                    let row = first + row;
                     let (w, tok) = where_(row);
                     return Err(Error::Argument(format!(
                         "{w}, token {tok}: centroid id {} is out of range (K = {k})",
-                        aux[row]
+                        all[row]
                     )));
                 }
             }
@@ -340,17 +376,19 @@ impl CompressedCorpus {
                     let s = f32::from_bits(s);
                     !s.is_finite() || s < 0.0
                 }) {
+                    let row = first + row;
                     let (w, tok) = where_(row);
                     return Err(Error::NonFinite {
                         what: format!("{w}: the token's scale (must be finite and ≥ 0)"),
                         row: tok,
                         col: 0,
-                        value: f32::from_bits(aux[row]),
+                        value: f32::from_bits(all[row]),
                     });
                 }
                 if matches!(self.codec, Codec::Fp8) && scan_fp8 {
-                    let codes = self.codes.get();
+                    let codes = &self.codes.get()[first * self.dim..];
                     if let Some(i) = codes.par_iter().position_first(|&c| fp8::is_nan(c)) {
+                        let i = first * self.dim + i;
                         let (w, tok) = where_(i / self.dim);
                         return Err(Error::NonFinite {
                             what: format!("{w} (an fp8 NaN code)"),
@@ -364,6 +402,75 @@ impl CompressedCorpus {
             Codec::Pq(_) => {}
         }
         Ok(())
+    }
+
+    /// Append documents: `offsets` (from 0) over the new tokens' `codes` and `aux`, as
+    /// [`new`](Self::new) takes them, checked the same way. An error leaves the corpus as it
+    /// was. Memory-mapped codes are copied into memory at the first append; later ones grow
+    /// them in place, so a run of appends costs time linear in what they add. A corpus with
+    /// document ids refuses (the new documents would have none).
+    pub(crate) fn append(
+        &mut self,
+        offsets: &[usize],
+        codes: &[u8],
+        aux: Option<&[u32]>,
+    ) -> Result<()> {
+        if self.doc_ids.is_some() {
+            return Err(Error::Argument(
+                "appending to a corpus with document ids".into(),
+            ));
+        }
+        if offsets.first() != Some(&0) {
+            return Err(Error::Offsets(
+                "the appended offsets must start at 0".into(),
+            ));
+        }
+        let t = *offsets.last().unwrap_or(&0);
+        check_offsets(offsets, t)?;
+        let rb = self.codec.row_bytes(self.dim);
+        if codes.len() != t * rb {
+            return Err(Error::Shape(format!(
+                "codes hold {} bytes; {t} tokens of {rb} bytes need {}",
+                codes.len(),
+                t * rb
+            )));
+        }
+        match (aux, self.codec.has_aux()) {
+            (Some(a), true) if a.len() == t => {}
+            (None, false) => {}
+            (a, _) => {
+                return Err(Error::Shape(format!(
+                    "{} per-token words for {t} tokens of a {} corpus",
+                    a.map_or(0, <[u32]>::len),
+                    self.codec.name()
+                )));
+            }
+        }
+        let (base, docs) = (self.num_tokens(), self.offsets.len());
+        self.codes.owned().extend_from_slice(codes);
+        if let (Some(w), Some(a)) = (&mut self.aux, aux) {
+            w.owned().extend_from_slice(a);
+        }
+        self.offsets.extend(offsets[1..].iter().map(|&o| base + o));
+        if let Err(e) = self.check_codes_from(base, None, true) {
+            self.truncate_docs(docs - 1);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Keep the first `docs` documents (a rollback of [`append`](Self::append)).
+    pub(crate) fn truncate_docs(&mut self, docs: usize) {
+        if docs >= self.len() {
+            return;
+        }
+        let rows = self.offsets[docs];
+        let rb = self.codec.row_bytes(self.dim);
+        self.codes.owned().truncate(rows * rb);
+        if let Some(w) = &mut self.aux {
+            w.owned().truncate(rows);
+        }
+        self.offsets.truncate(docs + 1);
     }
 
     /// Attach one id per document (non-empty, no whitespace, unique).

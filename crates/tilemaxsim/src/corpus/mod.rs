@@ -181,6 +181,74 @@ impl Corpus {
         })
     }
 
+    /// Append documents: `offsets` (from 0) over `bytes`, the new tokens row-major as
+    /// native-endian values of the corpus's dtype. Checked first: an error changes nothing. A
+    /// memory-mapped corpus is copied into memory at the first append; later appends grow it in
+    /// place, so a run of appends costs time linear in what they add. Values are not checked
+    /// (the corpus's finite record is reset), and a corpus with document ids refuses.
+    pub(crate) fn append(&mut self, offsets: &[usize], bytes: &[u8]) -> Result<()> {
+        fn grow<T: bytemuck::Pod>(v: &mut Vec<T>, bytes: &[u8]) {
+            let at = v.len();
+            v.resize(at + bytes.len() / size_of::<T>(), T::zeroed());
+            bytemuck::cast_slice_mut::<T, u8>(&mut v[at..]).copy_from_slice(bytes);
+        }
+        if self.doc_ids.is_some() {
+            return Err(Error::Argument(
+                "appending to a corpus with document ids".into(),
+            ));
+        }
+        if offsets.first() != Some(&0) {
+            return Err(Error::Offsets(
+                "the appended offsets must start at 0".into(),
+            ));
+        }
+        let t = *offsets.last().unwrap_or(&0);
+        check_offsets(offsets, t)?;
+        let want = t * self.dim * self.dtype().size();
+        if bytes.len() != want {
+            return Err(Error::Shape(format!(
+                "{} bytes for {t} tokens of d = {} in {} ({want} bytes)",
+                bytes.len(),
+                self.dim,
+                self.dtype()
+            )));
+        }
+        if let Storage::Mapped { .. } = self.storage {
+            self.storage = Storage::Owned(match self.storage.elements() {
+                Elements::F32(v) => OwnedElements::F32(v.to_vec()),
+                Elements::F16(v) => OwnedElements::F16(v.to_vec()),
+                Elements::BF16(v) => OwnedElements::BF16(v.to_vec()),
+            });
+        }
+        let Storage::Owned(owned) = &mut self.storage else {
+            unreachable!("made owned above")
+        };
+        match owned {
+            OwnedElements::F32(v) => grow(v, bytes),
+            OwnedElements::F16(v) => grow(v, bytes),
+            OwnedElements::BF16(v) => grow(v, bytes),
+        }
+        let base = self.offsets[self.offsets.len() - 1];
+        self.offsets.extend(offsets[1..].iter().map(|&o| base + o));
+        self.finite.set(FiniteCheck::NotChecked);
+        Ok(())
+    }
+
+    /// Keep the first `docs` documents (a rollback of [`append`](Self::append)).
+    pub(crate) fn truncate_docs(&mut self, docs: usize) {
+        if docs >= self.len() {
+            return;
+        }
+        let elems = self.offsets[docs] * self.dim;
+        match &mut self.storage {
+            Storage::Owned(OwnedElements::F32(v)) => v.truncate(elems),
+            Storage::Owned(OwnedElements::F16(v)) => v.truncate(elems),
+            Storage::Owned(OwnedElements::BF16(v)) => v.truncate(elems),
+            Storage::Mapped { len, .. } => *len = elems,
+        }
+        self.offsets.truncate(docs + 1);
+    }
+
     /// A corpus from a flat token matrix and the number of tokens of each document.
     pub fn from_lengths(
         embeddings: impl Into<OwnedElements>,

@@ -27,7 +27,7 @@ use super::ivf::Ivf;
 use crate::codec::{Codec, CompressedCorpus, ResidualCodec};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
-use crate::matrix::{DType, Elements, OwnedElements};
+use crate::matrix::{DType, OwnedElements};
 
 pub const LOG: &str = "updates.log";
 const MAGIC: &[u8; 4] = b"TMSU";
@@ -170,31 +170,44 @@ impl Updates {
                 Some(*t)
             }))
             .collect();
-        let old = self.added.as_ref();
-        let codes = grown_codes(old.map(|a| &a.codes), shape, &offsets, &add.ids, add.codes)
-            .map_err(|e| e.to_string())?;
-        let exact = match add.exact {
-            None => None,
-            Some(bytes) => Some(
-                grown_exact(
-                    old.and_then(|a| a.exact.as_ref()),
-                    shape,
-                    codes.offsets(),
-                    bytes,
-                )
-                .map_err(|e| e.to_string())?,
-            ),
-        };
-        // The IVF last: its append changes nothing when it fails.
         match &mut self.added {
+            // The segment grows in place (time linear in the add); a failed step rolls back
+            // the ones before it.
             Some(a) => {
-                a.ivf
-                    .append(&add.ids, &offsets, first)
+                let docs = a.codes.len();
+                a.codes
+                    .append(&offsets, add.codes, Some(&add.ids))
                     .map_err(|e| e.to_string())?;
-                a.codes = codes;
-                a.exact = exact;
+                let grown = match (&mut a.exact, add.exact) {
+                    (Some(exact), Some(bytes)) => exact.append(&offsets, bytes),
+                    (None, None) => Ok(()),
+                    _ => Err(Error::Argument(
+                        "exact tokens added to a segment without them, or the reverse".into(),
+                    )),
+                }
+                .and_then(|()| a.ivf.append(&add.ids, &offsets, first));
+                if let Err(e) = grown {
+                    a.codes.truncate_docs(docs);
+                    if let Some(exact) = &mut a.exact {
+                        exact.truncate_docs(docs);
+                    }
+                    return Err(e.to_string());
+                }
             }
             None => {
+                let codes = CompressedCorpus::new(
+                    Codec::Residual(shape.codec.clone()),
+                    shape.dim,
+                    offsets.clone(),
+                    add.codes.to_vec(),
+                    Some(add.ids.clone()),
+                )
+                .map_err(|e| e.to_string())?;
+                let exact = add
+                    .exact
+                    .map(|bytes| first_exact(shape, &offsets, bytes))
+                    .transpose()
+                    .map_err(|e| e.to_string())?;
                 let mut ivf = Ivf::empty(shape.codec.num_centroids());
                 ivf.append(&add.ids, &offsets, 0)
                     .map_err(|e| e.to_string())?;
@@ -302,70 +315,22 @@ impl Updates {
     }
 }
 
-/// The added segment's codes grown by documents of `offsets` (from 0), with their centroid
-/// `ids` and `codes`: copied once into arrays of the new size (a compressed corpus is not
-/// grown in place).
-fn grown_codes(
-    old: Option<&CompressedCorpus>,
-    shape: Shape<'_>,
-    offsets: &[usize],
-    ids: &[u32],
-    codes: &[u8],
-) -> Result<CompressedCorpus> {
-    let (codec, mut all_offsets, mut all_codes, mut all_ids) = match old {
-        None => (
-            Codec::Residual(shape.codec.clone()),
-            Vec::with_capacity(offsets.len()),
-            Vec::with_capacity(codes.len()),
-            Vec::with_capacity(ids.len()),
-        ),
-        Some(c) => {
-            let mut o = Vec::with_capacity(c.offsets().len() + offsets.len());
-            o.extend_from_slice(c.offsets());
-            o.pop();
-            let mut b = Vec::with_capacity(c.codes().len() + codes.len());
-            b.extend_from_slice(c.codes());
-            let mut i = Vec::with_capacity(c.num_tokens() + ids.len());
-            i.extend_from_slice(c.aux().unwrap_or(&[]));
-            (c.codec().clone(), o, b, i)
-        }
-    };
-    let base = old.map_or(0, CompressedCorpus::num_tokens);
-    all_offsets.extend(offsets.iter().map(|&o| base + o));
-    all_codes.extend_from_slice(codes);
-    all_ids.extend_from_slice(ids);
-    CompressedCorpus::new(codec, shape.dim, all_offsets, all_codes, Some(all_ids))
-}
-
-/// The added segment's exact tokens grown by `bytes` (`[T, d]` little-endian, in the index's
-/// exact dtype), the whole segment's documents at `offsets`.
-fn grown_exact(
-    old: Option<&Corpus>,
-    shape: Shape<'_>,
-    offsets: &[usize],
-    bytes: &[u8],
-) -> Result<Corpus> {
-    fn joined<T: bytemuck::Pod>(old: &[T], bytes: &[u8]) -> Vec<T> {
-        let mut v = Vec::with_capacity(old.len() + bytes.len() / size_of::<T>());
-        v.extend_from_slice(old);
-        let at = v.len();
-        v.resize(at + bytes.len() / size_of::<T>(), T::zeroed());
-        bytemuck::cast_slice_mut::<T, u8>(&mut v[at..]).copy_from_slice(bytes);
+/// The added segment's first exact tokens: `bytes` (`[T, d]`, native-endian, in the index's
+/// exact dtype) as a corpus of documents at `offsets`.
+fn first_exact(shape: Shape<'_>, offsets: &[usize], bytes: &[u8]) -> Result<Corpus> {
+    fn values<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+        let mut v = vec![T::zeroed(); bytes.len() / size_of::<T>()];
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(bytes);
         v
     }
-    let old = old.map(|c| c.tokens().elements());
-    let tokens = match (shape.exact, old) {
-        (Some(DType::F32), None) => OwnedElements::F32(joined(&[], bytes)),
-        (Some(DType::F16), None) => OwnedElements::F16(joined(&[], bytes)),
-        (Some(DType::BF16), None) => OwnedElements::BF16(joined(&[], bytes)),
-        (Some(DType::F32), Some(Elements::F32(o))) => OwnedElements::F32(joined(o, bytes)),
-        (Some(DType::F16), Some(Elements::F16(o))) => OwnedElements::F16(joined(o, bytes)),
-        (Some(DType::BF16), Some(Elements::BF16(o))) => OwnedElements::BF16(joined(o, bytes)),
-        (want, got) => {
-            return Err(Error::Argument(format!(
-                "exact tokens of {:?} added to {want:?}",
-                got.map(|e| e.dtype())
-            )));
+    let tokens = match shape.exact {
+        Some(DType::F32) => OwnedElements::F32(values(bytes)),
+        Some(DType::F16) => OwnedElements::F16(values(bytes)),
+        Some(DType::BF16) => OwnedElements::BF16(values(bytes)),
+        None => {
+            return Err(Error::Argument(
+                "exact tokens added to an index that keeps none".into(),
+            ));
         }
     };
     Corpus::new(tokens, shape.dim, offsets.to_vec())
