@@ -32,7 +32,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 use rayon::prelude::*;
 
-use crate::corpus::{Corpus, FiniteCheck, check_ids, check_offsets};
+use crate::corpus::{Corpus, FiniteCheck, check_appended, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::OwnedElements;
 
@@ -415,18 +415,7 @@ impl CompressedCorpus {
         codes: &[u8],
         aux: Option<&[u32]>,
     ) -> Result<()> {
-        if self.doc_ids.is_some() {
-            return Err(Error::Argument(
-                "appending to a corpus with document ids".into(),
-            ));
-        }
-        if offsets.first() != Some(&0) {
-            return Err(Error::Offsets(
-                "the appended offsets must start at 0".into(),
-            ));
-        }
-        let t = *offsets.last().unwrap_or(&0);
-        check_offsets(offsets, t)?;
+        let t = check_appended(self.doc_ids.is_some(), offsets)?;
         let rb = self.codec.row_bytes(self.dim);
         if codes.len() != t * rb {
             return Err(Error::Shape(format!(

@@ -114,6 +114,24 @@ pub struct Corpus {
     finite: FiniteState,
 }
 
+/// The tokens of documents appended to a corpus (of either kind) at `offsets`, which start at
+/// 0; a corpus with document ids takes no appends (the new documents would have none).
+pub(crate) fn check_appended(has_ids: bool, offsets: &[usize]) -> Result<usize> {
+    if has_ids {
+        return Err(Error::Argument(
+            "appending to a corpus with document ids".into(),
+        ));
+    }
+    if offsets.first() != Some(&0) {
+        return Err(Error::Offsets(
+            "the appended offsets must start at 0".into(),
+        ));
+    }
+    let t = *offsets.last().unwrap_or(&0);
+    check_offsets(offsets, t)?;
+    Ok(t)
+}
+
 /// Check that `range` is a non-empty range of documents within `len` (a shard of a corpus of
 /// either kind).
 pub(crate) fn check_shard(range: &std::ops::Range<usize>, len: usize) -> Result<()> {
@@ -192,18 +210,7 @@ impl Corpus {
             v.resize(at + bytes.len() / size_of::<T>(), T::zeroed());
             bytemuck::cast_slice_mut::<T, u8>(&mut v[at..]).copy_from_slice(bytes);
         }
-        if self.doc_ids.is_some() {
-            return Err(Error::Argument(
-                "appending to a corpus with document ids".into(),
-            ));
-        }
-        if offsets.first() != Some(&0) {
-            return Err(Error::Offsets(
-                "the appended offsets must start at 0".into(),
-            ));
-        }
-        let t = *offsets.last().unwrap_or(&0);
-        check_offsets(offsets, t)?;
+        let t = check_appended(self.doc_ids.is_some(), offsets)?;
         let want = t * self.dim * self.dtype().size();
         if bytes.len() != want {
             return Err(Error::Shape(format!(
