@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# usage: bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
+# usage: [PART=1|2] bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
+# PART=1: tests/gpu.rs and its sanitizer runs only; PART=2: tests/gpu_codecs.rs and
+# tests/gpu_compress.rs and theirs (each part fits one 600 s device call; both: over it).
 # GPU correctness, one device call: the NVRTC compile check, the GPU tests (exact and compressed
 # corpora, compression: tests/gpu.rs, tests/gpu_codecs.rs, tests/gpu_compress.rs) against the float64
 # reference, and compute-sanitizer memcheck and racecheck, the three side by side (they only
@@ -20,26 +22,41 @@ tmp=$(mktemp -d)
   echo "== first start compiles the kernels, the second uses the cache"
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
-  ( timeout 480 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]}"
-    timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
-    timeout 300 .dev/test-gpu_compress 2>&1 | grep -E "^test |test result|panicked|token|code"; echo "compress tests exit: ${PIPESTATUS[0]}" ) >"$tmp/tests" &
+  part=${PART:-all}
+  one() { [ "$part" = all ] || [ "$part" = "$1" ]; }
+  ( if one 1; then
+      start=$SECONDS
+      timeout 520 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]} ($((SECONDS - start)) s)"
+    fi
+    if one 2; then
+      timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
+      timeout 300 .dev/test-gpu_compress 2>&1 | grep -E "^test |test result|panicked|token|code"; echo "compress tests exit: ${PIPESTATUS[0]}"
+    fi ) >"$tmp/tests" &
   ( export TILEMAXSIM_SANITIZER=1
-    TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
-    echo "memcheck exit: ${PIPESTATUS[0]}"
-    TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
-    echo "codec memcheck exit: ${PIPESTATUS[0]}"
-    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 2>&1 | tail -4
-    echo "compress memcheck exit: ${PIPESTATUS[0]}" ) >"$tmp/memcheck" &
+    if one 1; then
+      TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
+      echo "memcheck exit: ${PIPESTATUS[0]}"
+    fi
+    if one 2; then
+      TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
+      echo "codec memcheck exit: ${PIPESTATUS[0]}"
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 2>&1 | tail -4
+      echo "compress memcheck exit: ${PIPESTATUS[0]}"
+    fi ) >"$tmp/memcheck" &
   # Every kernel, through the tests that launch them directly (the index test runs the same
   # kernels through the search pipeline and takes over 5 minutes under racecheck); few cases.
   ( export TILEMAXSIM_SANITIZER=1
-    TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
-      tensor_core random_shapes ablation top_k raw_device fp32 f32_queries 2>&1 | tail -6
-    echo "racecheck exit: ${PIPESTATUS[0]}"
-    TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched lookup_table 2>&1 | tail -4
-    echo "codec racecheck exit: ${PIPESTATUS[0]}"
-    timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 residual 2>&1 | tail -4
-    echo "compress racecheck exit: ${PIPESTATUS[0]}" ) >"$tmp/racecheck" &
+    if one 1; then
+      TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
+        tensor_core random_shapes ablation top_k raw_device fp32 f32_queries 2>&1 | tail -6
+      echo "racecheck exit: ${PIPESTATUS[0]}"
+    fi
+    if one 2; then
+      TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched lookup_table 2>&1 | tail -4
+      echo "codec racecheck exit: ${PIPESTATUS[0]}"
+      timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 residual 2>&1 | tail -4
+      echo "compress racecheck exit: ${PIPESTATUS[0]}"
+    fi ) >"$tmp/racecheck" &
   echo "== kernel compile (NVRTC, sm_80 + sm_90)"; .dev/test-cuda_kernels_compile 2>&1 | tail -3
   wait
   echo "== GPU tests"; cat "$tmp/tests"

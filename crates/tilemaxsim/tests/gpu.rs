@@ -22,20 +22,23 @@ fn gpu_cases(default: usize) -> usize {
 }
 
 /// Score through `score_into` with a NaN-poisoned output, then check against the reference.
-fn check(gpu: &CudaScorer, label: &str, queries: &[Matrix<'_>], corpus: &Corpus, docs: Docs<'_>) {
+/// `gpu`'s scores of `queries` against `docs` of `corpus`, checked against `exp` (the float64
+/// reference of every pair, computed once per case for all the scorers checked on it).
+fn check(
+    gpu: &CudaScorer,
+    label: &str,
+    queries: &[Matrix<'_>],
+    corpus: &Corpus,
+    docs: Docs<'_>,
+    exp: &Expected,
+) {
     let n = docs.count(corpus);
     let mut out = vec![f32::NAN; queries.len() * n];
     gpu.score_into(queries, corpus, docs.clone(), &mut out)
         .unwrap_or_else(|e| panic!("{label}: {e}"));
     let idx: Vec<usize> = (0..n).map(|i| docs.index(i)).collect();
-    for (qi, q) in queries.iter().enumerate() {
-        assert_close(
-            &format!("{label} q{qi}"),
-            *q,
-            corpus,
-            &idx,
-            &out[qi * n..(qi + 1) * n],
-        );
+    for qi in 0..queries.len() {
+        exp.assert_close(label, qi, &idx, &out[qi * n..(qi + 1) * n]);
     }
 }
 
@@ -46,10 +49,11 @@ fn check_all_and_list(
     queries: &[Matrix<'_>],
     corpus: &Corpus,
     list: &[usize],
+    exp: &Expected,
 ) {
-    check(gpu, label, queries, corpus, Docs::All);
+    check(gpu, label, queries, corpus, Docs::All, exp);
     let candidates = format!("{label} (candidates)");
-    check(gpu, &candidates, queries, corpus, Docs::List(list));
+    check(gpu, &candidates, queries, corpus, Docs::List(list), exp);
 }
 
 #[test]
@@ -91,13 +95,15 @@ fn random_shapes_match_the_reference() {
             &lens[..lens.len().min(4)]
         );
         let list: Vec<usize> = (0..n_docs * 2).map(|_| r.random_range(0..n_docs)).collect();
-        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
+        let exp = Expected::new(&queries, &corpus);
+        check_all_and_list(&gpu, &label, &queries, &corpus, &list, &exp);
         check(
             &gpu,
             &format!("{label} (range)"),
             &queries,
             &corpus,
             Docs::Range(n_docs / 2..n_docs),
+            &exp,
         );
     }
 }
@@ -193,17 +199,19 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             "case {case}: d={dim} f32 x{scale}, {n_docs} docs, {} queries",
             queries.len()
         );
+        let exp = Expected::new(&queries, &corpus);
         check_all_and_list(
             &gpu,
             &format!("{} {label}", chosen.name()),
             &queries,
             &corpus,
             &list,
+            &exp,
         );
         for (k, shape, scorer) in &others {
             if scorer.kernel_for(&dq, &dc) == *k && (*k != chosen || !shape.is_empty()) {
                 let label = format!("{}{shape} {label}", k.name());
-                check_all_and_list(scorer, &label, &queries, &corpus, &list);
+                check_all_and_list(scorer, &label, &queries, &corpus, &list, &exp);
             }
         }
     }
@@ -232,6 +240,7 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             &[qm],
             &corpus,
             Docs::All,
+            &Expected::new(&[qm], &corpus),
         );
     }
 }
@@ -285,7 +294,8 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
             chosen.name(),
             queries.len()
         );
-        check_all_and_list(&gpu, &label, &queries, &corpus, &list);
+        let exp = Expected::new(&queries, &corpus);
+        check_all_and_list(&gpu, &label, &queries, &corpus, &list, &exp);
         if sm90 {
             check_all_and_list(
                 &shaped,
@@ -293,6 +303,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
                 &queries,
                 &corpus,
                 &list,
+                &exp,
             );
         }
     }
@@ -314,6 +325,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
             &[qm],
             &corpus,
             Docs::All,
+            &Expected::new(&[qm], &corpus),
         );
     }
 }
@@ -718,10 +730,12 @@ fn tensor_core_path_matches_the_reference() {
                 scorers.push((format!("{}{shape}", k.name()), scorer));
             }
         }
+        // The float64 reference once for every scorer of the case (on all cores).
+        let exp = Expected::new(&queries, &corpus);
         for (name, scorer) in scorers {
             let label =
                 format!("{name} case {case}: d={dim} {dtype} {n_docs} docs, {n_queries} queries");
-            check_all_and_list(scorer, &label, &queries, &corpus, &list);
+            check_all_and_list(scorer, &label, &queries, &corpus, &list, &exp);
         }
     }
 }
@@ -900,6 +914,7 @@ fn ablation_kernels_match_the_reference() {
                 &[qm],
                 &corpus,
                 Docs::All,
+                &Expected::new(&[qm], &corpus),
             );
         }
     }
