@@ -191,6 +191,15 @@ impl Index {
         self.state().inner.deleted()
     }
 
+    /// The numbers of the deleted documents, ascending.
+    #[getter]
+    fn deleted_numbers(&self) -> Vec<usize> {
+        let st = self.state();
+        (0..st.inner.len())
+            .filter(|&j| st.inner.is_deleted(j))
+            .collect()
+    }
+
     /// The id of every document number (the build's ids, or numbers; then the added ones').
     #[getter]
     fn all_ids(&self) -> Vec<String> {

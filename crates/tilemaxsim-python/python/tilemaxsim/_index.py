@@ -160,6 +160,11 @@ class Index:
         return 0 if self._native is None else self._native.deleted
 
     @property
+    def deleted_numbers(self) -> list[int]:
+        """The numbers of the deleted documents, ascending."""
+        return [] if self._native is None else self._native.deleted_numbers
+
+    @property
     def dim(self):
         return None if self._native is None else self._native.dim
 
