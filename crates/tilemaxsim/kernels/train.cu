@@ -8,8 +8,8 @@
 // Pairing: group = 0 scores every query against every document (`[A, B]`, PyLate's in-batch
 // matrix); group = K > 0 scores document b against query b / K only (`[B]`: pairs for K = 1,
 // the distillation layout `[A, K, Ld, d]` for K candidates a query).
-// Documents: packed rows (`d_offsets`, B + 1 row indices) or a padded batch (`d_batch` elements
-// apart, `max_len` rows, `d_lengths` or every row). Queries: `[A, Lq, d]`, any strides whose
+// Documents: `DocRows` (ablation.cu: packed rows by offsets, or a padded batch with lengths),
+// `num_docs` of them. Queries: `[A, Lq, d]`, any strides whose
 // rows are contiguous and 16-byte aligned; a warp takes 32 query rows at a time. The similarity
 // is the exact product of the stored values summed in f32 on the tensor cores (m16n8k16),
 // the same as the scoring kernels'. A document of no tokens scores -inf, its argmax is -1 and
@@ -37,29 +37,6 @@ template <bool BF> __device__ __forceinline__ unsigned pack2(float first, float 
 }
 
 #define TRAIN_WARPS 8
-
-struct TrainDocs {
-    const u16* tokens;
-    i64 row;          // elements between rows
-    const i64* offsets;  // packed: B + 1 row indices; null for a padded batch
-    i64 batch;        // padded: elements between documents
-    const i64* lengths;  // padded: rows per document (clamped to max_len); null: max_len each
-    int max_len;
-    int num;
-
-    // Document b's first element and its rows.
-    __device__ __forceinline__ void span(int b, i64& base, int& len) const {
-        if (offsets) {
-            const i64 s = offsets[b];
-            base = s * row;
-            len = (int)(offsets[b + 1] - s);
-        } else {
-            base = (i64)b * batch;
-            i64 l = lengths ? lengths[b] : (i64)max_len;
-            len = (int)(l < 0 ? 0 : (l > max_len ? max_len : l));
-        }
-    }
-};
 
 // 32 query rows (row stride `rs` elements, the first `valid` real) as A fragments in the
 // permuted k order of the direct 16-byte B loads (load_a_permuted's order), zeros past `dim`
@@ -210,7 +187,7 @@ __device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2]
 // Lq > 32 (the chunks add into it); `argmax`: [A, B, Lq] or [B, Lq] int32, or null.
 template <bool BF, int KCH>
 __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
-                                                      TrainDocs docs, int dim, int group, int per_block, float* out,
+                                                      DocRows docs, int num_docs, int dim, int group, int per_block, float* out,
                                                       int* argmax) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, c = lane & 3;
@@ -218,7 +195,7 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
     int qi, chunk, b0, b1;
     const i64 task = (i64)(group ? blockIdx.x : blockIdx.y) * TRAIN_WARPS + warp;
     if (group) {
-        if (task >= (i64)docs.num * chunks) return;
+        if (task >= (i64)num_docs * chunks) return;
         b0 = (int)(task / chunks);
         chunk = (int)(task % chunks);
         b1 = b0 + 1;
@@ -228,7 +205,7 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
         qi = (int)(task / chunks);
         chunk = (int)(task % chunks);
         b0 = blockIdx.x * per_block;
-        b1 = min(docs.num, b0 + per_block);
+        b1 = min(num_docs, b0 + per_block);
     }
     if (qi >= num_q) return;
     const int valid = min(32, lq - chunk * 32);
@@ -237,11 +214,11 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
     for (int b = b0; b < b1; ++b) {
         i64 base;
         int len;
-        docs.span(b, base, len);
+        docs.extent(b, base, len);
         float best[2][2];
         int arg[2][2];
-        train_doc<BF, KCH>(a, docs.tokens + base, docs.row, len, dim, g, c, best, arg);
-        const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+        train_doc<BF, KCH>(a, (const u16*)docs.tokens + base, docs.row_stride, len, dim, g, c, best, arg);
+        const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
         int* arg_out = argmax ? argmax + pair * lq + chunk * 32 : nullptr;
         const float s = train_finish(best, arg, valid, g, c, arg_out);
         if (lane == 0) {
@@ -258,30 +235,30 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
 // gradient, f32 laid out as `out`; `dq`: [A, Lq, d] contiguous, every element written. The
 // rows of 32 documents are gathered eight at a time (independent loads in flight).
 template <bool BF>
-__device__ __forceinline__ void maxsim_train_dq_impl(TrainDocs docs, int dim, int group, int num_q, int lq,
+__device__ __forceinline__ void maxsim_train_dq_impl(DocRows docs, int num_docs, int dim, int group, int num_q, int lq,
                                                      const int* argmax, const float* grad, u16* dq) {
     const int lane = threadIdx.x & 31;
     const i64 row = (i64)blockIdx.x * TRAIN_WARPS + (threadIdx.x >> 5);
     if (row >= (i64)num_q * lq) return;
     const int qi = (int)(row / lq), i = (int)(row % lq);
     const int first = group ? qi * group : 0;
-    const int last = group ? min(docs.num, first + group) : docs.num;
+    const int last = group ? min(num_docs, first + group) : num_docs;
     const int k0 = lane * 4;
     const bool lane_in = k0 < dim;
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     for (int b0 = first; b0 < last; b0 += 32) {
         const int b = b0 + lane;
         float gb = 0.f;
-        const u16* src = docs.tokens;  // lane b's best row (any valid address where none)
+        const u16* src = (const u16*)docs.tokens;  // lane b's best row (any valid address where none)
         if (b < last) {
-            const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+            const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
             i64 base;
             int len;
-            docs.span(b, base, len);
+            docs.extent(b, base, len);
             const int j = argmax[pair * lq + i];
             if (j >= 0) {
                 gb = grad[pair];
-                src = docs.tokens + base + j * docs.row;
+                src = (const u16*)docs.tokens + base + j * docs.row_stride;
             }
         }
         const int n = min(32, last - b0);
@@ -322,16 +299,16 @@ __device__ __forceinline__ void maxsim_train_dq_impl(TrainDocs docs, int dim, in
 #define DD_BATCH 16
 template <bool BF>
 __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
-                                                     TrainDocs docs, int dim, int group, const int* argmax,
+                                                     DocRows docs, int num_docs, int dim, int group, const int* argmax,
                                                      const float* grad, u16* dd, int rows_smem) {
     extern __shared__ float acc[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int b = blockIdx.x;
     i64 base;
     int len;
-    docs.span(b, base, len);
+    docs.extent(b, base, len);
     const i64 out_base = docs.offsets ? docs.offsets[b] * dim : (i64)b * docs.max_len * dim;
-    const int rows_out = docs.offsets ? len : docs.max_len;
+    const int rows_out = docs.offsets ? len : (int)docs.max_len;
     const int qa = group ? b / group : 0;
     const int nq = group ? (qa < num_q ? 1 : 0) : num_q;
     const int items = nq * lq;
@@ -354,7 +331,7 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
                 qo[u] = 0;
                 if (it < items) {
                     const int qi = qa + it / lq, i = it % lq;
-                    const i64 pair = group ? (i64)b : (i64)qi * docs.num + b;
+                    const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
                     const int j = argmax[pair * lq + i] - j0;
                     if (j >= 0 && j < rows && j % TRAIN_WARPS == warp) {
                         jr[u] = j;
@@ -419,10 +396,10 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
 
 #define INSTANTIATE_TRAIN_FWD(NAME, BF, KCH)                                                    \
     extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) NAME(                        \
-        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, TrainDocs docs, int dim,       \
+        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,       \
         int group, int per_block, float* out, int* argmax)                                      \
     {                                                                                           \
-        maxsim_train_fwd_impl<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, dim, group, per_block, out, argmax); \
+        maxsim_train_fwd_impl<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, per_block, out, argmax); \
     }
 
 INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k1, false, 1)
@@ -436,16 +413,16 @@ INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k4, true, 4)
 
 #define INSTANTIATE_TRAIN_BWD(SUFFIX, BF)                                                       \
     extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dq_##SUFFIX(    \
-        TrainDocs docs, int dim, int group, int num_q, int lq, const int* argmax,               \
+        DocRows docs, int num_docs, int dim, int group, int num_q, int lq, const int* argmax,               \
         const float* grad, u16* dq)                                                             \
     {                                                                                           \
-        maxsim_train_dq_impl<BF>(docs, dim, group, num_q, lq, argmax, grad, dq);                \
+        maxsim_train_dq_impl<BF>(docs, num_docs, dim, group, num_q, lq, argmax, grad, dq);                \
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dd_##SUFFIX(    \
-        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, TrainDocs docs, int dim,       \
+        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,       \
         int group, const int* argmax, const float* grad, u16* dd, int rows_smem)                \
     {                                                                                           \
-        maxsim_train_dd_impl<BF>(q, q_batch, q_row, num_q, lq, docs, dim, group, argmax, grad, dd, rows_smem); \
+        maxsim_train_dd_impl<BF>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, argmax, grad, dd, rows_smem); \
     }
 
 INSTANTIATE_TRAIN_BWD(f16, false)

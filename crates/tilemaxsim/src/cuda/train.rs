@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 
 use super::context::GpuContext;
 use super::device::drv;
 use super::functions::kernel_in;
-use super::raw::{RawDocs, RawLayout};
+use super::raw::{RawDocs, RawLayout, doc_rows};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -53,54 +53,6 @@ impl TrainArgs {
         } else {
             self.docs.len()
         }
-    }
-}
-
-/// The kernels' documents (kernels/train.cu: TrainDocs, passed by value).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct TrainDocs {
-    tokens: u64,
-    row: i64,
-    offsets: u64,
-    batch: i64,
-    lengths: u64,
-    max_len: i32,
-    num: i32,
-}
-
-// SAFETY: #[repr(C)] plain data laid out as `TrainDocs` in kernels/train.cu (five 8-byte fields,
-// two i32).
-unsafe impl DeviceRepr for TrainDocs {}
-
-impl TrainDocs {
-    fn of(d: &RawDocs) -> Result<Self> {
-        let num = i32_of(d.len(), "documents")?;
-        Ok(match d.layout {
-            RawLayout::Packed { offsets, .. } => TrainDocs {
-                tokens: d.tokens,
-                row: d.row_stride as i64,
-                offsets,
-                batch: 0,
-                lengths: 0,
-                max_len: 0,
-                num,
-            },
-            RawLayout::Padded {
-                max_len,
-                batch_stride,
-                lengths,
-                ..
-            } => TrainDocs {
-                tokens: d.tokens,
-                row: d.row_stride as i64,
-                offsets: 0,
-                batch: batch_stride as i64,
-                lengths,
-                max_len: i32_of(max_len, "document length")?,
-                num,
-            },
-        })
     }
 }
 
@@ -196,8 +148,8 @@ pub(super) unsafe fn forward(
         ));
     }
     let q = &args.queries;
-    let docs = TrainDocs::of(&args.docs)?;
-    if docs.num == 0 {
+    let (docs, num_docs) = (doc_rows(&args.docs), i32_of(args.docs.len(), "documents")?);
+    if num_docs == 0 {
         return Ok(());
     }
     let kch = q.dim.div_ceil(32);
@@ -240,12 +192,13 @@ pub(super) unsafe fn forward(
         .arg(&num_q)
         .arg(&lq)
         .arg(&docs)
+        .arg(&num_docs)
         .arg(&dim)
         .arg(&group)
         .arg(&per_block)
         .arg(&out)
         .arg(&argmax);
-    // SAFETY: the kernel's signature is (u16*, i64, i64, int, int, TrainDocs, int, int, int,
+    // SAFETY: the kernel's signature is (u16*, i64, i64, int, int, DocRows, int, int, int, int,
     // float*, int*), pushed in order; the memory is the caller's (this function's contract).
     unsafe { b.launch(cfg) }.map_err(drv("training forward launch"))?;
     Ok(())
@@ -274,7 +227,7 @@ pub(super) unsafe fn backward(
         ));
     }
     let q = &args.queries;
-    let docs = TrainDocs::of(&args.docs)?;
+    let (docs, num_docs) = (doc_rows(&args.docs), i32_of(args.docs.len(), "documents")?);
     let (num_q, lq, dim, group) = (q.num as i32, q.len as i32, q.dim as i32, args.group as i32);
     let table = &gpu.kernels.train_bwd;
     let (f_dq, f_dd) = table
@@ -290,6 +243,7 @@ pub(super) unsafe fn backward(
         };
         let mut b = stream.launch_builder(f_dq);
         b.arg(&docs)
+            .arg(&num_docs)
             .arg(&dim)
             .arg(&group)
             .arg(&num_q)
@@ -297,11 +251,11 @@ pub(super) unsafe fn backward(
             .arg(&argmax)
             .arg(&grad)
             .arg(&dq);
-        // SAFETY: (TrainDocs, int, int, int, int, int*, float*, u16*), in order; the caller's
+        // SAFETY: (DocRows, int, int, int, int, int, int*, float*, u16*), in order; the caller's
         // memory (this function's contract).
         unsafe { b.launch(cfg) }.map_err(drv("training dQ launch"))?;
     }
-    if dd != 0 && docs.num > 0 {
+    if dd != 0 && num_docs > 0 {
         let rows_smem = DD_SMEM_BYTES / (4 * q.dim);
         let smem = rows_smem * q.dim * 4;
         // Raises the function's dynamic shared memory allowance where needed.
@@ -320,14 +274,15 @@ pub(super) unsafe fn backward(
             .arg(&num_q)
             .arg(&lq)
             .arg(&docs)
+            .arg(&num_docs)
             .arg(&dim)
             .arg(&group)
             .arg(&argmax)
             .arg(&grad)
             .arg(&dd)
             .arg(&rows_smem);
-        // SAFETY: (u16*, i64, i64, int, int, TrainDocs, int, int, int*, float*, u16*, int), in
-        // order; the caller's memory (this function's contract).
+        // SAFETY: (u16*, i64, i64, int, int, DocRows, int, int, int, int*, float*, u16*, int),
+        // in order; the caller's memory (this function's contract).
         unsafe { b.launch(cfg) }.map_err(drv("training dD launch"))?;
     }
     Ok(())
