@@ -16,14 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site "${WHL:-.whlc}"/*.whl || exit 1
-# fast-plaid imports usearch (metadata filtering and index updates, which this run does not
-# use) at import time: a stub that refuses to be used stands in for it.
-mkdir -p /tmp/site/usearch
-echo 'class Index:  # noqa: D101 - stub
-    def __init__(self, *a, **k):
-        raise RuntimeError("usearch stub: not installed on this machine")' > /tmp/site/usearch/index.py
-touch /tmp/site/usearch/__init__.py
+source bench/peer_wheels.sh
 bash bench/device_data.sh || exit 1
 # A kernel cache from an earlier run of the same sources, where one was carried (.devcache).
 [ -f .devcache/kernel-cache.tar.xz ] && tar -C /tmp -xJf .devcache/kernel-cache.tar.xz

@@ -17,3 +17,4 @@
 #include "codec_lut.cu"
 #include "codec_bulk.cu"
 #include "train.cu"
+#include "ivf.cu"

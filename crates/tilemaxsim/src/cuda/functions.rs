@@ -64,6 +64,16 @@ pub(super) struct Kernels {
     pub(super) train_fwd: Vec<((DType, usize), CudaFunction)>,
     /// dtype → `maxsim_train_dq` and `maxsim_train_dd`.
     pub(super) train_bwd: Vec<(DType, CudaFunction, CudaFunction)>,
+    /// kernels/ivf.cu: IVF search's probe, candidates and centroid interaction.
+    pub(super) ivf: IvfKernels,
+}
+
+/// The IVF search stages' functions (kernels/ivf.cu).
+pub(super) struct IvfKernels {
+    pub(super) probe: CudaFunction,
+    pub(super) probe_merge: CudaFunction,
+    pub(super) mark: CudaFunction,
+    pub(super) interaction: CudaFunction,
 }
 
 impl Kernels {
@@ -190,6 +200,12 @@ impl Kernels {
                     Ok((t, dq, f(&format!("maxsim_train_dd_{t}"))?))
                 })
                 .collect::<Result<_>>()?,
+            ivf: IvfKernels {
+                probe: f("ivf_probe")?,
+                probe_merge: f("ivf_probe_merge")?,
+                mark: f("ivf_mark")?,
+                interaction: f("ivf_interaction")?,
+            },
         })
     }
 }

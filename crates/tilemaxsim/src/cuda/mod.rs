@@ -25,6 +25,7 @@
 //!   `Scorer` impl;
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
 //! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora on GPUs (resident or streamed);
+//! - `ivf.rs`: [`GpuIvfSearch`], an index segment's IVF search with every stage on one GPU;
 //! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU;
 //! - `train.rs`: the training kernels' forward (scores and argmax) and backward passes on
 //!   borrowed tensors ([`CudaScorer::train_forward`], [`CudaScorer::train_backward`]).
@@ -37,6 +38,7 @@ mod context;
 mod device;
 mod functions;
 mod index;
+mod ivf;
 mod launch;
 mod memory;
 mod plan;
@@ -54,6 +56,7 @@ pub use compress::{CHUNK_BYTES, compress, compress_in_chunks};
 pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};
 pub use index::GpuIndex;
+pub use ivf::{FirstStages, GpuIvfSearch, MAX_GPU_NPROBE};
 pub use memory::{DeviceCorpus, DeviceQueries};
 pub use plan::Kernel;
 pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};

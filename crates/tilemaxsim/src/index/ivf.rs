@@ -126,6 +126,11 @@ impl Ivf {
         &self.docs[self.offsets[c]..self.offsets[c + 1]]
     }
 
+    /// The lists as compressed rows: list c is `docs[offsets[c]..offsets[c + 1]]`.
+    pub fn csr(&self) -> (&[usize], &[u32]) {
+        (&self.offsets, &self.docs)
+    }
+
     /// Entries of all lists together (document–centroid pairs).
     pub fn entries(&self) -> usize {
         self.docs.len()

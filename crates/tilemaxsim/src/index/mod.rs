@@ -11,9 +11,9 @@
 //!   checksummed records, each on disk before [`Index::add`] or [`Index::delete`] returns).
 //!
 //! [`build`] writes one (compressing on a GPU when asked), [`Index::open`] checks every file
-//! against the manifest, and [`Index::searcher`] gives a [`Searcher`]: IVF ([`probe`]: PLAID's
-//! candidate generation and centroid interaction on the CPU, then the best candidates scored
-//! on their codes) or exhaustive (every document scored on its codes, on the CPU or GPUs), then
+//! against the manifest, and [`Index::searcher`] gives a [`Searcher`]: IVF (PLAID's candidate
+//! generation and centroid interaction, then the best candidates scored on their codes: on a
+//! GPU by `cuda::GpuIvfSearch`, on the CPU by [`probe`]) or exhaustive (every document scored on its codes, on the CPU or GPUs), then
 //! the exact stage when the index keeps the exact tokens.
 
 mod build;
@@ -320,7 +320,8 @@ impl Index {
     }
 
     /// A searcher over this index for `device`, plus a notice when part of it does not run
-    /// there (the IVF stages run on the CPU; `Auto` without a GPU). `options` carries the
+    /// there (IVF stages the GPU does not run: `nprobe` over `cuda::MAX_GPU_NPROBE` and below
+    /// K; `Auto` without a GPU). `options` carries the
     /// GPUs and residency of exhaustive search, and an exact second stage of the caller's
     /// (`options.rerank`, which takes precedence over the index's own exact tokens).
     pub fn searcher<'a>(
@@ -389,19 +390,61 @@ impl Index {
             nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
             ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
         };
+        let ordinal = match device {
+            Device::Cuda(n) => Some(options.devices.first().copied().unwrap_or(n)),
+            Device::Auto => Some(options.devices.first().copied().unwrap_or(0)),
+            Device::Cpu | Device::Reference => None,
+        };
+        let mut notice = None;
+        if let Some(ordinal) = ordinal {
+            match gpu_ivf(codes, ivf, probe, ordinal) {
+                Ok(first) => return reranked(first, codes, options.rerank, device),
+                Err(e @ (Error::DeviceUnavailable(_) | Error::OutOfMemory(_)))
+                    if device == Device::Auto =>
+                {
+                    notice = Some(format!("no usable GPU ({e}); IVF search runs on the CPU"));
+                }
+                Err(Error::Argument(m)) => {
+                    notice = Some(format!("IVF search runs its stages on the CPU: {m}"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
         let centroids = self.centroids.get_or_init(|| match self.codes.codec() {
             Codec::Residual(r) => r.centroids().iter().map(|x| x.to_f32()).collect(),
             _ => Vec::new(),
         });
         let first = Box::new(probe::IvfSearch::new(codes, ivf, centroids, probe, scorer)?);
-        let notice = matches!(device, Device::Cuda(_)).then(|| {
-            "IVF search runs its stages on the CPU in this version (--exhaustive scores on the GPU)"
-                .to_string()
-        });
         let (searcher, second) = reranked(first, codes, options.rerank, device)?;
         Ok((searcher, notice.or(second)))
     }
+}
+
+/// The IVF stages of a segment on GPU `ordinal` (an argument error where they do not apply
+/// there: the caller runs them on the CPU).
+#[cfg(feature = "cuda")]
+fn gpu_ivf<'a>(
+    codes: &'a CompressedCorpus,
+    ivf: &Ivf,
+    probe: Probe,
+    ordinal: usize,
+) -> Result<Box<dyn Searcher + 'a>> {
+    Ok(Box::new(crate::cuda::GpuIvfSearch::new(
+        codes, ivf, probe, ordinal,
+    )?))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_ivf<'a>(
+    _codes: &'a CompressedCorpus,
+    _ivf: &Ivf,
+    _probe: Probe,
+    ordinal: usize,
+) -> Result<Box<dyn Searcher + 'a>> {
+    Err(Error::DeviceUnavailable(format!(
+        "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"
+    )))
 }
 
 /// The residual codec of an index's codes (checked at open).

@@ -1,0 +1,283 @@
+"""Index search on the GPU beside fast-plaid 1.7.0 (issue 28, item 5), in one run: a 200K-document
+corpus (80 tokens each, d = 128, f16, unit-norm tokens around 8,192 centers: compress_peers.py's)
+and 256 queries of 32 tokens, each drawn around the tokens of one document.
+
+- exact top-10: `tilemaxsim search --device cuda` on the f16 corpus (the reference for recall);
+- tilemaxsim: `index build --device cuda --no-exact` (residual nbits = 2) timed end to end, then
+  `index search --device cuda` with IVF (every stage on the GPU) at several nprobe / ndocs,
+  including fast-plaid's defaults (8 / 4096), and exhaustive, on the codes alone; and IVF with
+  its top 100 reranked exactly against the f16 corpus (`--rerank`); batches of 1 and 32;
+- fast-plaid: `create(nbits=2)` (its defaults) timed with the GPU synchronized, then
+  `search(top_k=10, n_ivf_probe=8, n_full_scores=4096)`: one call per query, and calls of 32.
+
+For each: build seconds, index bytes, queries/s, latency per call (p50, p99), recall@10 against
+exact search. Markdown on stdout; logs under --work.
+usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256]
+"""
+
+import argparse
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import time
+
+import torch
+from compress_peers import corpus
+from safetensors.torch import save_file
+
+# (label, flags) of our searches.
+OURS = [
+    ("IVF nprobe=8 ndocs=4096 (fast-plaid's)", ["--nprobe", "8", "--ndocs", "4096"]),
+    ("IVF nprobe=4 ndocs=1024", ["--nprobe", "4", "--ndocs", "1024"]),
+    ("IVF nprobe=2 ndocs=256", ["--nprobe", "2", "--ndocs", "256"]),
+    ("exhaustive", ["--exhaustive"]),
+    (
+        "IVF nprobe=8 ndocs=4096, top 100 reranked exactly",
+        [
+            "--nprobe",
+            "8",
+            "--ndocs",
+            "4096",
+            "--rerank-k",
+            "100",
+            "--rerank",
+            "{corpus}",
+        ],
+    ),
+]
+
+
+def queries(x, docs, length, n, seed=1):
+    """n queries of 32 tokens: each around 32 tokens (drawn with repeats) of one random document."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    which = torch.randint(0, docs, (n,), device="cuda", generator=g)
+    pick = torch.randint(0, length, (n, 32), device="cuda", generator=g)
+    rows = (which[:, None] * length + pick).reshape(-1)
+    q = x[rows].float() + 0.05 * torch.randn(
+        n * 32, x.shape[1], device="cuda", generator=g
+    )
+    return torch.nn.functional.normalize(q, dim=-1).reshape(n, 32, -1)
+
+
+def read_run(path):
+    run = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        qid, _, doc, rank, *_ = line.split()
+        run.setdefault(qid, []).append((int(rank), doc))
+    return {q: [d for _, d in sorted(v)] for q, v in run.items()}
+
+
+def recall(got, exact, k=10):
+    return statistics.mean(
+        len(set(got.get(q, [])[:k]) & set(v[:k])) / min(k, len(v))
+        for q, v in exact.items()
+    )
+
+
+def run(cmd, log):
+    t = time.time()
+    r = subprocess.run(
+        [str(c) for c in cmd], check=False, capture_output=True, text=True
+    )
+    secs = time.time() - t
+    pathlib.Path(log).write_text(r.stdout[-20000:] + "\n--- stderr\n" + r.stderr)
+    if r.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed ({r.returncode}): {r.stderr[-2000:]}")
+    return r, secs
+
+
+def pct(sorted_secs, f):
+    return sorted_secs[round((len(sorted_secs) - 1) * f)] * 1e3
+
+
+def du(path):
+    return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default=".dev/tilemaxsim")
+    p.add_argument("--work", default="/tmp/index-peers")
+    p.add_argument("--docs", type=int, default=200_000)
+    p.add_argument("--len", type=int, default=80)
+    p.add_argument("--queries", type=int, default=256)
+    p.add_argument("--skip-peer", action="store_true")
+    a = p.parse_args()
+    w = pathlib.Path(a.work)
+    w.mkdir(parents=True, exist_ok=True)
+    x = corpus(a.docs, a.len, 128)
+    q = queries(x, a.docs, a.len, a.queries)
+    cpath, qpath = w / "corpus.safetensors", w / "queries.safetensors"
+    save_file(
+        {
+            "embeddings": x.cpu(),
+            "offsets": torch.arange(0, x.shape[0] + 1, a.len, dtype=torch.int64),
+        },
+        str(cpath),
+    )
+    save_file(
+        {
+            "embeddings": q.reshape(-1, 128).cpu(),
+            "offsets": torch.arange(0, a.queries * 32 + 1, 32, dtype=torch.int64),
+        },
+        str(qpath),
+    )
+    print(
+        f"corpus: {a.docs} documents x {a.len} tokens, d = 128, f16 ({cpath.stat().st_size / 1e9:.2f} GB); "
+        f"{a.queries} queries x 32 tokens\n"
+    )
+
+    run(
+        [
+            a.bin,
+            "search",
+            "--corpus",
+            cpath,
+            "--queries",
+            qpath,
+            "-k",
+            "10",
+            "--device",
+            "cuda",
+            "--out",
+            w / "exact.trec",
+        ],
+        w / "exact.log",
+    )
+    exact = read_run(w / "exact.trec")
+
+    rows = []
+    index = w / "index"
+    shutil.rmtree(index, ignore_errors=True)
+    r, build_s = run(
+        [
+            a.bin,
+            "index",
+            "build",
+            "--corpus",
+            cpath,
+            "--no-exact",
+            "--nbits",
+            "2",
+            "--device",
+            "cuda",
+            "-o",
+            index,
+        ],
+        w / "build.log",
+    )
+    print(
+        f"tilemaxsim build: {build_s:.2f} s wall; {r.stderr.strip().splitlines()[-1]}"
+    )
+    ours_bytes = du(index)
+    for label, flags in OURS:
+        flags = [str(cpath) if f == "{corpus}" else f for f in flags]
+        for batch in (1, 32):
+            name = re.sub(r"\W+", "_", label) + f"_b{batch}"
+            out = w / f"{name}.trec"
+            r, _ = run(
+                [
+                    a.bin,
+                    "index",
+                    "search",
+                    "--index",
+                    index,
+                    "--queries",
+                    qpath,
+                    "-k",
+                    "10",
+                    "--device",
+                    "cuda",
+                    "--batch",
+                    str(batch),
+                    *(flags if "--rerank" in flags else ["--rerank-k", "0", *flags]),
+                    "--out",
+                    out,
+                ],
+                w / f"{name}.log",
+            )
+            notice = [
+                line for line in r.stderr.splitlines() if line.startswith("notice")
+            ]
+            qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
+            p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
+            p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
+            rows.append(
+                (
+                    f"tilemaxsim {label}",
+                    batch,
+                    build_s,
+                    ours_bytes,
+                    qps,
+                    p50,
+                    p99,
+                    recall(read_run(out), exact),
+                    "; ".join(notice),
+                )
+            )
+
+    if not a.skip_peer:
+        from fast_plaid import search
+
+        fp = w / "fast-plaid"
+        shutil.rmtree(fp, ignore_errors=True)
+        docs = list(x.view(a.docs, a.len, 128).unbind(0))
+        torch.cuda.synchronize()
+        t = time.time()
+        plaid = search.FastPlaid(index=str(fp), device="cuda")
+        plaid.create(documents_embeddings=docs, nbits=2)
+        torch.cuda.synchronize()
+        fp_build = time.time() - t
+        fp_bytes = du(fp)
+        print(f"fast-plaid build: {fp_build:.2f} s")
+        del docs
+        for batch in (1, 32):
+            plaid.search(
+                queries_embeddings=q[:batch], top_k=10, show_progress=False
+            )  # warm
+            lat, got = [], {}
+            t0 = time.time()
+            for s in range(0, a.queries, batch):
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                res = plaid.search(
+                    queries_embeddings=q[s : s + batch],
+                    top_k=10,
+                    n_ivf_probe=8,
+                    n_full_scores=4096,
+                    show_progress=False,
+                )
+                torch.cuda.synchronize()
+                lat.append(time.perf_counter() - t)
+                for i, hits in enumerate(res):
+                    got[str(s + i)] = [str(d) for d, _ in hits]
+            total = time.time() - t0
+            lat.sort()
+            rows.append(
+                (
+                    "fast-plaid 1.7.0 nprobe=8 n_full_scores=4096",
+                    batch,
+                    fp_build,
+                    fp_bytes,
+                    a.queries / total,
+                    pct(lat, 0.5),
+                    pct(lat, 0.99),
+                    recall(got, exact),
+                    "",
+                )
+            )
+
+    print(
+        "\n| search | batch | build s | index MB | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exact | notes |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, batch, b, size, qps, p50, p99, rec, note in rows:
+        print(
+            f"| {name} | {batch} | {b:.2f} | {size / 1e6:.0f} | {qps:.1f} | {p50:.2f} | {p99:.2f} | {rec:.4f} | {note} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

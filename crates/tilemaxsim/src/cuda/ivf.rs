@@ -1,0 +1,435 @@
+//! [`GpuIvfSearch`]: IVF search over one index segment's residual codes, every stage on one GPU
+//! (kernels/ivf.cu), for a batch of queries at once:
+//! 1. every centroid's score against every query row: the residual kernels' per-call table
+//!    (`codec_centroid_scores`, rounded to f16 as those kernels use it);
+//! 2. each row's `nprobe` best centroids (`ivf_probe`, `ivf_probe_merge`);
+//! 3. the union of their IVF lists, a bitmap of candidates per query (`ivf_mark`);
+//! 4. each candidate's centroid-interaction score `Σ_i max_t cs[id_t][i]` (`ivf_interaction`);
+//! 5. the `ndocs` best by that score (the top-k kernels), rescored on their codes by the fused
+//!    residual kernel; the best `k` are the hits.
+//!
+//! These are PLAID's stages and the CPU's (`index::probe`), which use f32 centroid scores: near
+//! ties may probe or keep other candidates there. With `nprobe` ≥ K every document is a
+//! candidate (stages 2–3 are skipped), and with `ndocs` ≥ N every one is rescored: the hits are
+//! exhaustive search's. The codes are held in the GPU's memory (resident).
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+
+use super::codes::{CodecQueries, DeviceCodes};
+use super::context::GpuContext;
+use super::device::drv;
+use super::launch::codec as codec_launch;
+use super::scorer::CudaScorer;
+use crate::codec::{Codec, CompressedCorpus};
+use crate::error::{Error, Result};
+use crate::index::{Ivf, Probe};
+use crate::matrix::Matrix;
+use crate::scorer::{Scorer, check_queries};
+use crate::search::Searcher;
+use crate::topk::{Hit, top_k_of};
+
+/// The most centroids a query row probes on the GPU below K (`IVF_MAX_PROBE` of the kernels);
+/// from K on, every document is a candidate.
+pub const MAX_GPU_NPROBE: usize = 64;
+/// The approximate scores one pass holds (`queries × documents` floats); larger batches are
+/// taken in groups.
+const APPROX_PER_PASS: usize = 1 << 26;
+
+/// The first stages' results for a batch of queries (for checks against a reference).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FirstStages {
+    /// Per query, per row: the probed centroids, best first (empty when every centroid is).
+    pub probed: Vec<Vec<Vec<u32>>>,
+    /// Per query, per document: the centroid-interaction score, -inf where not a candidate.
+    pub approx: Vec<Vec<f32>>,
+}
+
+/// The IVF stages of one index segment on a GPU (see the module's text).
+pub struct GpuIvfSearch<'a> {
+    codes: &'a CompressedCorpus,
+    probe: Probe,
+    num_centroids: usize,
+    scorer: CudaScorer,
+    device_codes: DeviceCodes,
+    /// The IVF as compressed rows: `[K + 1]` offsets, the lists' documents.
+    ivf_offsets: CudaSlice<i64>,
+    ivf_docs: CudaSlice<u32>,
+}
+
+/// What a batch's first stages leave on the device.
+struct Staged {
+    approx: CudaSlice<f32>,
+    probed: Option<CudaSlice<i32>>,
+    /// Each query's first block, and the blocks' end.
+    qblocks: Vec<i32>,
+}
+
+impl<'a> GpuIvfSearch<'a> {
+    /// Upload `codes` (residual, with `ivf`'s centroids) and `ivf` to GPU `ordinal`. Fails with
+    /// an argument error where the GPU stages do not apply (`nprobe` in `MAX_GPU_NPROBE + 1 ..
+    /// K`, or a d no fused residual kernel reads), so the caller can run them on the CPU.
+    pub fn new(
+        codes: &'a CompressedCorpus,
+        ivf: &Ivf,
+        probe: Probe,
+        ordinal: usize,
+    ) -> Result<Self> {
+        let Codec::Residual(r) = codes.codec() else {
+            return Err(Error::Argument(
+                "IVF search needs a residual (PLAID) corpus".into(),
+            ));
+        };
+        let k = r.num_centroids();
+        if ivf.num_centroids() != k || codes.aux().is_none() {
+            return Err(Error::Argument(format!(
+                "the IVF has {} centroids, the codes {k}",
+                ivf.num_centroids()
+            )));
+        }
+        if probe.nprobe == 0 || probe.ndocs == 0 {
+            return Err(Error::Argument(
+                "nprobe and ndocs must be at least 1".into(),
+            ));
+        }
+        if probe.nprobe > MAX_GPU_NPROBE && probe.nprobe < k {
+            return Err(Error::Argument(format!(
+                "nprobe {} is over the GPU's {MAX_GPU_NPROBE} (and below K = {k})",
+                probe.nprobe
+            )));
+        }
+        if codes.len() > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "{} documents in one segment is over the GPU stages' 2^31",
+                codes.len()
+            )));
+        }
+        let scorer = CudaScorer::new(ordinal)?;
+        let device_codes = scorer.upload_codes(codes, 0..codes.len())?;
+        if !device_codes.fused() {
+            return Err(Error::Argument(format!(
+                "no fused residual kernel reads d = {} at {} bits",
+                codes.dim(),
+                r.nbits()
+            )));
+        }
+        let stream = &scorer.gpu().stream;
+        let (offsets, docs) = ivf.csr();
+        let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+        let ivf_offsets = stream.clone_htod(&offsets).map_err(drv("IVF upload"))?;
+        let ivf_docs = if docs.is_empty() {
+            stream.alloc_zeros::<u32>(1)
+        } else {
+            stream.clone_htod(docs)
+        }
+        .map_err(drv("IVF upload"))?;
+        Ok(GpuIvfSearch {
+            codes,
+            probe,
+            num_centroids: k,
+            scorer,
+            device_codes,
+            ivf_offsets,
+            ivf_docs,
+        })
+    }
+
+    fn all_probed(&self) -> bool {
+        self.probe.nprobe >= self.num_centroids
+    }
+
+    /// Stages 1–4 for `queries` (checked), on the device: the approximate scores `[Q][N]`.
+    /// `poison`: fill the outputs with NaN and `i32::MIN` first (checks: an element no kernel
+    /// wrote shows).
+    fn stage(&self, queries: &[Matrix<'_>], cq: &CodecQueries, poison: bool) -> Result<Staged> {
+        let gpu = self.scorer.gpu();
+        let stream = &gpu.stream;
+        let view = self.device_codes.view(stream);
+        // SAFETY: the upload's centroids; queries uploaded for these codes.
+        let cs = unsafe { codec_launch::centroid_scores(gpu, stream, cq, &view) }?;
+        let mut qblocks = vec![0i32];
+        let mut block_query = Vec::new();
+        for (q, m) in queries.iter().enumerate() {
+            let nb = m.rows().div_ceil(32);
+            block_query.extend(std::iter::repeat_n(q as i32, nb));
+            qblocks.push(qblocks[q] + nb as i32);
+        }
+        let blocks = block_query.len();
+        let (n, nq) = (self.codes.len(), queries.len());
+        let words = n.div_ceil(32);
+        let up = || drv("IVF search buffers");
+        let mut bitmap = stream
+            .alloc_zeros::<u32>((nq * words).max(1))
+            .map_err(up())?;
+        let probed = if self.all_probed() {
+            None
+        } else {
+            let shape = (blocks, self.num_centroids, self.probe.nprobe);
+            let probed = probe(gpu, &cs, cq, shape, poison)?;
+            let entries = blocks * 32 * self.probe.nprobe;
+            let block_query = stream.clone_htod(&block_query).map_err(up())?;
+            let cfg = LaunchConfig {
+                grid_dim: ((entries * 32).div_ceil(128) as u32, 1, 1),
+                block_dim: (128, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let (e32, per, w32) = (
+                entries as i32,
+                (32 * self.probe.nprobe) as i32,
+                words as i32,
+            );
+            let mut b = stream.launch_builder(&gpu.kernels.ivf.mark);
+            b.arg(&probed)
+                .arg(&e32)
+                .arg(&per)
+                .arg(&block_query)
+                .arg(&self.ivf_offsets)
+                .arg(&self.ivf_docs)
+                .arg(&w32)
+                .arg(&mut bitmap);
+            // SAFETY: `probed` holds `entries` ids below K or -1, `block_query` one query per
+            // block, the IVF's documents are below N (checked when it was built or opened), and
+            // the bitmap holds Q × words words.
+            unsafe { b.launch(cfg) }.map_err(drv("ivf_mark launch"))?;
+            Some(probed)
+        };
+        let mut approx = if poison {
+            stream.clone_htod(&vec![f32::NAN; (nq * n).max(1)])
+        } else {
+            // SAFETY: every element is written by `ivf_interaction`.
+            unsafe { stream.alloc::<f32>((nq * n).max(1)) }
+        }
+        .map_err(up())?;
+        let qb = stream.clone_htod(&qblocks).map_err(up())?;
+        let cfg = LaunchConfig {
+            grid_dim: (words.div_ceil(4) as u32, nq as u32, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (k32, all, w32, n32) = (
+            self.num_centroids as i32,
+            self.all_probed() as i32,
+            words as i32,
+            n as i32,
+        );
+        let mut b = stream.launch_builder(&gpu.kernels.ivf.interaction);
+        b.arg(&cs)
+            .arg(&k32)
+            .arg(&qb)
+            .arg(&bitmap)
+            .arg(&all)
+            .arg(&w32)
+            .arg(&self.device_codes.aux)
+            .arg(&self.device_codes.offsets)
+            .arg(&n32)
+            .arg(&mut approx);
+        // SAFETY: `cs` holds blocks × K × 32 scores, `qb` Q + 1 block offsets, the bitmap Q ×
+        // words, aux one centroid id below K per token, offsets N + 1, approx Q × N floats.
+        unsafe { b.launch(cfg) }.map_err(drv("ivf_interaction launch"))?;
+        Ok(Staged {
+            approx,
+            probed,
+            qblocks,
+        })
+    }
+
+    /// Stages 1–4 for `queries`, downloaded: what each row probed and each document's
+    /// approximate score.
+    pub fn first_stages(&self, queries: &[Matrix<'_>]) -> Result<FirstStages> {
+        check_queries(queries, self.codes.dim())?;
+        let cq = self
+            .scorer
+            .upload_codec_queries(queries, &self.device_codes)?;
+        let s = self.stage(queries, &cq, true)?;
+        let stream = &self.scorer.gpu().stream;
+        let approx = stream.clone_dtoh(&s.approx).map_err(drv("IVF download"))?;
+        let n = self.codes.len();
+        let nprobe = self.probe.nprobe;
+        let probed = match &s.probed {
+            None => queries.iter().map(|q| vec![Vec::new(); q.rows()]).collect(),
+            Some(p) => {
+                let p = stream.clone_dtoh(p).map_err(drv("IVF download"))?;
+                let mut out = Vec::new();
+                for (q, m) in queries.iter().enumerate() {
+                    let mut rows = vec![Vec::new(); m.rows()];
+                    for b in s.qblocks[q]..s.qblocks[q + 1] {
+                        let first = (b - s.qblocks[q]) as usize * 32;
+                        for pos in 0..32 {
+                            let row = first + position_row(pos);
+                            let at = (b as usize * 32 + pos) * nprobe;
+                            if let Some(r) = rows.get_mut(row) {
+                                *r = p[at..at + nprobe].iter().map(|&c| c as u32).collect();
+                            }
+                        }
+                    }
+                    out.push(rows);
+                }
+                out
+            }
+        };
+        self.scorer.synchronize()?;
+        Ok(FirstStages {
+            probed,
+            approx: approx
+                .chunks(n.max(1))
+                .take(queries.len())
+                .map(<[f32]>::to_vec)
+                .collect(),
+        })
+    }
+
+    /// One group of queries: stages 1–4, the `ndocs` best candidates of each, rescored.
+    fn search_group(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        let n = self.codes.len();
+        let cq = self
+            .scorer
+            .upload_codec_queries(queries, &self.device_codes)?;
+        let s = self.stage(queries, &cq, false)?;
+        let keep = self.probe.ndocs.max(k).min(n);
+        let stream = &self.scorer.gpu().stream;
+        let up = || drv("IVF search buffers");
+        // SAFETY: the top-k enqueue writes Q × keep entries.
+        let mut index = unsafe { stream.alloc::<i32>(queries.len() * keep) }.map_err(up())?;
+        let mut best = unsafe { stream.alloc::<f32>(queries.len() * keep) }.map_err(up())?;
+        self.scorer.top_k_enqueue(
+            &s.approx,
+            queries.len(),
+            n,
+            keep,
+            &mut index.slice_mut(..),
+            &mut best.slice_mut(..),
+        )?;
+        let index = stream.clone_dtoh(&index).map_err(drv("IVF download"))?;
+        let best = stream.clone_dtoh(&best).map_err(drv("IVF download"))?;
+        self.scorer.synchronize()?;
+        let mut out = Vec::with_capacity(queries.len());
+        for (q, query) in queries.iter().enumerate() {
+            let row = q * keep..(q + 1) * keep;
+            let mut docs: Vec<i64> = index[row.clone()]
+                .iter()
+                .zip(&best[row])
+                .filter(|&(_, &s)| s > f32::NEG_INFINITY)
+                .map(|(&i, _)| i as i64)
+                .collect();
+            docs.sort_unstable();
+            if docs.is_empty() {
+                out.push(Vec::new());
+                continue;
+            }
+            let one = self
+                .scorer
+                .upload_codec_queries(std::slice::from_ref(query), &self.device_codes)?;
+            let list = stream.clone_htod(&docs).map_err(up())?;
+            // SAFETY: `score_codes_device` writes all docs.len() scores.
+            let mut scores = unsafe { stream.alloc::<f32>(docs.len()) }.map_err(up())?;
+            self.scorer
+                .score_codes_device(&one, &self.device_codes, Some(&list), &mut scores)?;
+            let scores = stream.clone_dtoh(&scores).map_err(drv("IVF download"))?;
+            out.push(top_k_of(
+                scores.iter().zip(&docs).map(|(&score, &doc)| Hit {
+                    doc: doc as usize,
+                    score,
+                }),
+                k,
+            ));
+        }
+        self.scorer.synchronize()?;
+        Ok(out)
+    }
+}
+
+/// Stage 2: each position's `nprobe` best centroids, `[blocks][32][nprobe]` (-1 past a query's
+/// rows).
+/// `shape`: (query blocks, K, nprobe); `poison` as `GpuIvfSearch::stage`'s.
+fn probe(
+    gpu: &GpuContext,
+    cs: &CudaSlice<u16>,
+    cq: &CodecQueries,
+    shape: (usize, usize, usize),
+    poison: bool,
+) -> Result<CudaSlice<i32>> {
+    let (blocks, num_centroids, nprobe) = shape;
+    let stream = &gpu.stream;
+    // Ranges of about 512 centroids a warp, at most 64 ranges.
+    let chunks = num_centroids.div_ceil(512).clamp(1, 64);
+    let up = || drv("IVF probe buffers");
+    // SAFETY: `ivf_probe` writes every entry of every (block, chunk, lane), `ivf_probe_merge`
+    // every entry of `probed`.
+    let mut part = unsafe { stream.alloc::<u64>(blocks * chunks * 32 * nprobe) }.map_err(up())?;
+    let mut probed = if poison {
+        stream.clone_htod(&vec![i32::MIN; blocks * 32 * nprobe])
+    } else {
+        unsafe { stream.alloc::<i32>(blocks * 32 * nprobe) }
+    }
+    .map_err(up())?;
+    let (k32, np32, c32) = (num_centroids as i32, nprobe as i32, chunks as i32);
+    let cfg = LaunchConfig {
+        grid_dim: (chunks.div_ceil(4) as u32, blocks as u32, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(&gpu.kernels.ivf.probe);
+    b.arg(cs)
+        .arg(&cq.rows)
+        .arg(&k32)
+        .arg(&np32)
+        .arg(&c32)
+        .arg(&mut part);
+    // SAFETY: `cs` holds blocks × K × 32 scores, `rows` one count per block, `part` blocks ×
+    // chunks × 32 × nprobe keys; nprobe ≤ IVF_MAX_PROBE (checked by `GpuIvfSearch::new`).
+    unsafe { b.launch(cfg) }.map_err(drv("ivf_probe launch"))?;
+    let cfg = LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(&gpu.kernels.ivf.probe_merge);
+    b.arg(&part).arg(&np32).arg(&c32).arg(&mut probed);
+    // SAFETY: as above; `probed` holds blocks × 32 × nprobe ids.
+    unsafe { b.launch(cfg) }.map_err(drv("ivf_probe_merge launch"))?;
+    Ok(probed)
+}
+
+/// The query row a block's position holds (`codec_centroid_scores`' order; `ivf_row`).
+fn position_row(p: usize) -> usize {
+    let (cq, mt, j) = (p / 8, (p / 4) % 2, p % 4);
+    mt * 16 + 2 * cq + (j & 1) + 8 * (j >> 1)
+}
+
+impl Searcher for GpuIvfSearch<'_> {
+    fn name(&self) -> String {
+        format!(
+            "IVF (nprobe {}, top {} rescored) on residual codes, every stage on {}",
+            self.probe.nprobe,
+            self.probe.ndocs,
+            self.scorer.name()
+        )
+    }
+
+    fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
+        if k == 0 {
+            return Err(Error::Argument("k must be at least 1".into()));
+        }
+        check_queries(queries, self.codes.dim())?;
+        if self.codes.is_empty() {
+            return Ok(vec![Vec::new(); queries.len()]);
+        }
+        let per_pass = (APPROX_PER_PASS / self.codes.len()).max(1);
+        let mut out = Vec::with_capacity(queries.len());
+        for group in queries.chunks(per_pass) {
+            out.extend(self.search_group(group, k)?);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::position_row;
+
+    #[test]
+    fn positions_cover_the_block_rows_once() {
+        let mut rows: Vec<usize> = (0..32).map(position_row).collect();
+        rows.sort_unstable();
+        assert_eq!(rows, (0..32).collect::<Vec<_>>());
+    }
+}
