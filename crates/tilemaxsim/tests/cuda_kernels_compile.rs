@@ -18,9 +18,15 @@ fn kernels_compile_for_sm80_and_sm90() {
     }
     let (major, minor) = nvrtc_version().expect("NVRTC version");
     for arch in ["sm_80", "sm_90", "sm_90a"] {
-        let ptx =
+        let compiled =
             compile_uncached(arch).unwrap_or_else(|e| panic!("NVRTC {major}.{minor}, {arch}: {e}"));
-        let text = ptx.to_src();
+        // The SASS the cache keeps for the device: an ELF image.
+        assert!(
+            compiled.cubin.starts_with(b"\x7fELF") && compiled.cubin.len() > 1 << 20,
+            "{arch}: no cubin ({} bytes)",
+            compiled.cubin.len()
+        );
+        let text = compiled.ptx.to_src();
         for entry in [
             "maxsim_tiled_f32",
             "maxsim_tiled_f16",
@@ -43,6 +49,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_ring_f32_d128",
             "maxsim_wgmma_f16_d128",
             "maxsim_wgmma_bf16_d64",
+            "ivf_probe",
+            "ivf_interaction",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

@@ -1,11 +1,13 @@
 //! Kernel sources (the `.cu` files under `kernels/`, embedded in the binary) compiled by NVRTC
 //! for the device's architecture at first use, and cached on disk keyed by a hash of the
 //! source, the architecture, the NVRTC version and the options, so a second start does not
-//! recompile. Needs only libnvrtc at run time, no CUDA headers.
+//! recompile. The cache holds NVRTC's SASS (a cubin) where the device runs it as it is, so a
+//! start loads it without the driver compiling PTX (about a second for this program); PTX
+//! only for the parts that JIT it. Needs only libnvrtc at run time, no CUDA headers.
 
 use std::path::PathBuf;
 
-use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use cudarc::nvrtc::Ptx;
 
 use crate::error::{Error, Result};
 
@@ -121,8 +123,14 @@ pub fn arch_name(major: i32, minor: i32) -> &'static str {
     }
 }
 
-fn options(arch: &'static str) -> CompileOptions {
-    let mut options = vec!["--std=c++17".to_string(), "-default-device".to_string()];
+/// NVRTC's options for `arch`.
+fn options(arch: &'static str) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--fmad=true".to_string(),
+        "--std=c++17".to_string(),
+        "-default-device".to_string(),
+    ];
     // Experiments only: comma-separated `NAME=VALUE` macro overrides (e.g. MMA_TILES=8).
     if let Ok(defines) = std::env::var("TILEMAXSIM_KERNEL_DEFINES") {
         options.extend(
@@ -132,12 +140,13 @@ fn options(arch: &'static str) -> CompileOptions {
                 .map(|d| format!("-D{}", d.trim())),
         );
     }
-    CompileOptions {
-        arch: Some(arch),
-        fmad: Some(true),
-        options,
-        ..Default::default()
-    }
+    options
+}
+
+/// Whether the device of `arch` runs NVRTC's SASS for it as it is: every `arch_name` but
+/// `sm_90`, which newer parts take as PTX through the driver's JIT.
+fn runs_sass(arch: &str) -> bool {
+    arch != "sm_90"
 }
 
 fn cache_dir() -> Option<PathBuf> {
@@ -162,25 +171,65 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
+/// One NVRTC compilation of the program: its PTX, and its SASS (a cubin) for the real
+/// architecture it was compiled for.
+pub struct Compiled {
+    pub ptx: Ptx,
+    pub cubin: Vec<u8>,
+}
+
 /// Compile without the cache (what CI runs for each target architecture).
-pub fn compile_uncached(arch: &'static str) -> Result<Ptx> {
+pub fn compile_uncached(arch: &'static str) -> Result<Compiled> {
+    use cudarc::nvrtc::{result, sys};
     if !nvrtc_available() {
         return Err(Error::DeviceUnavailable(
             "libnvrtc not found; install the CUDA runtime or `pip install nvidia-cuda-nvrtc-cu12`"
                 .into(),
         ));
     }
-    compile_ptx_with_opts(source(), options(arch)).map_err(|e| match e {
-        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::DeviceUnavailable(format!(
-            "NVRTC failed for {arch}:\n{}",
-            log.to_string_lossy()
-        )),
-        other => Error::DeviceUnavailable(format!("NVRTC failed for {arch}: {other}")),
-    })
+    let failed =
+        |what: String| Error::DeviceUnavailable(format!("NVRTC failed for {arch}: {what}"));
+    let src = std::ffi::CString::new(source()).map_err(|e| failed(e.to_string()))?;
+    let prog = result::create_program(&src, None).map_err(|e| failed(e.to_string()))?;
+    // SAFETY: `prog` is a live program (destroyed once, below); the buffers passed to NVRTC
+    // are sized by its own size queries.
+    unsafe {
+        let compiled = result::compile_program(prog, &options(arch)).map_err(|e| {
+            let log = result::get_program_log(prog)
+                .map(|l| {
+                    std::ffi::CStr::from_ptr(l.as_ptr())
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_default();
+            failed(format!("{e}\n{log}"))
+        });
+        let ptx = compiled.and_then(|()| {
+            let image = result::get_ptx(prog).map_err(|e| failed(e.to_string()))?;
+            let text = std::ffi::CStr::from_ptr(image.as_ptr()).to_string_lossy();
+            Ok(Ptx::from_src(text.into_owned()))
+        });
+        let cubin = ptx.and_then(|ptx| {
+            let mut size = 0usize;
+            let mut cubin = Vec::new();
+            let mut r = sys::nvrtcGetCUBINSize(prog, &mut size);
+            if r == sys::nvrtcResult::NVRTC_SUCCESS {
+                cubin = vec![0u8; size];
+                r = sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast());
+            }
+            if r != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+                return Err(failed(format!("no cubin ({r:?})")));
+            }
+            Ok(Compiled { ptx, cubin })
+        });
+        let _ = result::destroy_program(prog);
+        cubin
+    }
 }
 
-/// The compiled kernels for `arch`, from the disk cache when present. The boolean says
-/// whether the cache was hit.
+/// The compiled kernels for `arch`, from the disk cache when present: the SASS where the
+/// device runs it as it is (`runs_sass`; the driver loads it without compiling), else the PTX.
+/// The boolean says whether the cache was hit.
 pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
     let (major, minor) = nvrtc_version()?;
     let src = source();
@@ -190,12 +239,26 @@ pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
         format!("{major}.{minor}").as_bytes(),
         format!("{:?}", options(arch)).as_bytes(),
     ]);
-    let path = cache_dir().map(|d| d.join(format!("kernels-{arch}-{key:016x}.ptx")));
-    let cached = path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-    if let Some(text) = cached.filter(|t| t.contains(".entry")) {
-        return Ok((Ptx::from_src(text), true));
+    let sass = runs_sass(arch);
+    let ext = if sass { "cubin" } else { "ptx" };
+    let path = cache_dir().map(|d| d.join(format!("kernels-{arch}-{key:016x}.{ext}")));
+    if let Some(bytes) = path.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        if sass && bytes.starts_with(b"\x7fELF") {
+            return Ok((Ptx::from_binary(bytes), true));
+        }
+        if !sass && String::from_utf8_lossy(&bytes).contains(".entry") {
+            return Ok((
+                Ptx::from_src(String::from_utf8_lossy(&bytes).into_owned()),
+                true,
+            ));
+        }
     }
-    let ptx = compile_uncached(arch)?;
+    let compiled = compile_uncached(arch)?;
+    let bytes = if sass {
+        compiled.cubin
+    } else {
+        compiled.ptx.to_src().into_bytes()
+    };
     if let Some(p) = &path {
         // The cache is an optimization: failing to write it is not an error.
         if let Some(dir) = p.parent() {
@@ -205,11 +268,16 @@ pub fn compile(arch: &'static str) -> Result<(Ptx, bool)> {
         static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = p.with_extension(format!("tmp{}-{seq}", std::process::id()));
-        if std::fs::write(&tmp, ptx.to_src()).is_ok() && std::fs::rename(&tmp, p).is_err() {
+        if std::fs::write(&tmp, &bytes).is_ok() && std::fs::rename(&tmp, p).is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
     }
-    Ok((ptx, false))
+    let image = if sass {
+        Ptx::from_binary(bytes)
+    } else {
+        Ptx::from_src(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    Ok((image, false))
 }
 
 #[cfg(test)]

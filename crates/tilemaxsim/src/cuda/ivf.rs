@@ -104,7 +104,15 @@ impl<'a> GpuIvfSearch<'a> {
             )));
         }
         let scorer = CudaScorer::new(ordinal)?;
-        let device_codes = scorer.upload_codes(codes, 0..codes.len())?;
+        let device_codes = scorer
+            .upload_codes(codes, 0..codes.len())
+            .map_err(|e| match e {
+                Error::OutOfMemory(m) => Error::OutOfMemory(format!(
+                    "{m}: IVF search holds the segment's codes on cuda:{ordinal}, and they do \
+                     not fit (--exhaustive streams them; --device cpu runs every stage there)"
+                )),
+                e => e,
+            })?;
         if !device_codes.fused() {
             return Err(Error::Argument(format!(
                 "no fused residual kernel reads d = {} at {} bits",
