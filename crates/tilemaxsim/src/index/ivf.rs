@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use rayon::prelude::*;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use crate::corpus::format::{map_file, parse, read_ints, to_offsets, write_atomically};
@@ -73,21 +74,21 @@ impl Ivf {
                 "IVF: centroid {c} already lists document {first_doc} or later"
             )));
         }
-        // Two passes over each new document's distinct centroids: count, then fill. Documents
-        // go in ascending order after the listed ones, so every list stays sorted.
+        // Each new document's distinct centroids (the documents in parallel), counted, then
+        // placed. Documents go in ascending order after the listed ones, so every list stays
+        // sorted.
+        let distinct: Vec<Vec<u32>> = (0..n)
+            .into_par_iter()
+            .map(|j| {
+                let mut seen = ids[doc_offsets[j]..doc_offsets[j + 1]].to_vec();
+                seen.sort_unstable();
+                seen.dedup();
+                seen
+            })
+            .collect();
         let mut counts = vec![0usize; num_centroids];
-        let mut seen = Vec::new();
-        let distinct = |j: usize, seen: &mut Vec<u32>| {
-            seen.clear();
-            seen.extend_from_slice(&ids[doc_offsets[j]..doc_offsets[j + 1]]);
-            seen.sort_unstable();
-            seen.dedup();
-        };
-        for j in 0..n {
-            distinct(j, &mut seen);
-            for &c in &seen {
-                counts[c as usize] += 1;
-            }
+        for &c in distinct.iter().flatten() {
+            counts[c as usize] += 1;
         }
         let added: usize = counts.iter().sum();
         if added == 0 {
@@ -105,9 +106,8 @@ impl Ivf {
             self.docs.copy_within(old[c]..old[c + 1], old[c] + shift);
             next[c] = old[c + 1] + shift;
         }
-        for j in 0..n {
-            distinct(j, &mut seen);
-            for &c in &seen {
+        for (j, seen) in distinct.iter().enumerate() {
+            for &c in seen {
                 // In range of u32: checked above.
                 self.docs[next[c as usize]] = (first_doc + j) as u32;
                 next[c as usize] += 1;
