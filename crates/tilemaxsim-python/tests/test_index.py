@@ -53,6 +53,14 @@ def test_create_search_reopen(tmp_path):
     # Built (compressed) on the test device, searched there exhaustively.
     on_device = tilemaxsim.Index(tmp_path / "dev", device=DEVICE).create(documents_embeddings=docs, n_centroids=16)
     assert all(len(h) == 5 for h in on_device.search(Q, top_k=5, exhaustive=True))
+    # And with IVF, every stage there: with every centroid probed and every candidate rescored,
+    # exhaustive search's scores (on a GPU, within the f16 centroid scores of its kernels).
+    full = on_device.search(Q, top_k=20, n_ivf_probe=16, n_full_scores=150, rerank_k=0)
+    if DEVICE == "cuda":
+        assert "every stage on" in (on_device.searcher or "")
+    every = on_device.search(Q, top_k=20, exhaustive=True, rerank_k=0)
+    for a, b in zip(full, every):
+        np.testing.assert_allclose([s for _, s in a], [s for _, s in b], rtol=1e-3, atol=0.02)
     # A list of queries of different lengths, and one query [Lq, d].
     ragged = [torch.from_numpy(unit(rng, n, 32)) for n in (1, 7, 31)]
     assert len(index.search(ragged, top_k=3)) == 3

@@ -35,7 +35,8 @@ class Index:
     (each query token's `n_ivf_probe` best centroids; the `n_full_scores` best candidates by
     their centroid scores rescored on their codes; then the best `rerank_k` rescored exactly
     when the index keeps the exact tokens), or scores every document on its codes with
-    `exhaustive=True` (on `device`, a GPU when asked). Defaults come from the index (set at
+    `exhaustive=True`; either runs every stage on `device` (a GPU when one is usable for
+    `"auto"`). Defaults come from the index (set at
     `create`). Returns one list of `(document index, score)` per query, best first.
     """
 
@@ -108,11 +109,7 @@ class Index:
             Q, _ = _queries(queries_embeddings, q_mask)
             host = Q.detach().cpu().float().contiguous() if is_torch(Q) else np.ascontiguousarray(Q, dtype=np.float32)
             lengths = [int(Q.shape[1])] * int(Q.shape[0])
-        device = (
-            "cpu"
-            if not exhaustive
-            else ("cuda" if self._device == "auto" and _native.cuda_available() else self._device)
-        )
+        device = "cuda" if self._device == "auto" and _native.cuda_available() else self._device
         scores, index = self._native.search(
             host,
             lengths,
