@@ -309,39 +309,69 @@ impl<'a> GpuIvfSearch<'a> {
         let index = stream.clone_dtoh(&index).map_err(drv("IVF download"))?;
         let best = stream.clone_dtoh(&best).map_err(drv("IVF download"))?;
         self.scorer.synchronize()?;
-        let mut out = Vec::with_capacity(queries.len());
+        // Each query's candidates (ascending), all rescored in one pass of launches and
+        // downloaded once.
+        let lists: Vec<Vec<i64>> = (0..queries.len())
+            .map(|q| {
+                let row = q * keep..(q + 1) * keep;
+                let mut docs: Vec<i64> = index[row.clone()]
+                    .iter()
+                    .zip(&best[row])
+                    .filter(|&(_, &s)| s > f32::NEG_INFINITY)
+                    .map(|(&i, _)| i as i64)
+                    .collect();
+                docs.sort_unstable();
+                docs
+            })
+            .collect();
+        let mut at = vec![0usize];
+        for l in &lists {
+            at.push(at[at.len() - 1] + l.len());
+        }
+        let total = at[queries.len()];
+        if total == 0 {
+            return Ok(vec![Vec::new(); queries.len()]);
+        }
+        let all: Vec<i64> = lists.concat();
+        let all_dev = stream.clone_htod(&all).map_err(up())?;
+        // SAFETY: every query's launch writes its own part; parts of queries with no
+        // candidates are empty.
+        let mut scores = unsafe { stream.alloc::<f32>(total) }.map_err(up())?;
+        let mut uploads = Vec::with_capacity(queries.len());
         for (q, query) in queries.iter().enumerate() {
-            let row = q * keep..(q + 1) * keep;
-            let mut docs: Vec<i64> = index[row.clone()]
-                .iter()
-                .zip(&best[row])
-                .filter(|&(_, &s)| s > f32::NEG_INFINITY)
-                .map(|(&i, _)| i as i64)
-                .collect();
-            docs.sort_unstable();
-            if docs.is_empty() {
-                out.push(Vec::new());
+            let part = at[q]..at[q + 1];
+            if part.is_empty() {
                 continue;
             }
             let one = self
                 .scorer
                 .upload_codec_queries(std::slice::from_ref(query), &self.device_codes)?;
-            let list = stream.clone_htod(&docs).map_err(up())?;
-            // SAFETY: `score_codes_device` writes all docs.len() scores.
-            let mut scores = unsafe { stream.alloc::<f32>(docs.len()) }.map_err(up())?;
-            self.scorer
-                .score_codes_device(&one, &self.device_codes, Some(&list), &mut scores)?;
-            let scores = stream.clone_dtoh(&scores).map_err(drv("IVF download"))?;
-            out.push(top_k_of(
-                scores.iter().zip(&docs).map(|(&score, &doc)| Hit {
-                    doc: doc as usize,
-                    score,
-                }),
-                k,
-            ));
+            self.scorer.score_codes_views(
+                &one,
+                &self.device_codes,
+                &all_dev.slice(part.clone()),
+                &mut scores.slice_mut(part),
+            )?;
+            uploads.push(one);
         }
+        let scores = stream.clone_dtoh(&scores).map_err(drv("IVF download"))?;
         self.scorer.synchronize()?;
-        Ok(out)
+        drop(uploads);
+        Ok((0..queries.len())
+            .map(|q| {
+                let part = at[q]..at[q + 1];
+                top_k_of(
+                    scores[part.clone()]
+                        .iter()
+                        .zip(&all[part])
+                        .map(|(&score, &doc)| Hit {
+                            doc: doc as usize,
+                            score,
+                        }),
+                    k,
+                )
+            })
+            .collect())
     }
 }
 

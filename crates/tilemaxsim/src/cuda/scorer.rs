@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::CUstream;
-use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, DevicePtr};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
 use super::codes::{CodecKernel, CodecQueries, DeviceCodes, codec_kernel, codec_tag, fused_kernel};
 use super::compile::arch_name;
@@ -533,6 +533,44 @@ impl CudaScorer {
         docs: Option<&CudaSlice<i64>>,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
+        if let (Some(decoded), Some(exact)) = (&codes.decoded, &queries.exact) {
+            return self.score_device(exact, decoded, docs, out);
+        }
+        let stream = &self.gpu.stream;
+        let list = docs.map(|d| (d.device_ptr(stream).0, d.len()));
+        let target = (out.device_ptr(stream).0, out.len());
+        self.score_codes_at(queries, codes, list, target)
+    }
+
+    /// [`Self::score_codes_device`] on parts of larger buffers: the candidate list `docs` and
+    /// the output `out` (`queries.len() × docs.len()` floats). For codes a fused kernel reads.
+    pub fn score_codes_views(
+        &self,
+        queries: &CodecQueries,
+        codes: &DeviceCodes,
+        docs: &CudaView<'_, i64>,
+        out: &mut CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        if !codes.fused() {
+            return Err(Error::Argument(
+                "candidate lists in views need codes a fused kernel reads".into(),
+            ));
+        }
+        let stream = &self.gpu.stream;
+        let list = Some((docs.device_ptr(stream).0, docs.len()));
+        let target = (out.device_ptr(stream).0, out.len());
+        self.score_codes_at(queries, codes, list, target)
+    }
+
+    /// The fused kernels' launch for a candidate list `(address, length)` (`None`: every
+    /// document) into `out` `(address, floats)`.
+    fn score_codes_at(
+        &self,
+        queries: &CodecQueries,
+        codes: &DeviceCodes,
+        docs: Option<(u64, usize)>,
+        out: (u64, usize),
+    ) -> Result<()> {
         if queries.dim != codes.dim {
             return Err(Error::DimMismatch {
                 what: "the queries".into(),
@@ -540,14 +578,11 @@ impl CudaScorer {
                 got: queries.dim,
             });
         }
-        if let (Some(decoded), Some(exact)) = (&codes.decoded, &queries.exact) {
-            return self.score_device(exact, decoded, docs, out);
-        }
-        let n = docs.map_or(codes.len, |d| d.len());
-        if out.len() < queries.len * n {
+        let n = docs.map_or(codes.len, |d| d.1);
+        if out.1 < queries.len * n {
             return Err(Error::Argument(format!(
                 "score buffer holds {} floats, needs {}",
-                out.len(),
+                out.1,
                 queries.len * n
             )));
         }
@@ -576,9 +611,9 @@ impl CudaScorer {
         };
         let target = Target {
             stream,
-            doc_index: docs.map_or(0, |d| d.device_ptr(stream).0),
+            doc_index: docs.map_or(0, |d| d.0),
             n,
-            out: out.device_ptr(stream).0,
+            out: out.0,
         };
         // SAFETY: the upload's buffers (inverse norms filled in `upload_codes`); the candidate
         // list holds `n` indices (checked < codes.len by the callers that build it) and `out`
