@@ -12,8 +12,9 @@ use crate::load;
 #[derive(clap::Args, Debug, Clone)]
 pub struct CorpusArgs {
     /// Corpus file: exact, or compressed (`tilemaxsim corpus compress`, or a PLAID import).
+    /// Required (`serve` takes `--index` instead).
     #[arg(long)]
-    pub corpus: PathBuf,
+    pub corpus: Option<PathBuf>,
     /// One document id per line, replacing the ids stored in the corpus file.
     #[arg(long)]
     pub doc_ids: Option<PathBuf>,
@@ -24,7 +25,8 @@ pub struct CorpusArgs {
     #[arg(long)]
     pub rerank: Option<PathBuf>,
     /// Candidates per query taken from the compressed stage for --rerank (k'; at least k).
-    /// [default: the depth recorded in the compressed file, else 100]
+    /// With `serve --index`: those of the index's exact stage (0: none). [default: the depth
+    /// recorded in the compressed file or index, else 100]
     #[arg(long)]
     pub rerank_k: Option<usize>,
     #[arg(long, default_value = "auto")]
@@ -57,7 +59,10 @@ impl CorpusArgs {
         if self.rerank_k.is_some() && self.rerank.is_none() {
             bail!("--rerank-k needs --rerank EXACT (the exact corpus of the second stage)");
         }
-        let corpus = load::any(&self.corpus, self.doc_ids.as_ref(), self.check)?;
+        let Some(path) = &self.corpus else {
+            bail!("--corpus FILE is required");
+        };
+        let corpus = load::any(path, self.doc_ids.as_ref(), self.check)?;
         let rerank = match &self.rerank {
             None => None,
             Some(_) if corpus.codec_kind() == CodecKind::Exact => {

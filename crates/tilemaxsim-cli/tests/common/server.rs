@@ -62,10 +62,19 @@ pub struct Server {
 
 impl Server {
     pub fn start(corpus: &Path, args: &[&str]) -> Server {
+        Self::spawn("--corpus", corpus, args)
+    }
+
+    /// `serve --index DIR`.
+    pub fn start_index(index: &Path, args: &[&str]) -> Server {
+        Self::spawn("--index", index, args)
+    }
+
+    fn spawn(flag: &str, source: &Path, args: &[&str]) -> Server {
         let mut child = bin()
             .arg("serve")
-            .arg("--corpus")
-            .arg(corpus)
+            .arg(flag)
+            .arg(source)
             .args(["--addr", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())

@@ -1,18 +1,40 @@
 //! The engine worker: a thread of its own (scoring never runs on the async runtime) that
-//! loads the corpus, prepares the searcher (CPU, one GPU, or shards over several), then scores
-//! batch after batch from the queue in one multi-query pass each, and hands every request its
-//! own hits.
+//! loads the corpus or index, prepares the searcher (CPU, one GPU, or shards over several),
+//! then scores batch after batch from the queue in one multi-query pass each, and hands every
+//! request its own hits. An index served live takes the updates other processes append to
+//! its log (`tilemaxsim index add` / `delete`): before each batch the engine looks at the log's
+//! length, and when it grew, reads the new records and prepares the searcher again.
 
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use anyhow::Result;
-use tilemaxsim::Matrix;
+use anyhow::{Context, Result};
+use tilemaxsim::index::{Index, IndexSearch};
+use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
 use super::error::ApiError;
 use super::metrics::Metrics;
-use super::queue::{Answer, Queue};
+use super::queue::{Answer, Job, Queue};
+
+/// The requests the queue hands the engine at once.
+type Batch = Vec<Job>;
 use crate::args::{CorpusArgs, Opened};
+
+/// What the server answers with: set once the corpus is loaded, replaced when an index served
+/// live takes updates. Readers take the current one and keep it for their request (document
+/// numbers are never reused, so an older one names every hit it can be given).
+#[derive(Default)]
+pub struct Ready(RwLock<Option<Arc<Loaded>>>);
+
+impl Ready {
+    pub fn get(&self) -> Option<Arc<Loaded>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    fn set(&self, loaded: Loaded) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
+    }
+}
 
 /// What `/v1/info` reports and requests are checked against, known once the corpus is loaded.
 pub struct Loaded {
@@ -30,7 +52,8 @@ impl Loaded {
     pub fn doc(&self, index: usize) -> String {
         self.doc_ids
             .as_ref()
-            .map_or_else(|| index.to_string(), |ids| ids[index].clone())
+            .and_then(|ids| ids.get(index).cloned())
+            .unwrap_or_else(|| index.to_string())
     }
 }
 
@@ -43,7 +66,7 @@ pub fn run(
     opened: Opened,
     queue: &Queue,
     metrics: &Metrics,
-    ready: &OnceLock<Loaded>,
+    ready: &Ready,
 ) -> Result<()> {
     let (device, options) = args.search_setup()?;
     let options = args.with_rerank(options, &opened, None);
@@ -74,11 +97,97 @@ pub fn run(
         "tilemaxsim serve: ready: {} documents ({} tokens, d = {}, {}) on {}",
         loaded.documents, loaded.tokens, loaded.dim, loaded.dtype, loaded.engine
     );
-    // Set once, here; a second set cannot happen.
-    let _ = ready.set(loaded);
+    ready.set(loaded);
     metrics.ready.set(1);
+    serve_batches(searcher.as_ref(), None, queue, metrics, || false);
+    Ok(())
+}
 
-    while let Some(batch) = queue.next_batch() {
+/// What an index search is prepared with (`serve --index`).
+pub struct IndexSetup {
+    pub device: Device,
+    pub how: IndexSearch,
+    pub options: SearchOptions<'static>,
+}
+
+/// Serve the index in `dir`: open it, prepare its searcher, serve batches; whenever its update
+/// log has grown before a batch, read the new records and prepare the searcher again (the batch
+/// then runs on it). Ends when the queue is closed and empty.
+pub fn run_index(
+    dir: &Path,
+    setup: &IndexSetup,
+    queue: &Queue,
+    metrics: &Metrics,
+    ready: &Ready,
+) -> Result<()> {
+    let log = dir.join(tilemaxsim::index::LOG);
+    let log_len = || std::fs::metadata(&log).map_or(0, |m| m.len());
+    let mut index = Index::open(dir).context("cannot open the index")?;
+    let mut pending = None;
+    loop {
+        let seen = log_len();
+        let (searcher, notice) = index.searcher(setup.device, &setup.how, &setup.options)?;
+        if let Some(n) = notice {
+            eprintln!("notice: {n}");
+        }
+        let live = index.len() - index.deleted();
+        let tokens = index.codes().num_tokens();
+        let loaded = Loaded {
+            dim: index.codes().dim(),
+            documents: live,
+            tokens,
+            dtype: format!("residual codes, {}", index.codes().codec().name()),
+            engine: searcher.name(),
+            devices: vec![setup.device.to_string()],
+            doc_ids: Some((0..index.len()).map(|j| index.doc_id(j)).collect()),
+        };
+        eprintln!(
+            "tilemaxsim serve: ready: index {} ({live} live documents, d = {}) on {}",
+            dir.display(),
+            loaded.dim,
+            loaded.engine
+        );
+        ready.set(loaded);
+        metrics.ready.set(1);
+        pending = serve_batches(searcher.as_ref(), pending, queue, metrics, || {
+            log_len() != seen
+        });
+        drop(searcher);
+        if pending.is_none() {
+            return Ok(());
+        }
+        index
+            .refresh()
+            .context("cannot read the index's new updates")?;
+    }
+}
+
+/// Serve batches from the queue with `searcher` (`first`, when given, before the queue's),
+/// until the queue is closed and empty (`None`) or `stale()` holds before a batch: then that
+/// batch is handed back, unserved.
+fn serve_batches(
+    searcher: &dyn Searcher,
+    first: Option<Batch>,
+    queue: &Queue,
+    metrics: &Metrics,
+    stale: impl Fn() -> bool,
+) -> Option<Batch> {
+    let mut next = first;
+    loop {
+        let batch = match next.take() {
+            Some(b) => b,
+            None => queue.next_batch()?,
+        };
+        if stale() {
+            return Some(batch);
+        }
+        serve_batch(searcher, batch, metrics);
+    }
+}
+
+/// Score one batch in one pass and answer each of its requests.
+fn serve_batch(searcher: &dyn Searcher, batch: Batch, metrics: &Metrics) {
+    {
         let started = Instant::now();
         let queries: Vec<Matrix<'_>> = batch
             .iter()
@@ -133,5 +242,4 @@ pub fn run(
             }
         }
     }
-    Ok(())
 }

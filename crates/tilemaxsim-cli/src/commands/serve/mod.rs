@@ -1,4 +1,5 @@
-//! `tilemaxsim serve`: a corpus loaded once and searched over HTTP, with continuous batching.
+//! `tilemaxsim serve`: a corpus (or an index directory, `--index`, taking its updates live)
+//! loaded once and searched over HTTP, with continuous batching.
 //! Three parts, as text-embeddings-inference has them: the router (`router.rs`: HTTP, checks,
 //! deadlines), the queue that forms batches whenever the engine is free (`queue.rs`), and the
 //! engine worker on its own thread (`engine.rs`). `api.rs` is the wire format, `metrics.rs`
@@ -13,7 +14,8 @@ mod queue;
 mod router;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -27,6 +29,20 @@ use router::{AppState, RequestLimits};
 pub struct ServeArgs {
     #[command(flatten)]
     corpus: CorpusArgs,
+    /// Serve an index directory (`tilemaxsim index build`) instead of a --corpus: IVF search (or
+    /// --exhaustive) with its exact stage; the updates `tilemaxsim index add` / `delete` append
+    /// while it serves are taken before the next batch.
+    #[arg(long, conflicts_with_all = ["corpus", "rerank", "doc_ids", "devices", "residency", "chunk_mb"])]
+    index: Option<PathBuf>,
+    /// With --index: IVF probes per query token. [default: the index's]
+    #[arg(long, requires = "index", conflicts_with = "exhaustive")]
+    nprobe: Option<usize>,
+    /// With --index: candidates rescored on their codes. [default: the index's]
+    #[arg(long, requires = "index", conflicts_with = "exhaustive")]
+    ndocs: Option<usize>,
+    /// With --index: score every document on its codes instead of probing the IVF.
+    #[arg(long, requires = "index")]
+    exhaustive: bool,
     /// Address to listen on (port 0: any free port; the address is printed on stderr).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
@@ -68,19 +84,39 @@ pub fn run(a: ServeArgs) -> Result<()> {
     if let tilemaxsim::Device::Cuda(n) = device {
         tilemaxsim::cuda::check_available(n)?;
     }
-    let corpus = a.corpus.open()?;
-    if let tilemaxsim::Device::Cuda(_) = device {
-        // A GPU that cannot score this codec: refused now, not after listening.
-        tilemaxsim::scorer_for(device, corpus.corpus.codec_kind())?;
-    }
+    let source = match &a.index {
+        Some(dir) => {
+            if !dir.join(tilemaxsim::index::MANIFEST).is_file() {
+                bail!("{}: no index here (no index.json)", dir.display());
+            }
+            Source::Index(dir.clone())
+        }
+        None => {
+            if a.nprobe.is_some() || a.ndocs.is_some() || a.exhaustive {
+                bail!("--nprobe, --ndocs and --exhaustive need --index");
+            }
+            let corpus = a.corpus.open()?;
+            if let tilemaxsim::Device::Cuda(_) = device {
+                // A GPU that cannot score this codec: refused now, not after listening.
+                tilemaxsim::scorer_for(device, corpus.corpus.codec_kind())?;
+            }
+            Source::Corpus(corpus)
+        }
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(a, corpus))
+    runtime.block_on(serve(a, source))
 }
 
-async fn serve(a: ServeArgs, corpus: crate::args::Opened) -> Result<()> {
+/// What is served: a corpus opened before listening, or an index directory.
+enum Source {
+    Corpus(crate::args::Opened),
+    Index(PathBuf),
+}
+
+async fn serve(a: ServeArgs, source: Source) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(a.addr)
         .await
         .with_context(|| format!("cannot listen on {}", a.addr))?;
@@ -97,7 +133,7 @@ async fn serve(a: ServeArgs, corpus: crate::args::Opened) -> Result<()> {
         },
         Arc::clone(&metrics),
     ));
-    let ready = Arc::new(OnceLock::new());
+    let ready = Arc::new(engine::Ready::default());
 
     // The engine loads the corpus while the server already answers /healthz and /readyz.
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
@@ -105,10 +141,26 @@ async fn serve(a: ServeArgs, corpus: crate::args::Opened) -> Result<()> {
         let (queue, metrics, ready) =
             (Arc::clone(&queue), Arc::clone(&metrics), Arc::clone(&ready));
         let args = a.corpus.clone();
+        let how = tilemaxsim::index::IndexSearch {
+            exhaustive: a.exhaustive,
+            nprobe: a.nprobe,
+            ndocs: a.ndocs,
+            rerank_k: a.corpus.rerank_k,
+        };
         std::thread::Builder::new()
             .name("tilemaxsim-engine".into())
             .spawn(move || {
-                let r = engine::run(&args, corpus, &queue, &metrics, &ready);
+                let r = match source {
+                    Source::Corpus(corpus) => engine::run(&args, corpus, &queue, &metrics, &ready),
+                    Source::Index(dir) => args.search_setup().and_then(|(device, options)| {
+                        let setup = engine::IndexSetup {
+                            device,
+                            how,
+                            options,
+                        };
+                        engine::run_index(&dir, &setup, &queue, &metrics, &ready)
+                    }),
+                };
                 if r.is_err() {
                     let _ = failed_tx.send(());
                 }

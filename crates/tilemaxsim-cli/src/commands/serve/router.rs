@@ -3,7 +3,7 @@
 //! deadline; a request whose client disconnects is cancelled here, which closes its answer
 //! channel so the queue drops it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use tokio::sync::oneshot;
 
 use super::api::{self, HitOut, QueryResult, SearchResponse, Timing};
-use super::engine::Loaded;
+use super::engine::Ready;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Job, Queue};
@@ -36,7 +36,7 @@ pub struct RequestLimits {
 pub struct AppState {
     pub queue: Arc<Queue>,
     pub metrics: Arc<Metrics>,
-    pub ready: Arc<OnceLock<Loaded>>,
+    pub ready: Arc<Ready>,
     pub limits: RequestLimits,
 }
 
@@ -121,6 +121,9 @@ async fn search(
         Ok(Err(_)) => return Err(ApiError::Unavailable("the engine has stopped".into())),
         Ok(Ok(a)) => a?,
     };
+    // Named by what is loaded now: an index served live may have taken updates since the
+    // request was checked, and its hits may be documents added since (numbers are never reused).
+    let loaded = s.ready.get().unwrap_or(loaded);
     let results = ids
         .into_iter()
         .zip(answer.hits)
