@@ -435,12 +435,8 @@ fn position_row(p: usize) -> usize {
 
 impl Searcher for GpuIvfSearch<'_> {
     fn name(&self) -> String {
-        format!(
-            "IVF (nprobe {}, top {} rescored) on residual codes, every stage on {}",
-            self.probe.nprobe,
-            self.probe.ndocs,
-            self.scorer.name()
-        )
+        self.probe
+            .searcher_name(&format!("with every stage on {}", self.scorer.name()))
     }
 
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {

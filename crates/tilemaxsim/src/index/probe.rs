@@ -25,6 +25,16 @@ pub struct Probe {
     pub ndocs: usize,
 }
 
+impl Probe {
+    /// The name of an IVF searcher with these settings, `how` it runs (`by cpu-avx512`).
+    pub fn searcher_name(&self, how: &str) -> String {
+        format!(
+            "IVF (nprobe {}, top {} rescored) on residual codes {how}",
+            self.nprobe, self.ndocs
+        )
+    }
+}
+
 /// The IVF searcher of an index (see the module's text).
 pub(crate) struct IvfSearch<'a> {
     codes: &'a CompressedCorpus,
@@ -209,12 +219,8 @@ impl<'a> IvfSearch<'a> {
 
 impl Searcher for IvfSearch<'_> {
     fn name(&self) -> String {
-        format!(
-            "IVF (nprobe {}, top {} rescored) on residual codes by {}",
-            self.probe.nprobe,
-            self.probe.ndocs,
-            self.scorer.name()
-        )
+        self.probe
+            .searcher_name(&format!("by {}", self.scorer.name()))
     }
 
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {

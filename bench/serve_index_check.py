@@ -1,0 +1,117 @@
+"""`tilemaxsim serve --index` on a device, checked end to end (what tests/serve.rs checks on the
+CPU in CI): a synthetic index built on the device, served over loopback, its answers compared
+with `tilemaxsim index search` on the same device before and after another process adds and
+deletes documents; and the server's latency for one query at a time. Plain Python 3 (urllib).
+
+usage: python3 bench/serve_index_check.py --bin .dev/tilemaxsim --device cuda [--work /tmp/serve-index] [--docs 20000]
+"""
+
+import argparse
+import json
+import pathlib
+import shutil
+import statistics
+import subprocess
+import time
+import urllib.request
+
+from safetensors.numpy import load_file
+
+
+def sh(*cmd):
+    r = subprocess.run([str(c) for c in cmd], check=False, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed: {r.stderr[-2000:]}")
+    return r
+
+
+def post(url, body):
+    req = urllib.request.Request(url + "/v1/search", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def run_hits(path):
+    out = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        q, _, doc, _, score, _ = line.split()
+        out.setdefault(q, []).append((doc, float(score)))
+    return [out[q] for q in sorted(out, key=int)]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default=".dev/tilemaxsim")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--work", default="/tmp/serve-index")
+    p.add_argument("--docs", type=int, default=20000)
+    a = p.parse_args()
+    w = pathlib.Path(a.work)
+    w.mkdir(parents=True, exist_ok=True)
+    for name, docs, ln, dt, seed in (("c", a.docs, "20:80", "f16", 1), ("q", 64, "32", "f32", 2),
+                                     ("a", 500, "20:80", "f16", 3)):
+        sh(a.bin, "corpus", "synth", "--docs", docs, "--doc-len", ln, "--dim", 128, "--dtype", dt, "--seed", seed,
+           "-o", w / f"{name}.safetensors")
+    index = w / "idx"
+    shutil.rmtree(index, ignore_errors=True)
+    sh(a.bin, "index", "build", "--device", a.device, "--corpus", w / "c.safetensors", "-o", index)
+    q = load_file(str(w / "q.safetensors"))
+    emb, off = q["embeddings"], q["offsets"]
+    queries = [emb[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+    server = subprocess.Popen([a.bin, "serve", "--index", index, "--device", a.device, "--addr", "127.0.0.1:18091"],
+                              stderr=subprocess.PIPE, text=True)
+    url = "http://127.0.0.1:18091"
+    try:
+        t = time.time()
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/readyz", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except Exception:  # noqa: BLE001 - not up yet
+                pass
+            if time.time() - t > 120:
+                raise SystemExit("the server did not become ready")
+            time.sleep(0.05)
+        print(f"ready in {time.time() - t:.2f} s")
+
+        def check(label):
+            got = []
+            for s in range(0, len(queries), 32):  # --max-batch-queries
+                got += post(url, {"queries": [{"embeddings": x} for x in queries[s:s + 32]], "k": 10})["results"]
+            run = w / f"{label}.trec"
+            sh(a.bin, "index", "search", "--device", a.device, "-k", 10, "--index", index, "--queries",
+               w / "q.safetensors", "--out", run)
+            want = run_hits(run)
+            worst, same = 0.0, 0
+            for g, wq in zip(got, want):
+                docs = [h["doc"] for h in g["hits"]]
+                same += docs == [d for d, _ in wq]
+                worst = max([worst] + [abs(h["score"] - s) for h, (_, s) in zip(g["hits"], wq)])
+            print(f"{label}: {same} of {len(want)} queries return index search's documents in its order; "
+                  f"largest score difference {worst:.2e}")
+            return got
+
+        before = check("before")
+        lat = []
+        for x in queries:
+            t = time.perf_counter()
+            post(url, {"queries": [{"embeddings": x}], "k": 10})
+            lat.append((time.perf_counter() - t) * 1e3)
+        print(f"one query a request, {len(lat)} requests: p50 {statistics.median(lat):.2f} ms, "
+              f"max {max(lat):.2f} ms (HTTP and JSON included)")
+        gone = [h["index"] for h in before[0]["hits"][:3]]
+        sh(a.bin, "index", "add", "--index", index, "--corpus", w / "a.safetensors")
+        sh(a.bin, "index", "delete", "--index", index, "--docs", ",".join(map(str, gone)))
+        after = check("after")
+        back = sum(h["index"] in gone for r in after for h in r["hits"])
+        added = sum(h["index"] >= a.docs for r in after for h in r["hits"])
+        print(f"after the add and delete: {back} deleted documents returned, {added} hits among the added ones")
+    finally:
+        server.terminate()
+        print(server.communicate(timeout=60)[1][-1500:])
+
+
+if __name__ == "__main__":
+    main()
