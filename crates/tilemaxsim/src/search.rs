@@ -207,6 +207,21 @@ pub(crate) fn reranked<'c>(
             "rerank candidates k' must be at least 1".into(),
         ));
     }
+    // On a GPU the exact corpus is uploaded once, where it fits; else (or without a GPU for
+    // `Auto`) each call's candidates are gathered on the host.
+    let ordinal = match device {
+        Device::Cuda(n) => Some(n),
+        Device::Auto => Some(0),
+        Device::Cpu | Device::Reference => None,
+    };
+    if let Some(ordinal) = ordinal {
+        match gpu_exact(r.exact, ordinal) {
+            Ok(Some(stage)) => return Ok((stage.into_searcher(first, r.candidates)?, None)),
+            Ok(None) | Err(Error::OutOfMemory(_)) => {}
+            Err(Error::DeviceUnavailable(_)) if device == Device::Auto => {}
+            Err(e) => return Err(e),
+        }
+    }
     let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
     let searcher = Reranked {
         first,
@@ -215,6 +230,41 @@ pub(crate) fn reranked<'c>(
         scorer,
     };
     Ok((Box::new(searcher), notice))
+}
+
+/// The exact corpus of a rerank stage uploaded to GPU `ordinal` (`None`: this build has no
+/// CUDA engine).
+#[cfg(feature = "cuda")]
+fn gpu_exact(exact: &Corpus, ordinal: usize) -> Result<Option<GpuExactStage>> {
+    crate::cuda::GpuExact::new(exact, ordinal).map(|g| Some(GpuExactStage(g)))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_exact(_exact: &Corpus, _ordinal: usize) -> Result<Option<GpuExactStage>> {
+    Ok(None)
+}
+
+/// An exact corpus on a GPU, ready to follow a first stage.
+struct GpuExactStage(#[cfg(feature = "cuda")] crate::cuda::GpuExact);
+
+impl GpuExactStage {
+    #[cfg(feature = "cuda")]
+    fn into_searcher<'c>(
+        self,
+        first: Box<dyn Searcher + 'c>,
+        candidates: usize,
+    ) -> Result<Box<dyn Searcher + 'c>> {
+        Ok(Box::new(self.0.rerank(first, candidates)?))
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn into_searcher<'c>(
+        self,
+        first: Box<dyn Searcher + 'c>,
+        _candidates: usize,
+    ) -> Result<Box<dyn Searcher + 'c>> {
+        Ok(first)
+    }
 }
 
 /// The GPU searcher of a corpus: `GpuIndex` (exact: resident, streamed, sharded) or

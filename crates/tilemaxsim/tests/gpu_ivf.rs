@@ -330,3 +330,42 @@ fn bad_input_and_probes_over_the_limit() {
     assert!(notice.is_some_and(|n| n.contains("CPU")));
     assert_eq!(s.search(&qs, 5).unwrap().len(), qs.len());
 }
+
+#[test]
+fn the_exact_stage_on_the_gpu_scores_as_the_float64_reference() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (docs, dim) = (400, 128);
+    let index = index(dir.path(), docs, dim, 32);
+    let exact = index.exact().expect("the index keeps the exact tokens");
+    let owned = queries(13, dim);
+    let qs = matrices(&owned, dim);
+    for exhaustive in [false, true] {
+        let how = IndexSearch {
+            exhaustive,
+            nprobe: (!exhaustive).then_some(4),
+            ndocs: (!exhaustive).then_some(120),
+            rerank_k: Some(50),
+        };
+        let (s, _) = index
+            .searcher(Device::Cuda(0), &how, &SearchOptions::default())
+            .unwrap();
+        assert!(s.name().contains("exact tokens resident"), "{}", s.name());
+        for (q, hits) in qs.iter().zip(s.search(&qs, 10).unwrap()) {
+            assert_eq!(hits.len(), 10);
+            assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+            for h in &hits {
+                let want = tilemaxsim::reference::maxsim_f64(*q, exact.doc(h.doc));
+                let tol = tolerance(*q, exact.doc(h.doc)) + 1e-5 * want.abs();
+                assert!(
+                    (h.score as f64 - want).abs() <= tol,
+                    "exhaustive {exhaustive}, doc {}: {} against {want}",
+                    h.doc,
+                    h.score
+                );
+            }
+        }
+    }
+}

@@ -26,6 +26,7 @@
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
 //! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora on GPUs (resident or streamed);
 //! - `ivf.rs`: [`GpuIvfSearch`], an index segment's IVF search with every stage on one GPU;
+//! - `rerank.rs`: [`GpuRerank`], the exact second stage with the exact corpus resident on a GPU;
 //! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU;
 //! - `train.rs`: the training kernels' forward (scores and argmax) and backward passes on
 //!   borrowed tensors ([`CudaScorer::train_forward`], [`CudaScorer::train_backward`]).
@@ -44,6 +45,7 @@ mod memory;
 mod plan;
 mod raw;
 mod raw_residual;
+mod rerank;
 mod scorer;
 mod timing;
 mod topk;
@@ -61,6 +63,7 @@ pub use memory::{DeviceCorpus, DeviceQueries};
 pub use plan::Kernel;
 pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 pub use raw_residual::RawResidual;
+pub use rerank::{GpuExact, GpuRerank};
 pub use scorer::CudaScorer;
 pub use timing::median;
 pub use topk::hits_from;

@@ -294,6 +294,34 @@ impl CudaScorer {
         unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
     }
 
+    /// [`Self::score_device`] on parts of larger buffers: the candidate list `docs` and the
+    /// output `out` (`queries.len() × docs.len()` floats).
+    pub fn score_device_views(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: &CudaView<'_, i64>,
+        out: &mut CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        let n = docs.len();
+        if out.len() < queries.len * n {
+            return Err(Error::Argument(format!(
+                "score buffer holds {} floats, needs {}",
+                out.len(),
+                queries.len * n
+            )));
+        }
+        let stream = &self.gpu.stream;
+        let target = Target {
+            stream,
+            doc_index: docs.device_ptr(stream).0,
+            n,
+            out: out.device_ptr(stream).0,
+        };
+        // SAFETY: as `score_device`'s.
+        unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
+    }
+
     /// The caller's stream (`None`: the scorer's own).
     ///
     /// # Safety
