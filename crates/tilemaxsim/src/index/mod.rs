@@ -398,7 +398,16 @@ impl Index {
         let mut notice = None;
         if let Some(ordinal) = ordinal {
             match gpu_ivf(codes, ivf, probe, ordinal) {
-                Ok(first) => return reranked(first, codes, options.rerank, device),
+                Ok(first) => {
+                    let (searcher, second) = reranked(first, codes, options.rerank, device)?;
+                    let one_gpu = (options.devices.len() > 1).then(|| {
+                        format!(
+                            "IVF search runs on cuda:{ordinal} alone (--devices shards \
+                             exhaustive search only)"
+                        )
+                    });
+                    return Ok((searcher, one_gpu.or(second)));
+                }
                 Err(e @ (Error::DeviceUnavailable(_) | Error::OutOfMemory(_)))
                     if device == Device::Auto =>
                 {
