@@ -13,6 +13,8 @@
 //! candidate (stages 2–3 are skipped), and with `ndocs` ≥ N every one is rescored: the hits are
 //! exhaustive search's. The codes are held in the GPU's memory (resident).
 
+use std::ops::Range;
+
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
 use super::codes::{CodecQueries, DeviceCodes};
@@ -34,6 +36,8 @@ pub const MAX_GPU_NPROBE: usize = 64;
 /// The approximate scores one pass holds (`queries × documents` floats); larger batches are
 /// taken in groups.
 const APPROX_PER_PASS: usize = 1 << 26;
+/// A launch grid's y extent: query blocks (`ivf_probe`) and queries (`ivf_interaction`).
+const MAX_GRID_Y: usize = 65_535;
 
 /// The first stages' results for a batch of queries (for checks against a reference).
 #[derive(Clone, Debug, PartialEq)]
@@ -427,6 +431,34 @@ fn probe(
     Ok(probed)
 }
 
+/// Consecutive groups of queries (of `rows` rows each) of at most `per_pass` queries and
+/// `max_blocks` 32-row blocks (the approximate scores' budget and the launches' grid limits).
+fn groups(rows: &[usize], per_pass: usize, max_blocks: usize) -> Result<Vec<Range<usize>>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let (mut end, mut blocks) = (start, 0);
+        while end < rows.len() && end - start < per_pass {
+            let b = rows[end].div_ceil(32);
+            if end > start && blocks + b > max_blocks {
+                break;
+            }
+            blocks += b;
+            end += 1;
+        }
+        if blocks > max_blocks {
+            return Err(Error::Argument(format!(
+                "query {start} has {} rows; IVF search on the GPU takes at most {} a query",
+                rows[start],
+                max_blocks * 32
+            )));
+        }
+        out.push(start..end);
+        start = end;
+    }
+    Ok(out)
+}
+
 /// The query row a block's position holds (`codec_centroid_scores`' order; `ivf_row`).
 fn position_row(p: usize) -> usize {
     let (cq, mt, j) = (p / 8, (p / 4) % 2, p % 4);
@@ -447,10 +479,11 @@ impl Searcher for GpuIvfSearch<'_> {
         if self.codes.is_empty() {
             return Ok(vec![Vec::new(); queries.len()]);
         }
-        let per_pass = (APPROX_PER_PASS / self.codes.len()).max(1);
+        let per_pass = (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y);
+        let rows: Vec<usize> = queries.iter().map(|q| q.rows()).collect();
         let mut out = Vec::with_capacity(queries.len());
-        for group in queries.chunks(per_pass) {
-            out.extend(self.search_group(group, k)?);
+        for group in groups(&rows, per_pass, MAX_GRID_Y)? {
+            out.extend(self.search_group(&queries[group], k)?);
         }
         Ok(out)
     }
@@ -458,7 +491,32 @@ impl Searcher for GpuIvfSearch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::position_row;
+    use super::{groups, position_row};
+
+    #[test]
+    fn groups_keep_to_both_limits_and_cover_every_query_once() {
+        // Queries of 1..=100 rows: at most 3 queries and 4 blocks a group.
+        let rows: Vec<usize> = (0..40).map(|i| 1 + (i * 37) % 100).collect();
+        let g = groups(&rows, 3, 4).unwrap();
+        assert_eq!(g.first().map(|r| r.start), Some(0));
+        assert_eq!(g.last().map(|r| r.end), Some(rows.len()));
+        for w in g.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        for r in &g {
+            assert!(!r.is_empty() && r.len() <= 3);
+            assert!(
+                rows[r.clone()]
+                    .iter()
+                    .map(|n| n.div_ceil(32))
+                    .sum::<usize>()
+                    <= 4
+            );
+        }
+        assert!(groups(&[], 3, 4).unwrap().is_empty());
+        // One query over the block limit is an error, not a launch that fails.
+        assert!(groups(&[10, 32 * 5], 3, 4).is_err());
+    }
 
     #[test]
     fn positions_cover_the_block_rows_once() {
