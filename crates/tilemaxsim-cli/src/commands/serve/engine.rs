@@ -122,10 +122,12 @@ pub fn run_index(
 ) -> Result<()> {
     let log = dir.join(tilemaxsim::index::LOG);
     let log_len = || std::fs::metadata(&log).map_or(0, |m| m.len());
+    // The log's length is taken before each read of it, so what was read covers at least
+    // that much: an update appended in between is taken at the next batch, never missed.
+    let mut seen = log_len();
     let mut index = Index::open(dir).context("cannot open the index")?;
     let mut pending = None;
     loop {
-        let seen = log_len();
         let (searcher, notice) = index.searcher(setup.device, &setup.how, &setup.options)?;
         if let Some(n) = notice {
             eprintln!("notice: {n}");
@@ -156,6 +158,7 @@ pub fn run_index(
         if pending.is_none() {
             return Ok(());
         }
+        seen = log_len();
         index
             .refresh()
             .context("cannot read the index's new updates")?;
