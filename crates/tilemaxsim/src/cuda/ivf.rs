@@ -21,6 +21,7 @@ use super::codes::{CodecQueries, DeviceCodes};
 use super::context::GpuContext;
 use super::device::drv;
 use super::launch::codec as codec_launch;
+use super::rerank::rescore_lists;
 use super::scorer::CudaScorer;
 use crate::codec::{Codec, CompressedCorpus};
 use crate::error::{Error, Result};
@@ -28,7 +29,7 @@ use crate::index::{Ivf, Probe};
 use crate::matrix::Matrix;
 use crate::scorer::{Scorer, check_queries};
 use crate::search::Searcher;
-use crate::topk::{Hit, top_k_of};
+use crate::topk::Hit;
 
 /// The most centroids a query row probes on the GPU below K (`IVF_MAX_PROBE` of the kernels);
 /// from K on, every document is a candidate.
@@ -328,54 +329,14 @@ impl<'a> GpuIvfSearch<'a> {
                 docs
             })
             .collect();
-        let mut at = vec![0usize];
-        for l in &lists {
-            at.push(at[at.len() - 1] + l.len());
-        }
-        let total = at[queries.len()];
-        if total == 0 {
-            return Ok(vec![Vec::new(); queries.len()]);
-        }
-        let all: Vec<i64> = lists.concat();
-        let all_dev = stream.clone_htod(&all).map_err(up())?;
-        // SAFETY: every query's launch writes its own part; parts of queries with no
-        // candidates are empty.
-        let mut scores = unsafe { stream.alloc::<f32>(total) }.map_err(up())?;
-        let mut uploads = Vec::with_capacity(queries.len());
-        for (q, query) in queries.iter().enumerate() {
-            let part = at[q]..at[q + 1];
-            if part.is_empty() {
-                continue;
-            }
+        rescore_lists(&self.scorer, &lists, k, |q, docs, out| {
             let one = self
                 .scorer
-                .upload_codec_queries(std::slice::from_ref(query), &self.device_codes)?;
-            self.scorer.score_codes_views(
-                &one,
-                &self.device_codes,
-                &all_dev.slice(part.clone()),
-                &mut scores.slice_mut(part),
-            )?;
-            uploads.push(one);
-        }
-        let scores = stream.clone_dtoh(&scores).map_err(drv("IVF download"))?;
-        self.scorer.synchronize()?;
-        drop(uploads);
-        Ok((0..queries.len())
-            .map(|q| {
-                let part = at[q]..at[q + 1];
-                top_k_of(
-                    scores[part.clone()]
-                        .iter()
-                        .zip(&all[part])
-                        .map(|(&score, &doc)| Hit {
-                            doc: doc as usize,
-                            score,
-                        }),
-                    k,
-                )
-            })
-            .collect())
+                .upload_codec_queries(&queries[q..=q], &self.device_codes)?;
+            self.scorer
+                .score_codes_views(&one, &self.device_codes, docs, out)?;
+            Ok(one)
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 //! host-side stage (`search::Reranked`) gathers each query's candidate rows and uploads them
 //! per call instead; this one uploads the corpus once.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 
 use super::device::drv;
 use super::memory::DeviceCorpus;
@@ -92,54 +92,67 @@ impl Searcher for GpuRerank<'_> {
                 g.len
             )));
         }
-        let mut at = vec![0usize];
-        for l in &lists {
-            at.push(at[at.len() - 1] + l.len());
-        }
-        let total = at[queries.len()];
-        if total == 0 {
-            return Ok(vec![Vec::new(); queries.len()]);
-        }
-        let stream = &g.scorer.gpu().stream;
-        let up = || drv("rerank buffers");
-        let all: Vec<i64> = lists.concat();
-        let all_dev = stream.clone_htod(&all).map_err(up())?;
-        // SAFETY: every query's launch writes its own part; empty parts are not launched.
-        let mut scores: CudaSlice<f32> = unsafe { stream.alloc::<f32>(total) }.map_err(up())?;
-        let mut uploads = Vec::with_capacity(queries.len());
-        for (q, query) in queries.iter().enumerate() {
-            let part = at[q]..at[q + 1];
-            if part.is_empty() {
-                continue;
-            }
-            let dq = g
-                .scorer
-                .upload_queries(std::slice::from_ref(query), g.dim)?;
-            g.scorer.score_device_views(
-                &dq,
-                &g.exact,
+        rescore_lists(&g.scorer, &lists, k, |q, docs, out| {
+            let dq = g.scorer.upload_queries(&queries[q..=q], g.dim)?;
+            g.scorer.score_device_views(&dq, &g.exact, docs, out)?;
+            Ok(dq)
+        })
+    }
+}
+
+/// Each query's candidate list (`lists[q]`) scored on the device and its best `k` kept:
+/// the lists uploaded as one buffer, `launch(q, docs, out)` enqueued for every query with
+/// candidates (its part of the lists and of one score buffer; what it returns is kept alive
+/// until the scores are back), the scores downloaded once.
+pub(super) fn rescore_lists<T>(
+    scorer: &CudaScorer,
+    lists: &[Vec<i64>],
+    k: usize,
+    mut launch: impl FnMut(usize, &CudaView<'_, i64>, &mut CudaViewMut<'_, f32>) -> Result<T>,
+) -> Result<Vec<Vec<Hit>>> {
+    let mut at = vec![0usize];
+    for l in lists {
+        at.push(at[at.len() - 1] + l.len());
+    }
+    let total = at[lists.len()];
+    if total == 0 {
+        return Ok(vec![Vec::new(); lists.len()]);
+    }
+    let stream = &scorer.gpu().stream;
+    let up = || drv("rescoring buffers");
+    let all: Vec<i64> = lists.concat();
+    let all_dev = stream.clone_htod(&all).map_err(up())?;
+    // SAFETY: every query's launch writes its own part; empty parts are not launched.
+    let mut scores: CudaSlice<f32> = unsafe { stream.alloc::<f32>(total) }.map_err(up())?;
+    let mut keep = Vec::with_capacity(lists.len());
+    for q in 0..lists.len() {
+        let part = at[q]..at[q + 1];
+        if !part.is_empty() {
+            keep.push(launch(
+                q,
                 &all_dev.slice(part.clone()),
                 &mut scores.slice_mut(part),
-            )?;
-            uploads.push(dq);
+            )?);
         }
-        let scores = stream.clone_dtoh(&scores).map_err(drv("rerank download"))?;
-        g.scorer.synchronize()?;
-        drop(uploads);
-        Ok((0..queries.len())
-            .map(|q| {
-                let part = at[q]..at[q + 1];
-                top_k_of(
-                    scores[part.clone()]
-                        .iter()
-                        .zip(&all[part])
-                        .map(|(&score, &doc)| Hit {
-                            doc: doc as usize,
-                            score,
-                        }),
-                    k,
-                )
-            })
-            .collect())
     }
+    let scores = stream
+        .clone_dtoh(&scores)
+        .map_err(drv("rescoring download"))?;
+    scorer.synchronize()?;
+    drop(keep);
+    Ok((0..lists.len())
+        .map(|q| {
+            let part = at[q]..at[q + 1];
+            top_k_of(
+                scores[part.clone()]
+                    .iter()
+                    .zip(&all[part])
+                    .map(|(&score, &doc)| Hit {
+                        doc: doc as usize,
+                        score,
+                    }),
+                k,
+            )
+        })
+        .collect())
 }

@@ -273,25 +273,10 @@ impl CudaScorer {
         docs: Option<&CudaSlice<i64>>,
         out: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        let n = docs.map_or(corpus.len, |d| d.len());
-        if out.len() < queries.len * n {
-            return Err(Error::Argument(format!(
-                "score buffer holds {} floats, needs {}",
-                out.len(),
-                queries.len * n
-            )));
-        }
         let stream = &self.gpu.stream;
-        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
-        let target = Target {
-            stream,
-            doc_index: docs.map_or(0, |d| d.device_ptr(stream).0),
-            n,
-            out: out.device_ptr(stream).0,
-        };
-        // SAFETY: the candidate list holds `n` indices (checked < corpus.len by the callers
-        // that build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
-        unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
+        let list = docs.map(|d| (d.device_ptr(stream).0, d.len()));
+        let target = (out.device_ptr(stream).0, out.len());
+        self.score_device_at(queries, corpus, list, target)
     }
 
     /// [`Self::score_device`] on parts of larger buffers: the candidate list `docs` and the
@@ -303,22 +288,38 @@ impl CudaScorer {
         docs: &CudaView<'_, i64>,
         out: &mut CudaViewMut<'_, f32>,
     ) -> Result<()> {
-        let n = docs.len();
-        if out.len() < queries.len * n {
+        let stream = &self.gpu.stream;
+        let list = Some((docs.device_ptr(stream).0, docs.len()));
+        let target = (out.device_ptr(stream).0, out.len());
+        self.score_device_at(queries, corpus, list, target)
+    }
+
+    /// The exact kernels' launch for a candidate list `(address, length)` (`None`: every
+    /// document) into `out` `(address, floats)`.
+    fn score_device_at(
+        &self,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        docs: Option<(u64, usize)>,
+        out: (u64, usize),
+    ) -> Result<()> {
+        let n = docs.map_or(corpus.len, |d| d.1);
+        if out.1 < queries.len * n {
             return Err(Error::Argument(format!(
                 "score buffer holds {} floats, needs {}",
-                out.len(),
+                out.1,
                 queries.len * n
             )));
         }
-        let stream = &self.gpu.stream;
+        // Event tracking is off (one stream, ordered by us), so the pointers' guards hold nothing.
         let target = Target {
-            stream,
-            doc_index: docs.device_ptr(stream).0,
+            stream: &self.gpu.stream,
+            doc_index: docs.map_or(0, |d| d.0),
             n,
-            out: out.device_ptr(stream).0,
+            out: out.0,
         };
-        // SAFETY: as `score_device`'s.
+        // SAFETY: the candidate list holds `n` indices (checked < corpus.len by the callers
+        // that build it) and `out` room for Q × n floats (checked above), on this scorer's stream.
         unsafe { self.enqueue(queries, corpus, target) }.map(|_| ())
     }
 
