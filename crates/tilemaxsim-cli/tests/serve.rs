@@ -1,8 +1,7 @@
 //! `tilemaxsim serve` end to end: the real binary on 127.0.0.1 (any free port), spoken to over
 //! real HTTP. Results equal the library's and `tilemaxsim search`'s on the same seeded corpus;
-//! bad input (400, 413, 404); a corpus it cannot serve; an index directory served while other
-//! processes add and delete documents (`serve --index`), answering as `index search` does. Overload and shutdown:
-//! serve_overload.rs; the harness: common/server.rs.
+//! bad input (400, 413, 404); a corpus it cannot serve. An index served live: serve_index.rs;
+//! overload and shutdown: serve_overload.rs; the harness: common/server.rs.
 
 mod common;
 
@@ -236,6 +235,9 @@ fn bad_input_400_big_body_413_unknown_path_404() {
     let r = http().get(server.at("/v2/search")).send().unwrap();
     let status = r.status().as_u16();
     assert_error(status, &r.json().unwrap(), 404, "no endpoint");
+    // A corpus takes no updates: only an index served live does.
+    let (status, body) = server.post_to("/v1/index/add", &json!({"documents": []}));
+    assert_error(status, &body, 404, "serve an index (--index)");
     // Still serving, and the statuses are counted.
     let (status, body) = server.post(&json!({"queries": [q], "k": 3}));
     assert_eq!(status, 200, "{body}");
@@ -393,140 +395,4 @@ fn a_corpus_it_cannot_serve_ends_it_with_a_message() {
         // Refused before it listens: no client ever sees a server that then exits.
         assert!(!err.contains("listening"), "{err}");
     }
-}
-
-/// Each query's (document id, score) from a TREC run, best first.
-fn run_hits(path: &std::path::Path) -> Vec<Vec<(String, f32)>> {
-    let mut out: Vec<Vec<(String, f32)>> = Vec::new();
-    let mut last = String::new();
-    for l in std::fs::read_to_string(path).unwrap().lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f[0] != last {
-            out.push(Vec::new());
-            last = f[0].to_string();
-        }
-        out.last_mut()
-            .unwrap()
-            .push((f[2].to_string(), f[4].parse().unwrap()));
-    }
-    out
-}
-
-#[test]
-fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = synth(dir.path(), "c.safetensors", 300, "1:30", 32, "f16", 21);
-    let added = synth(dir.path(), "a.safetensors", 40, "1:30", 32, "f16", 22);
-    let query_path = synth(dir.path(), "q.safetensors", 6, "1:9", 32, "f32", 23);
-    let index = dir.path().join("idx");
-    common::run_ok(
-        bin()
-            .args([
-                "index",
-                "build",
-                "--device",
-                "cpu",
-                "--centroids",
-                "16",
-                "--corpus",
-            ])
-            .arg(&corpus)
-            .arg("-o")
-            .arg(&index),
-    );
-    let server = Server::start_index(&index, &["--device", "cpu", "--nprobe", "4"]);
-    let qfile = Corpus::open(&query_path).unwrap();
-    let queries: Vec<Matrix<'_>> = qfile.docs().collect();
-    let body = json!({"queries": queries.iter().map(|q| json!({"embeddings": rows(q)})).collect::<Vec<_>>(), "k": 10});
-    // What the server answers equals `index search` with the same settings, on the index as it
-    // is on disk at that moment.
-    let same_as_index_search = |label: &str| {
-        let (status, answer) = server.post(&body);
-        assert_eq!(status, 200, "{label}: {answer}");
-        let run = dir.path().join(format!("{label}.trec"));
-        common::run_ok(
-            bin()
-                .args([
-                    "index", "search", "--device", "cpu", "-k", "10", "--nprobe", "4", "--index",
-                ])
-                .arg(&index)
-                .arg("--queries")
-                .arg(&query_path)
-                .arg("--out")
-                .arg(&run),
-        );
-        let want = run_hits(&run);
-        let results = answer["results"].as_array().unwrap();
-        assert_eq!(results.len(), want.len(), "{label}");
-        for (q, (r, w)) in results.iter().zip(&want).enumerate() {
-            let got = hits(r);
-            assert_eq!(got.len(), w.len(), "{label}, query {q}");
-            for ((doc, _, score), (wdoc, wscore)) in got.iter().zip(w) {
-                assert_eq!(doc, wdoc, "{label}, query {q}");
-                assert!(
-                    (score - wscore).abs() <= 1e-4,
-                    "{label}, query {q}: {score} {wscore}"
-                );
-            }
-        }
-        results.iter().flat_map(hits).collect::<Vec<_>>()
-    };
-    let before = same_as_index_search("before");
-    let info: Value = http()
-        .get(server.at("/v1/info"))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    assert_eq!(info["documents"], 300);
-    // Another process adds 40 documents and deletes three the server has returned.
-    common::run_ok(
-        bin()
-            .args(["index", "add", "--index"])
-            .arg(&index)
-            .arg("--corpus")
-            .arg(&added),
-    );
-    let gone: Vec<usize> = before.iter().map(|h| h.1).take(3).collect();
-    let list = gone
-        .iter()
-        .map(|j| j.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    common::run_ok(
-        bin()
-            .args(["index", "delete", "--index"])
-            .arg(&index)
-            .args(["--docs", &list]),
-    );
-    let after = same_as_index_search("after");
-    assert!(
-        after.iter().all(|h| !gone.contains(&h.1)),
-        "deleted documents came back"
-    );
-    assert!(
-        after.iter().any(|h| h.1 >= 300),
-        "no added document is ever found"
-    );
-    let info: Value = http()
-        .get(server.at("/v1/info"))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    assert_eq!(info["documents"], 340 - gone.len() as u64);
-    // Flags that need --index, or contradict it, are refused before listening.
-    let out = bin()
-        .args(["serve", "--nprobe", "4", "--corpus"])
-        .arg(&corpus)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let out = bin()
-        .args(["serve", "--index"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no index here"));
 }

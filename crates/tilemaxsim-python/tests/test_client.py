@@ -4,6 +4,7 @@ server's errors raised with its message. The binary is $TILEMAXSIM_BIN (test.sh 
 one `cargo test --workspace` built), else target/{debug,release}/tilemaxsim of this checkout;
 without one these tests skip, or fail where TILEMAXSIM_REQUIRE_SERVER=1 (CI)."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,23 +36,11 @@ def server_binary():
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def server():
-    if not CRANFIELD.exists():
-        pytest.skip(f"Cranfield data not found at {CRANFIELD}")
+@contextlib.contextmanager
+def running(*args):
+    """Start `tilemaxsim serve *args` on any free port; yield its client; stop it (SIGTERM, exit 0)."""
     proc = subprocess.Popen(
-        [
-            server_binary(),
-            "serve",
-            "--corpus",
-            str(CRANFIELD / "corpus.safetensors"),
-            "--doc-ids",
-            str(CRANFIELD / "doc_ids.txt"),
-            "--device",
-            "cpu",
-            "--addr",
-            "127.0.0.1:0",
-        ],
+        [server_binary(), "serve", *args, "--device", "cpu", "--addr", "127.0.0.1:0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -76,12 +65,24 @@ def server():
         assert proc.poll() is None, "".join(log)
         threading.Event().wait(0.1)
     assert client.ready(), "".join(log)
-    yield client
-    proc.send_signal(signal.SIGTERM)
-    status = proc.wait(timeout=60)
-    reader.join(timeout=60)  # the server has exited: its stderr ends
-    stderr.close()
+    try:
+        yield client
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=60)
+        reader.join(timeout=60)  # the server has exited: its stderr ends
+        stderr.close()
     assert status == 0, "".join(log)
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not CRANFIELD.exists():
+        pytest.skip(f"Cranfield data not found at {CRANFIELD}")
+    with running(
+        "--corpus", str(CRANFIELD / "corpus.safetensors"), "--doc-ids", str(CRANFIELD / "doc_ids.txt")
+    ) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +165,14 @@ def test_server_errors_raise_with_its_message(server, cranfield):
         server.search(np.ones(128, dtype=np.float32), k=5)
 
 
+def test_a_served_corpus_takes_no_updates(server):
+    with pytest.raises(ServerError, match="serve an index") as e:
+        server.add([np.ones((2, 128), dtype=np.float32) / np.sqrt(128)])
+    assert e.value.status == 404
+    with pytest.raises(ServerError, match="serve an index"):
+        server.delete(indices=[0])
+
+
 def test_unreachable_server_raises_connection_error():
     import socket
 
@@ -174,3 +183,46 @@ def test_unreachable_server_raises_connection_error():
     assert not client.ready()
     with pytest.raises(ConnectionError, match="cannot reach"):
         client.search(np.ones((2, 4), dtype=np.float32), k=1)
+
+
+def test_documents_added_and_deleted_through_a_served_index(cranfield, tmp_path):
+    """An index of 300 Cranfield documents served live: documents added and deleted through the
+    client are on disk when it returns (a `tilemaxsim.Index` opened on the directory answers as
+    the server does), and the server's next search sees them."""
+    from safetensors.numpy import load_file
+
+    queries, _, doc_ids = cranfield
+    c = load_file(str(CRANFIELD / "corpus.safetensors"))
+    emb, off = c["embeddings"].astype(np.float32), c["offsets"]
+    docs = [emb[off[j] : off[j + 1]] for j in range(310)]
+    path = tmp_path / "idx"
+    tilemaxsim.Index(path, device="cpu").create(docs[:300], doc_ids=doc_ids[:300], n_centroids=32)
+    with running("--index", str(path)) as client:
+
+        def same_as_the_index(q):
+            [r] = client.search(q, k=10)
+            want = tilemaxsim.Index(path, device="cpu").search(q, 10)[0]
+            assert r.indices == [j for j, _ in want]
+            np.testing.assert_allclose(r.scores, [s for _, s in want], rtol=1e-5, atol=1e-5)
+            return r
+
+        same_as_the_index(queries[3])
+        added = client.add(docs[300:310], ids=[f"new{j}" for j in range(10)])
+        assert added == [(f"new{j}", 300 + j) for j in range(10)]
+        assert client.info()["documents"] == 310
+        # A document's own tokens as the query find it first.
+        r = same_as_the_index(docs[304])
+        assert (r.docs[0], r.indices[0]) == ("new4", 304)
+        assert client.delete(ids=["new4"]) == 1
+        assert client.delete(indices=[304, 0]) == 1
+        r = same_as_the_index(docs[304])
+        assert 304 not in r.indices and 0 not in r.indices
+        assert client.info()["documents"] == 308
+        with pytest.raises(ServerError, match="nope") as e:
+            client.delete(ids=["nope"])
+        assert e.value.status == 400
+        with pytest.raises(ServerError, match="d = 128"):
+            client.add([np.ones((3, 64), dtype=np.float32) / 8.0])
+        with pytest.raises(ValueError, match="one of the two"):
+            client.delete()
+        assert client.info()["documents"] == 308

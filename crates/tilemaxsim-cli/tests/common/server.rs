@@ -115,8 +115,12 @@ impl Server {
     }
 
     pub fn post(&self, body: &Value) -> (u16, Value) {
+        self.post_to("/v1/search", body)
+    }
+
+    pub fn post_to(&self, path: &str, body: &Value) -> (u16, Value) {
         let r = http()
-            .post(self.at("/v1/search"))
+            .post(self.at(path))
             .json(body)
             .send()
             .expect("the server answers");

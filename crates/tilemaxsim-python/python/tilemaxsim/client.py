@@ -6,6 +6,8 @@ bfloat16, float64 sent as float32) and travel as base64 little-endian values.
     client = Client("http://127.0.0.1:8080")
     results = client.search(Q, k=10)          # Q: [Lq, d], [A, Lq, d] or a list of [Lq_i, d]
     results[0].docs, results[0].scores        # the first query's document ids and scores
+    client.add([D1, D2], ids=["a", "b"])      # a server of an index (`serve --index`) only
+    client.delete(ids=["a"])
 
 Errors the server reports (HTTP 4xx/5xx) raise `ServerError` with its status and message.
 """
@@ -141,6 +143,32 @@ class Client:
             QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
             for r in answer["results"]
         ]
+
+    def add(self, documents, *, ids: Sequence[str] | None = None) -> list[tuple[str, int]]:
+        """Add documents to the index the server serves (`tilemaxsim serve --index`): a list of
+        unit-norm `[Ld_i, d]` documents (or one `[Ld, d]`), named by `ids` (default: their
+        numbers). Returns each one's `(id, number)`. On disk when this returns, and every search
+        sent after it sees them."""
+        docs = [documents] if getattr(documents, "ndim", None) == 2 else list(documents)
+        if ids is not None and len(ids) != len(docs):
+            raise ValueError(f"ids: {len(ids)} ids for {len(docs)} documents")
+        wire = []
+        for i, d in enumerate(docs):
+            item = _encode(d, f"document {i}")
+            if ids is not None:
+                item["id"] = str(ids[i])
+            wire.append(item)
+        answer = self._request("POST", "/v1/index/add", json.dumps({"documents": wire}).encode())
+        return [(a["doc"], int(a["index"])) for a in answer["added"]]
+
+    def delete(self, *, ids: Sequence[str] | None = None, indices: Sequence[int] | None = None) -> int:
+        """Delete documents of the index the server serves, by `ids` (every document carrying
+        one) or by `indices` (their numbers): how many were newly deleted. A name the index does
+        not hold raises `ServerError`, and nothing is deleted."""
+        if (ids is None) == (indices is None):
+            raise ValueError("name the documents by ids= or by indices= (one of the two)")
+        body = {"ids": [str(i) for i in ids]} if ids is not None else {"indices": [int(j) for j in indices or []]}
+        return int(self._request("POST", "/v1/index/delete", json.dumps(body).encode())["deleted"])
 
     def info(self) -> dict:
         """The server's corpus and limits: dim, documents, dtype, engine, devices, max_k, ..."""

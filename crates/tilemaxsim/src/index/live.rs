@@ -9,8 +9,23 @@ use crate::matrix::Matrix;
 use crate::search::Searcher;
 use crate::topk::{Hit, rank_order};
 
+/// The build's searcher: the live searcher's own, or one a server keeps across updates.
+pub(crate) enum Base<'a> {
+    Owned(Box<dyn Searcher + 'a>),
+    Shared(&'a dyn Searcher),
+}
+
+impl Base<'_> {
+    fn get(&self) -> &dyn Searcher {
+        match self {
+            Base::Owned(s) => s.as_ref(),
+            Base::Shared(s) => *s,
+        }
+    }
+}
+
 pub(crate) struct LiveSearch<'a> {
-    pub base: Box<dyn Searcher + 'a>,
+    pub base: Base<'a>,
     /// The added documents' searcher; their numbers start at `base_docs`.
     pub added: Option<Box<dyn Searcher + 'a>>,
     pub base_docs: usize,
@@ -31,11 +46,11 @@ impl Searcher for LiveSearch<'_> {
         match &self.added {
             Some(a) => format!(
                 "{} + {} added documents ({})",
-                self.base.name(),
+                self.base.get().name(),
                 self.added_docs,
                 a.name()
             ),
-            None => self.base.name(),
+            None => self.base.get().name(),
         }
     }
 
@@ -43,7 +58,7 @@ impl Searcher for LiveSearch<'_> {
         let live = |j: usize| !self.deleted.get(j).copied().unwrap_or(false);
         let base_k = (k + self.deleted_in(0..self.base_docs)).min(self.base_docs);
         let mut hits = if base_k > 0 {
-            self.base.search(queries, base_k)?
+            self.base.get().search(queries, base_k)?
         } else {
             vec![Vec::new(); queries.len()]
         };

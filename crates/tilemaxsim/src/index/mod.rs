@@ -85,6 +85,19 @@ pub struct Index {
     centroids: OnceLock<Vec<f32>>,
 }
 
+/// The searcher of an index's build (its documents `0..docs`), from [`Index::base_searcher`].
+pub struct BaseSearcher<'a> {
+    searcher: Box<dyn Searcher + 'a>,
+    dir: PathBuf,
+    docs: usize,
+}
+
+impl BaseSearcher<'_> {
+    pub fn name(&self) -> String {
+        self.searcher.name()
+    }
+}
+
 /// How to search an index; `None` fields take the index's defaults.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct IndexSearch {
@@ -330,6 +343,69 @@ impl Index {
         how: &IndexSearch,
         options: &SearchOptions<'a>,
     ) -> Result<(Box<dyn Searcher + 'a>, Option<String>)> {
+        let (base, notice) = self.base_searcher(device, how, options)?;
+        if self.updates.is_empty() {
+            return Ok((base.searcher, notice));
+        }
+        let added = self.added_searcher(device, how, options)?;
+        Ok((
+            Box::new(self.live(live::Base::Owned(base.searcher), added)),
+            notice,
+        ))
+    }
+
+    /// The searcher of the build's documents alone, plus the notice of [`Index::searcher`]. The
+    /// build never changes, so a server keeps it (its GPU uploads included) while updates come,
+    /// and wraps it with each state of the updates by [`Index::live_searcher`].
+    pub fn base_searcher<'a>(
+        &'a self,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<(BaseSearcher<'a>, Option<String>)> {
+        let options = self.stage_options(how, options);
+        let (searcher, notice) =
+            self.segment_searcher(&self.codes, &self.ivf, device, how, &options)?;
+        let base = BaseSearcher {
+            searcher,
+            dir: self.dir.clone(),
+            docs: self.codes.len(),
+        };
+        Ok((base, notice))
+    }
+
+    /// A searcher over this index as its updates stand now, around `base` (the
+    /// [`Index::base_searcher`] of an opening of the same directory, with the same settings):
+    /// only the added documents' segment is prepared here.
+    pub fn live_searcher<'a>(
+        &'a self,
+        base: &'a BaseSearcher<'_>,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<Box<dyn Searcher + 'a>> {
+        if base.dir != self.dir || base.docs != self.codes.len() {
+            return Err(Error::Argument(format!(
+                "the base searcher is of {} ({} documents), not of this index ({}, {} documents)",
+                base.dir.display(),
+                base.docs,
+                self.dir.display(),
+                self.codes.len()
+            )));
+        }
+        let added = self.added_searcher(device, how, options)?;
+        Ok(Box::new(
+            self.live(live::Base::Shared(base.searcher.as_ref()), added),
+        ))
+    }
+
+    /// The options of a segment's search: the exact stage of the caller's, else the index's
+    /// own exact tokens, with the candidates of `how`, the caller's or the index's default.
+    fn stage_options<'a>(
+        &'a self,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> SearchOptions<'a> {
         let exact = options.rerank.map(|r| r.exact).or(self.exact.as_ref());
         let candidates = how
             .rerank_k
@@ -338,38 +414,52 @@ impl Index {
         let rerank = exact
             .filter(|_| candidates > 0)
             .map(|exact| Rerank { exact, candidates });
-        let options = SearchOptions {
+        SearchOptions {
+            rerank,
+            ..options.clone()
+        }
+    }
+
+    /// The added documents' searcher (none when no document was added), with the exact stage
+    /// when the base segment has one and the added documents keep their exact tokens.
+    fn added_searcher<'a>(
+        &'a self,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<Option<Box<dyn Searcher + 'a>>> {
+        let Some(a) = &self.updates.added else {
+            return Ok(None);
+        };
+        let options = self.stage_options(how, options);
+        let rerank = options.rerank.and_then(|r| {
+            a.exact.as_ref().map(|exact| Rerank {
+                exact,
+                candidates: r.candidates,
+            })
+        });
+        let o = SearchOptions {
             rerank,
             ..options.clone()
         };
-        let (first, notice) =
-            self.segment_searcher(&self.codes, &self.ivf, device, how, &options)?;
-        if self.updates.is_empty() {
-            return Ok((first, notice));
-        }
-        let added = match &self.updates.added {
-            None => None,
-            Some(a) => {
-                let rerank = a
-                    .exact
-                    .as_ref()
-                    .filter(|_| options.rerank.is_some())
-                    .map(|exact| Rerank { exact, candidates });
-                let o = SearchOptions {
-                    rerank,
-                    ..options.clone()
-                };
-                Some(self.segment_searcher(&a.codes, &a.ivf, device, how, &o)?.0)
-            }
-        };
-        let live = live::LiveSearch {
-            base: first,
+        Ok(Some(
+            self.segment_searcher(&a.codes, &a.ivf, device, how, &o)?.0,
+        ))
+    }
+
+    /// The build's searcher and the added documents', deleted documents dropped.
+    fn live<'a>(
+        &'a self,
+        base: live::Base<'a>,
+        added: Option<Box<dyn Searcher + 'a>>,
+    ) -> live::LiveSearch<'a> {
+        live::LiveSearch {
+            base,
             added,
             base_docs: self.codes.len(),
             added_docs: self.updates.added_docs(),
             deleted: &self.updates.deleted,
-        };
-        Ok((Box::new(live), notice))
+        }
     }
 
     /// The searcher of one segment of the index (the build's documents, or the added ones):

@@ -1,4 +1,4 @@
-//! The wire format of `POST /v1/search` and its checks: a request is parsed and every query
+//! The wire format of `POST /v1/search` (and of the tokens `POST /v1/index/add` takes) and its checks: a request is parsed and every query
 //! decoded (JSON rows, or base64 little-endian f32/f16/bf16 with a shape) and validated here,
 //! before it reaches the queue, so the engine only ever sees queries it can score.
 
@@ -128,7 +128,7 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Checked, ApiError> {
         .queries
         .into_iter()
         .enumerate()
-        .map(|(i, q)| decode(i, q, limits.dim))
+        .map(|(i, q)| decode("query", i, q, limits.dim))
         .collect::<Result<Vec<_>, _>>()?;
     let tokens = queries.iter().map(Query::rows).sum();
     if tokens > limits.max_tokens {
@@ -140,11 +140,11 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Checked, ApiError> {
     Ok(Checked { queries, k, tokens })
 }
 
-/// Decode query `i` and check it: one form of embeddings, at least one token, the corpus's d,
-/// finite values.
-fn decode(i: usize, q: QueryIn, dim: usize) -> Result<Query, ApiError> {
+/// Decode `noun` `i` (a query, or a document added to an index) and check it: one form of
+/// embeddings, at least one token, the corpus's d, finite values.
+pub fn decode(noun: &str, i: usize, q: QueryIn, dim: usize) -> Result<Query, ApiError> {
     let id = q.id.unwrap_or_else(|| i.to_string());
-    let what = format!("query {i} ({id:?})");
+    let what = format!("{noun} {i} ({id:?})");
     let elems = match (q.embeddings, q.embeddings_b64) {
         (Some(_), Some(_)) => {
             return Err(bad(format!(
@@ -162,9 +162,16 @@ fn decode(i: usize, q: QueryIn, dim: usize) -> Result<Query, ApiError> {
                     "{what}: \"dtype\" and \"shape\" go with \"embeddings_b64\" only"
                 )));
             }
-            from_rows(&what, rows, dim)?
+            from_rows(&what, noun, rows, dim)?
         }
-        (None, Some(b64)) => from_b64(&what, &b64, q.dtype.as_deref(), q.shape.as_deref(), dim)?,
+        (None, Some(b64)) => from_b64(
+            &what,
+            noun,
+            &b64,
+            q.dtype.as_deref(),
+            q.shape.as_deref(),
+            dim,
+        )?,
     };
     let query = Query { id, elems, dim };
     query
@@ -174,10 +181,15 @@ fn decode(i: usize, q: QueryIn, dim: usize) -> Result<Query, ApiError> {
     Ok(query)
 }
 
-fn from_rows(what: &str, rows: Vec<Vec<f32>>, dim: usize) -> Result<OwnedElements, ApiError> {
+fn from_rows(
+    what: &str,
+    noun: &str,
+    rows: Vec<Vec<f32>>,
+    dim: usize,
+) -> Result<OwnedElements, ApiError> {
     if rows.is_empty() {
         return Err(bad(format!(
-            "{what} is empty (0 tokens); every query needs at least one token"
+            "{what} is empty (0 tokens); every {noun} needs at least one token"
         )));
     }
     let mut v = Vec::with_capacity(rows.len() * dim);
@@ -195,6 +207,7 @@ fn from_rows(what: &str, rows: Vec<Vec<f32>>, dim: usize) -> Result<OwnedElement
 
 fn from_b64(
     what: &str,
+    noun: &str,
     b64: &str,
     dtype: Option<&str>,
     shape: Option<&[usize]>,
@@ -228,7 +241,7 @@ fn from_b64(
     }
     if rows == 0 {
         return Err(bad(format!(
-            "{what} is empty (0 tokens); every query needs at least one token"
+            "{what} is empty (0 tokens); every {noun} needs at least one token"
         )));
     }
     let bytes = base64::engine::general_purpose::STANDARD

@@ -2,8 +2,9 @@
 //! loads the corpus or index, prepares the searcher (CPU, one GPU, or shards over several),
 //! then scores batch after batch from the queue in one multi-query pass each, and hands every
 //! request its own hits. An index served live takes the updates other processes append to
-//! its log (`tilemaxsim index add` / `delete`): before each batch the engine looks at the log's
-//! length, and when it grew, reads the new records and prepares the searcher again.
+//! its log (its own `POST /v1/index/add` / `delete`, or `tilemaxsim index add` / `delete`): before each batch the engine looks at the log's
+//! length, and when it grew, reads the new records and prepares the added documents' searcher
+//! again (the build's searcher, with its GPU uploads, is kept).
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
@@ -24,15 +25,37 @@ use crate::args::{CorpusArgs, Opened};
 /// What the server answers with: set once the corpus is loaded, replaced when an index served
 /// live takes updates. Readers take the current one and keep it for their request (document
 /// numbers are never reused, so an older one names every hit it can be given).
-#[derive(Default)]
-pub struct Ready(RwLock<Option<Arc<Loaded>>>);
+pub struct Ready {
+    loaded: RwLock<Option<Arc<Loaded>>>,
+    /// How much of an index's update log the loaded searcher covers (bytes).
+    applied: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Ready {
+    fn default() -> Self {
+        Ready {
+            loaded: RwLock::default(),
+            applied: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
 
 impl Ready {
     pub fn get(&self) -> Option<Arc<Loaded>> {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
     fn set(&self, loaded: Loaded) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
+        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
+    }
+
+    /// Wait until the searcher serving covers the update log up to `len` bytes.
+    pub async fn applied(&self, len: u64) {
+        let mut rx = self.applied.subscribe();
+        // An error: the engine stopped, and the caller's answer says so no more than this.
+        let _ = rx.wait_for(|&n| n >= len).await;
     }
 }
 
@@ -44,16 +67,32 @@ pub struct Loaded {
     pub dtype: String,
     pub engine: String,
     pub devices: Vec<String>,
-    /// Document ids (from the file or `--doc-ids`); `None`: hits name documents by index.
-    pub doc_ids: Option<Arc<[String]>>,
+    pub names: Names,
 }
 
-impl Loaded {
-    pub fn doc(&self, index: usize) -> String {
-        self.doc_ids
-            .as_ref()
-            .and_then(|ids| ids.get(index).cloned())
-            .unwrap_or_else(|| index.to_string())
+/// What names the documents in hits: the corpus's (or the index build's) ids, shared by every
+/// [`Loaded`] of a server, then an index's added documents' ids; a document without one is
+/// named by its number.
+pub struct Names {
+    /// Ids from the file or `--doc-ids`; `None`: hits name these documents by number.
+    pub ids: Option<Arc<[String]>>,
+    /// Documents numbered before the added ones.
+    pub first: usize,
+    /// The added documents' names, numbered from `first`.
+    pub added: Vec<String>,
+}
+
+impl Names {
+    pub fn doc(&self, j: usize) -> String {
+        let name = match j.checked_sub(self.first) {
+            None => self.ids.as_ref().and_then(|ids| ids.get(j)),
+            Some(a) => self.added.get(a),
+        };
+        name.cloned().unwrap_or_else(|| j.to_string())
+    }
+
+    pub fn has_ids(&self) -> bool {
+        self.ids.is_some()
     }
 }
 
@@ -91,7 +130,11 @@ pub fn run(
         dtype: corpus.storage_name(),
         engine: searcher.name(),
         devices,
-        doc_ids: corpus.doc_ids().map(Arc::from),
+        names: Names {
+            ids: corpus.doc_ids().map(Arc::from),
+            first: corpus.len(),
+            added: Vec::new(),
+        },
     };
     eprintln!(
         "tilemaxsim serve: ready: {} documents ({} tokens, d = {}, {}) on {}",
@@ -111,8 +154,9 @@ pub struct IndexSetup {
 }
 
 /// Serve the index in `dir`: open it, prepare its searcher, serve batches; whenever its update
-/// log has grown before a batch, read the new records and prepare the searcher again (the batch
-/// then runs on it). Ends when the queue is closed and empty.
+/// log has grown before a batch (a write through this server, or another process's), read the
+/// new records and prepare the added documents' searcher again (the build's is kept, GPU uploads
+/// and all), and the batch runs on that. Ends when the queue is closed and empty.
 pub fn run_index(
     dir: &Path,
     setup: &IndexSetup,
@@ -125,23 +169,30 @@ pub fn run_index(
     // The log's length is taken before each read of it, so what was read covers at least
     // that much: an update appended in between is taken at the next batch, never missed.
     let mut seen = log_len();
+    let build = Index::open(dir).context("cannot open the index")?;
+    let (base, notice) = build.base_searcher(setup.device, &setup.how, &setup.options)?;
+    if let Some(n) = notice {
+        eprintln!("notice: {n}");
+    }
+    let ids: Option<Arc<[String]>> = build.codes().doc_ids().map(Arc::from);
     let mut index = Index::open(dir).context("cannot open the index")?;
     let mut pending = None;
     loop {
-        let (searcher, notice) = index.searcher(setup.device, &setup.how, &setup.options)?;
-        if let Some(n) = notice {
-            eprintln!("notice: {n}");
-        }
+        let searcher = index.live_searcher(&base, setup.device, &setup.how, &setup.options)?;
         let live = index.len() - index.deleted();
-        let tokens = index.codes().num_tokens();
+        let first = build.codes().len();
         let loaded = Loaded {
             dim: index.codes().dim(),
             documents: live,
-            tokens,
+            tokens: index.codes().num_tokens() + index.added().map_or(0, |a| a.0.num_tokens()),
             dtype: format!("residual codes, {}", index.codes().codec().name()),
             engine: searcher.name(),
             devices: vec![setup.device.to_string()],
-            doc_ids: Some((0..index.len()).map(|j| index.doc_id(j)).collect()),
+            names: Names {
+                ids: ids.clone(),
+                first,
+                added: (first..index.len()).map(|j| index.doc_id(j)).collect(),
+            },
         };
         eprintln!(
             "tilemaxsim serve: ready: index {} ({live} live documents, d = {}) on {}",
@@ -150,6 +201,7 @@ pub fn run_index(
             loaded.engine
         );
         ready.set(loaded);
+        ready.applied.send_replace(seen);
         metrics.ready.set(1);
         pending = serve_batches(searcher.as_ref(), pending, queue, metrics, || {
             log_len() != seen
@@ -184,7 +236,9 @@ fn serve_batches(
         if stale() {
             return Some(batch);
         }
-        serve_batch(searcher, batch, metrics);
+        if !batch.is_empty() {
+            serve_batch(searcher, batch, metrics);
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! Three parts, as text-embeddings-inference has them: the router (`router.rs`: HTTP, checks,
 //! deadlines), the queue that forms batches whenever the engine is free (`queue.rs`), and the
 //! engine worker on its own thread (`engine.rs`). `api.rs` is the wire format, `metrics.rs`
-//! the Prometheus metrics, `error.rs` the statuses. SIGTERM or Ctrl-C: stop accepting, finish
+//! the Prometheus metrics, `error.rs` the statuses, `writes.rs` an index's add and delete. SIGTERM or Ctrl-C: stop accepting, finish
 //! the requests in flight, exit 0.
 
 mod api;
@@ -12,6 +12,7 @@ mod error;
 mod metrics;
 mod queue;
 mod router;
+mod writes;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,8 +31,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     corpus: CorpusArgs,
     /// Serve an index directory (`tilemaxsim index build`) instead of a --corpus: IVF search (or
-    /// --exhaustive) with its exact stage; the updates `tilemaxsim index add` / `delete` append
-    /// while it serves are taken before the next batch.
+    /// --exhaustive) with its exact stage. Documents are added and deleted while it serves,
+    /// through `POST /v1/index/add` and `/v1/index/delete` or by other processes (`tilemaxsim
+    /// index add` / `delete`); each update is taken before the next batch.
     #[arg(long, conflicts_with_all = ["corpus", "rerank", "doc_ids", "devices", "residency", "chunk_mb"])]
     index: Option<PathBuf>,
     /// With --index: IVF probes per query token. [default: the index's]
@@ -134,6 +136,10 @@ async fn serve(a: ServeArgs, source: Source) -> Result<()> {
         Arc::clone(&metrics),
     ));
     let ready = Arc::new(engine::Ready::default());
+    let index_dir = match &source {
+        Source::Index(dir) => Some(dir.clone()),
+        Source::Corpus(_) => None,
+    };
 
     // The engine loads the corpus while the server already answers /healthz and /readyz.
     let (failed_tx, failed_rx) = tokio::sync::oneshot::channel::<()>();
@@ -170,6 +176,7 @@ async fn serve(a: ServeArgs, source: Source) -> Result<()> {
     };
 
     let state = AppState {
+        writer: index_dir.map(|d| Arc::new(writes::Writer::new(d))),
         queue: Arc::clone(&queue),
         metrics,
         ready,

@@ -47,6 +47,8 @@ pub struct BatchLimits {
 struct State {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// The engine is asked to look at its index's updates now, with no request waiting.
+    woken: bool,
 }
 
 pub struct Queue {
@@ -95,6 +97,13 @@ impl Queue {
         Ok(())
     }
 
+    /// Hand the engine an empty batch if it waits for requests: an index served live then takes
+    /// the update just written without waiting for a search.
+    pub fn wake(&self) {
+        self.lock().woken = true;
+        self.arrived.notify_one();
+    }
+
     /// Stop taking requests; `next_batch` hands out what waits, then `None`.
     pub fn close(&self) {
         self.lock().closed = true;
@@ -111,12 +120,15 @@ impl Queue {
 
     /// The next batch: blocks until a request waits, then takes requests in arrival order
     /// while they fit the limits (the first always fits: requests are checked against them).
-    /// `None` once the queue is closed and empty.
+    /// `None` once the queue is closed and empty; an empty batch after [`Queue::wake`].
     pub fn next_batch(&self) -> Option<Vec<Job>> {
         let mut s = self.lock();
         loop {
-            while s.jobs.is_empty() && !s.closed {
+            while s.jobs.is_empty() && !s.closed && !s.woken {
                 s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
+            }
+            if std::mem::take(&mut s.woken) && s.jobs.is_empty() && !s.closed {
+                return Some(Vec::new());
             }
             // Drop the requests whose clients have gone before deciding anything on them.
             let before = s.jobs.len();
@@ -233,6 +245,20 @@ mod tests {
         }
         assert_eq!(q.next_batch().unwrap().len(), 2);
         assert_eq!(q.next_batch().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_wake_hands_the_waiting_engine_an_empty_batch_once() {
+        let q = queue(10, 4, 100);
+        q.wake();
+        assert_eq!(q.next_batch().unwrap().len(), 0);
+        // With a request waiting, the wake is taken by its batch.
+        q.wake();
+        let (j, _rx) = job(1, 1);
+        q.push(j).unwrap();
+        assert_eq!(q.next_batch().unwrap().len(), 1);
+        q.close();
+        assert!(q.next_batch().is_none());
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The HTTP surface: `POST /v1/search`, `GET /v1/info`, `/healthz`, `/readyz`, `/metrics`.
+//! The HTTP surface: `POST /v1/search`, `GET /v1/info`, `/healthz`, `/readyz`, `/metrics`, and
+//! for an index served live `POST /v1/index/add` and `/v1/index/delete` (`writes.rs`).
 //! Handlers parse and check, hand the work to the queue, and wait for their answer with a
 //! deadline; a request whose client disconnects is cancelled here, which closes its answer
 //! channel so the queue drops it.
@@ -21,6 +22,7 @@ use super::engine::Ready;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Job, Queue};
+use super::writes::{AddResponse, DeleteResponse, Writer};
 
 /// The per-request limits the router enforces (the queue enforces its own).
 #[derive(Clone, Copy, Debug)]
@@ -38,12 +40,16 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub ready: Arc<Ready>,
     pub limits: RequestLimits,
+    /// Writes to the index served (`None`: a corpus is served, which takes none).
+    pub writer: Option<Arc<Writer>>,
 }
 
 pub fn router(state: AppState) -> Router {
     let body_limit = state.limits.max_body_bytes;
     Router::new()
         .route("/v1/search", post(search))
+        .route("/v1/index/add", post(add))
+        .route("/v1/index/delete", post(delete))
         .route("/v1/info", get(info))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -75,11 +81,9 @@ async fn count(State(s): State<AppState>, req: Request, next: Next) -> Response 
     response
 }
 
-async fn search(
-    State(s): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<SearchResponse>, ApiError> {
-    let body = body.map_err(|r| {
+/// The body of a request, or why it cannot be read (413 beyond `--max-body-mb`).
+fn read_body(s: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::TooLarge(format!(
                 "the request body is larger than the limit of {} bytes (--max-body-mb)",
@@ -88,7 +92,14 @@ async fn search(
         } else {
             ApiError::BadRequest(format!("cannot read the request body: {}", r.body_text()))
         }
-    })?;
+    })
+}
+
+async fn search(
+    State(s): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let body = read_body(&s, body)?;
     let loaded = s.ready.get().ok_or_else(|| {
         ApiError::Unavailable(
             "the corpus is still loading; GET /readyz says when it is ready".into(),
@@ -132,7 +143,7 @@ async fn search(
             hits: hits
                 .into_iter()
                 .map(|h| HitOut {
-                    doc: loaded.doc(h.doc),
+                    doc: loaded.names.doc(h.doc),
                     index: h.doc,
                     score: h.score,
                 })
@@ -149,6 +160,46 @@ async fn search(
     }))
 }
 
+/// Run a write on a blocking thread (it encodes and waits for the disk), then wake the engine
+/// and answer once it serves with the write. A write that started is finished, past the
+/// deadline if need be, so its answer tells what is on disk.
+async fn write<T: Send + 'static>(
+    s: &AppState,
+    body: Result<Bytes, BytesRejection>,
+    f: impl FnOnce(&Writer, &[u8]) -> Result<(T, u64), ApiError> + Send + 'static,
+) -> Result<Json<T>, ApiError> {
+    let writer = s.writer.clone().ok_or_else(|| {
+        ApiError::NotFound(
+            "this server serves a corpus, which takes no updates; serve an index (--index) to \
+             add and delete documents"
+                .into(),
+        )
+    })?;
+    let body = read_body(s, body)?;
+    let (answer, log_len) = match tokio::task::spawn_blocking(move || f(&writer, &body)).await {
+        Ok(r) => r?,
+        Err(_) => return Err(ApiError::Engine("the write stopped unexpectedly".into())),
+    };
+    s.queue.wake();
+    // Past the deadline (an engine that stopped), the write still stands: it is on disk.
+    let _ = tokio::time::timeout(s.limits.timeout, s.ready.applied(log_len)).await;
+    Ok(Json(answer))
+}
+
+async fn add(
+    State(s): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<AddResponse>, ApiError> {
+    write(&s, body, |w, b| w.add(b)).await
+}
+
+async fn delete(
+    State(s): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<DeleteResponse>, ApiError> {
+    write(&s, body, |w, b| w.delete(b)).await
+}
+
 async fn info(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let l = s.ready.get().ok_or_else(|| {
         ApiError::Unavailable(
@@ -162,7 +213,8 @@ async fn info(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiE
         "dtype": l.dtype,
         "engine": l.engine,
         "devices": l.devices,
-        "doc_ids": l.doc_ids.is_some(),
+        "doc_ids": l.names.has_ids(),
+        "updates": s.writer.is_some(),
         "max_k": s.limits.max_k.min(l.documents),
         "max_batch_queries": s.limits.max_queries,
         "max_batch_tokens": s.limits.max_tokens,
@@ -198,18 +250,25 @@ async fn metrics(State(s): State<AppState>) -> Response {
         .into_response()
 }
 
+const ENDPOINTS: &str =
+    "POST /v1/search, /v1/index/add, /v1/index/delete; GET /v1/info, /healthz, /readyz, /metrics";
+
 async fn method_not_allowed(req: Request) -> ApiError {
     let path = req.uri().path();
-    let allowed = if path == "/v1/search" { "POST" } else { "GET" };
+    let allowed = if path.starts_with("/v1/search") || path.starts_with("/v1/index/") {
+        "POST"
+    } else {
+        "GET"
+    };
     ApiError::MethodNotAllowed(format!(
-        "{} {path}: this endpoint takes {allowed} (POST /v1/search, GET /v1/info, /healthz, /readyz, /metrics)",
+        "{} {path}: this endpoint takes {allowed} ({ENDPOINTS})",
         req.method()
     ))
 }
 
 async fn not_found(req: Request) -> ApiError {
     ApiError::NotFound(format!(
-        "no endpoint {} {}: POST /v1/search, GET /v1/info, /healthz, /readyz, /metrics",
+        "no endpoint {} {}: {ENDPOINTS}",
         req.method(),
         req.uri().path()
     ))
