@@ -12,7 +12,8 @@ and 256 queries of 32 tokens, each drawn around the tokens of one document.
 
 For each: build seconds, index bytes, queries/s, latency per call (p50, p99), recall@10 against
 exact search. Markdown on stdout; logs under --work.
-usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256]
+With --devices 0,1 also IVF (8 / 4096) and exhaustive search with the documents split over those GPUs.
+usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256] [--devices 0,1]
 """
 
 import argparse
@@ -104,7 +105,18 @@ def main():
     p.add_argument("--len", type=int, default=80)
     p.add_argument("--queries", type=int, default=256)
     p.add_argument("--skip-peer", action="store_true")
+    p.add_argument(
+        "--devices",
+        help="also search with the index's documents split over these GPUs (e.g. 0,1)",
+    )
     a = p.parse_args()
+    ours = list(OURS)
+    if a.devices:
+        ours += [
+            (f"{label} on GPUs {a.devices}", [*flags, "--devices", a.devices])
+            for label, flags in OURS
+            if "--rerank" not in flags and label.startswith(("IVF nprobe=8", "exhaustive"))
+        ]
     w = pathlib.Path(a.work)
     w.mkdir(parents=True, exist_ok=True)
     x = corpus(a.docs, a.len, 128)
@@ -172,7 +184,7 @@ def main():
         f"tilemaxsim build: {build_s:.2f} s wall; {r.stderr.strip().splitlines()[-1]}"
     )
     ours_bytes = du(index)
-    for label, flags in OURS:
+    for label, flags in ours:
         flags = [str(cpath) if f == "{corpus}" else f for f in flags]
         for batch in (1, 32):
             name = re.sub(r"\W+", "_", label) + f"_b{batch}"

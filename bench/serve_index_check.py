@@ -1,9 +1,12 @@
 """`tilemaxsim serve --index` on a device, checked end to end (what tests/serve.rs checks on the
 CPU in CI): a synthetic index built on the device, served over loopback, its answers compared
 with `tilemaxsim index search` on the same device before and after another process adds and
-deletes documents; and the server's latency for one query at a time. Plain Python 3 (urllib).
+deletes documents, and again after documents are added and deleted through the server's own
+`POST /v1/index/add` / `delete`; the server's latency for one query at a time, alone and while
+those writes run, and each write's latency (on disk and served when answered). With --devices,
+the server and `index search` split the documents over those GPUs. Plain Python 3 (urllib).
 
-usage: python3 bench/serve_index_check.py --bin .dev/tilemaxsim --device cuda [--work /tmp/serve-index] [--docs 20000]
+usage: python3 bench/serve_index_check.py --bin .dev/tilemaxsim --device cuda [--work /tmp/serve-index] [--docs 20000] [--devices 0,1]
 """
 
 import argparse
@@ -25,8 +28,8 @@ def sh(*cmd):
     return r
 
 
-def post(url, body):
-    req = urllib.request.Request(url + "/v1/search", data=json.dumps(body).encode(),
+def post(url, body, path="/v1/search"):
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
                                  headers={"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=120) as r:
         return json.loads(r.read())
@@ -46,11 +49,13 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--work", default="/tmp/serve-index")
     p.add_argument("--docs", type=int, default=20000)
+    p.add_argument("--devices")
     a = p.parse_args()
+    devices = ["--devices", a.devices] if a.devices else []
     w = pathlib.Path(a.work)
     w.mkdir(parents=True, exist_ok=True)
     for name, docs, ln, dt, seed in (("c", a.docs, "20:80", "f16", 1), ("q", 64, "32", "f32", 2),
-                                     ("a", 500, "20:80", "f16", 3)):
+                                     ("a", 500, "20:80", "f16", 3), ("b", 100, "20:80", "f32", 4)):
         sh(a.bin, "corpus", "synth", "--docs", docs, "--doc-len", ln, "--dim", 128, "--dtype", dt, "--seed", seed,
            "-o", w / f"{name}.safetensors")
     index = w / "idx"
@@ -59,7 +64,11 @@ def main():
     q = load_file(str(w / "q.safetensors"))
     emb, off = q["embeddings"], q["offsets"]
     queries = [emb[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
-    server = subprocess.Popen([a.bin, "serve", "--index", index, "--device", a.device, "--addr", "127.0.0.1:18091"],
+    b = load_file(str(w / "b.safetensors"))
+    bemb, boff = b["embeddings"], b["offsets"]
+    new_docs = [bemb[boff[i]:boff[i + 1]].tolist() for i in range(len(boff) - 1)]
+    server = subprocess.Popen([a.bin, "serve", "--index", index, "--device", a.device, *devices,
+                               "--addr", "127.0.0.1:18091"],
                               stderr=subprocess.PIPE, text=True)
     url = "http://127.0.0.1:18091"
     try:
@@ -81,7 +90,7 @@ def main():
             for s in range(0, len(queries), 32):  # --max-batch-queries
                 got += post(url, {"queries": [{"embeddings": x} for x in queries[s:s + 32]], "k": 10})["results"]
             run = w / f"{label}.trec"
-            sh(a.bin, "index", "search", "--device", a.device, "-k", 10, "--index", index, "--queries",
+            sh(a.bin, "index", "search", "--device", a.device, *devices, "-k", 10, "--index", index, "--queries",
                w / "q.safetensors", "--out", run)
             want = run_hits(run)
             worst, same = 0.0, 0
@@ -108,6 +117,42 @@ def main():
         back = sum(h["index"] in gone for r in after for h in r["hits"])
         added = sum(h["index"] >= a.docs for r in after for h in r["hits"])
         print(f"after the add and delete: {back} deleted documents returned, {added} hits among the added ones")
+
+        # Writes through the server (10 adds of 10 documents, then deletes by id), while this
+        # thread sends one query at a time.
+        import threading
+
+        writes, done = [], threading.Event()
+
+        def writer():
+            for s in range(0, len(new_docs), 10):
+                t = time.perf_counter()
+                post(url, {"documents": [{"id": f"http{s + i}", "embeddings": d}
+                                         for i, d in enumerate(new_docs[s:s + 10])]}, "/v1/index/add")
+                writes.append(("add", (time.perf_counter() - t) * 1e3))
+            t = time.perf_counter()
+            post(url, {"ids": [f"http{i}" for i in range(0, 100, 7)]}, "/v1/index/delete")
+            writes.append(("delete", (time.perf_counter() - t) * 1e3))
+            done.set()
+
+        th = threading.Thread(target=writer)
+        th.start()
+        during = []
+        i = 0
+        while not done.is_set():
+            t = time.perf_counter()
+            post(url, {"queries": [{"embeddings": queries[i % len(queries)]}], "k": 10})
+            during.append((time.perf_counter() - t) * 1e3)
+            i += 1
+        th.join()
+        adds = sorted(ms for kind, ms in writes if kind == "add")
+        print(f"writes through the server: 10 adds of 10 documents, p50 {statistics.median(adds):.2f} ms, "
+              f"max {adds[-1]:.2f} ms; a delete of 15 by id {writes[-1][1]:.2f} ms (on disk and served when answered)")
+        print(f"one query a request while they ran, {len(during)} requests: p50 {statistics.median(during):.2f} ms, "
+              f"max {max(during):.2f} ms")
+        info = json.loads(urllib.request.urlopen(url + "/v1/info", timeout=30).read())
+        print(f"documents served: {info['documents']} (want {a.docs + 500 - 3 + 100 - 15})")
+        check("after the server's writes")
     finally:
         server.terminate()
         print(server.communicate(timeout=60)[1][-1500:])

@@ -148,7 +148,7 @@ impl CorpusArgs {
 }
 
 /// `all` (every visible GPU) or a comma-separated list of ordinals.
-fn parse_devices(s: &str) -> Result<Vec<usize>> {
+pub fn parse_devices(s: &str) -> Result<Vec<usize>> {
     if s == "all" {
         let n = tilemaxsim::gpu_count();
         if n == 0 {

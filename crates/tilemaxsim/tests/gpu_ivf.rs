@@ -17,9 +17,9 @@ mod common;
 
 use common::*;
 use tilemaxsim::codec::{Codec, ResidualOptions};
-use tilemaxsim::cuda::{GpuIvfSearch, MAX_GPU_NPROBE};
+use tilemaxsim::cuda::{GpuIvfSearch, MAX_GPU_NPROBE, ShardedIvfSearch};
 use tilemaxsim::index::{BuildOptions, Index, IndexSearch, Probe, Source, build};
-use tilemaxsim::{DType, Device, Hit, Matrix, OwnedElements, SearchOptions};
+use tilemaxsim::{DType, Device, Hit, Matrix, OwnedElements, SearchOptions, Searcher};
 
 /// An index of `docs` documents (1 to 60 tokens, one of 300) at d with K centroids, in `dir`.
 fn index(dir: &std::path::Path, docs: usize, dim: usize, centroids: usize) -> Index {
@@ -368,4 +368,84 @@ fn the_exact_stage_on_the_gpu_scores_as_the_float64_reference() {
             }
         }
     }
+}
+
+#[test]
+fn documents_sharded_over_gpus_find_at_least_what_one_gpu_finds() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (docs, dim, k) = (500, 128, 32);
+    let index = index(dir.path(), docs, dim, k);
+    let owned = queries(17, dim);
+    let qs = matrices(&owned, dim);
+    // Shards on one GPU named twice or thrice, and on every GPU when there are several.
+    let gpus = tilemaxsim::cuda::devices().map_or(1, |d| d.len());
+    let mut layouts = vec![vec![0, 0], vec![0, 0, 0]];
+    if gpus > 1 {
+        layouts.push((0..gpus).collect());
+    }
+    for (nprobe, ndocs) in [(k, docs), (3, 40), (1, 10)] {
+        let probe = Probe { nprobe, ndocs };
+        let one = GpuIvfSearch::new(index.codes(), index.ivf(), probe, 0)
+            .unwrap()
+            .search(&qs, 10)
+            .unwrap();
+        for devices in &layouts {
+            let label = format!("nprobe {nprobe}, ndocs {ndocs}, devices {devices:?}");
+            let s = ShardedIvfSearch::new(index.codes(), probe, devices).unwrap();
+            assert_eq!(s.shards().len(), devices.len(), "{label}");
+            assert!(s.name().contains("documents sharded"), "{}", s.name());
+            let got = s.search(&qs, 10).unwrap();
+            if nprobe == k {
+                // Every candidate rescored: exhaustive search's hits, as one GPU's.
+                assert_same_scores(&label, &qs, &got, &one);
+                continue;
+            }
+            // The shards' candidates hold one GPU's: each query's i-th score is at least its.
+            for (q, (g, o)) in got.iter().zip(&one).enumerate() {
+                assert!(g.len() >= o.len(), "{label}, query {q}");
+                assert!(g.windows(2).all(|w| w[0].score >= w[1].score));
+                for (x, y) in g.iter().zip(o) {
+                    assert!(
+                        x.score >= y.score - 1e-5,
+                        "{label}, query {q}: {x:?} below one GPU's {y:?}"
+                    );
+                }
+                assert!(g.iter().all(|h| h.doc < docs));
+            }
+        }
+    }
+    // Through the index: --devices shards the IVF search; bad input is refused.
+    let how = IndexSearch {
+        nprobe: Some(4),
+        ndocs: Some(60),
+        rerank_k: Some(0),
+        ..Default::default()
+    };
+    let options = SearchOptions {
+        devices: vec![0, 0],
+        ..Default::default()
+    };
+    let (s, notice) = index.searcher(Device::Cuda(0), &how, &options).unwrap();
+    assert!(notice.is_none(), "{notice:?}");
+    assert!(s.name().contains("documents sharded"), "{}", s.name());
+    assert!(s.search(&qs, 0).is_err());
+    let wrong = OwnedElements::from_f32(&vec![0.1; dim + 1], DType::F32);
+    assert!(
+        s.search(&matrices(std::slice::from_ref(&wrong), dim + 1), 5)
+            .is_err()
+    );
+    assert!(
+        ShardedIvfSearch::new(
+            index.codes(),
+            Probe {
+                nprobe: 4,
+                ndocs: 10
+            },
+            &[]
+        )
+        .is_err()
+    );
 }

@@ -13,6 +13,7 @@
 //! candidate (stages 2–3 are skipped), and with `ndocs` ≥ N every one is rescored: the hits are
 //! exhaustive search's. The codes are held in the GPU's memory (resident).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
@@ -51,7 +52,8 @@ pub struct FirstStages {
 
 /// The IVF stages of one index segment on a GPU (see the module's text).
 pub struct GpuIvfSearch<'a> {
-    codes: &'a CompressedCorpus,
+    /// The segment's codes (a shard's own slice of them in `ShardedIvfSearch`).
+    codes: Cow<'a, CompressedCorpus>,
     probe: Probe,
     num_centroids: usize,
     scorer: CudaScorer,
@@ -75,6 +77,16 @@ impl<'a> GpuIvfSearch<'a> {
     /// K`, or a d no fused residual kernel reads), so the caller can run them on the CPU.
     pub fn new(
         codes: &'a CompressedCorpus,
+        ivf: &Ivf,
+        probe: Probe,
+        ordinal: usize,
+    ) -> Result<Self> {
+        Self::with_codes(Cow::Borrowed(codes), ivf, probe, ordinal)
+    }
+
+    /// [`GpuIvfSearch::new`] of codes it may own (a shard's slice).
+    pub(super) fn with_codes(
+        codes: Cow<'a, CompressedCorpus>,
         ivf: &Ivf,
         probe: Probe,
         ordinal: usize,
@@ -110,7 +122,7 @@ impl<'a> GpuIvfSearch<'a> {
         }
         let scorer = CudaScorer::new(ordinal)?;
         let device_codes = scorer
-            .upload_codes(codes, 0..codes.len())
+            .upload_codes(&codes, 0..codes.len())
             .map_err(|e| match e {
                 Error::OutOfMemory(m) => Error::OutOfMemory(format!(
                     "{m}: IVF search holds the segment's codes on cuda:{ordinal}, and they do \
@@ -144,6 +156,11 @@ impl<'a> GpuIvfSearch<'a> {
             ivf_offsets,
             ivf_docs,
         })
+    }
+
+    /// The GPU it runs on, by name.
+    pub fn gpu_name(&self) -> String {
+        self.scorer.name()
     }
 
     fn all_probed(&self) -> bool {

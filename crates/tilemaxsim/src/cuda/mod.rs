@@ -26,6 +26,7 @@
 //! - `index.rs`: [`GpuIndex`], search over resident, streamed or sharded corpora;
 //! - `codes_index.rs`: [`GpuCodesIndex`], search over compressed corpora on GPUs (resident or streamed);
 //! - `ivf.rs`: [`GpuIvfSearch`], an index segment's IVF search with every stage on one GPU;
+//! - `ivf_shards.rs`: [`ShardedIvfSearch`], the same with the segment's documents split over GPUs;
 //! - `rerank.rs`: [`GpuRerank`], the exact second stage with the exact corpus resident on a GPU;
 //! - `compress.rs`: [`compress`], codecs trained and corpora encoded on a GPU;
 //! - `train.rs`: the training kernels' forward (scores and argmax) and backward passes on
@@ -40,6 +41,7 @@ mod device;
 mod functions;
 mod index;
 mod ivf;
+mod ivf_shards;
 mod launch;
 mod memory;
 mod plan;
@@ -59,6 +61,7 @@ pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};
 pub use index::GpuIndex;
 pub use ivf::{FirstStages, GpuIvfSearch, MAX_GPU_NPROBE};
+pub use ivf_shards::ShardedIvfSearch;
 pub use memory::{DeviceCorpus, DeviceQueries};
 pub use plan::Kernel;
 pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};

@@ -480,23 +480,18 @@ impl Index {
             nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
             ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
         };
-        let ordinal = match device {
-            Device::Cuda(n) => Some(options.devices.first().copied().unwrap_or(n)),
-            Device::Auto => Some(options.devices.first().copied().unwrap_or(0)),
-            Device::Cpu | Device::Reference => None,
+        let devices = match (device, options.devices.is_empty()) {
+            (Device::Cuda(_) | Device::Auto, false) => options.devices.clone(),
+            (Device::Cuda(n), true) => vec![n],
+            (Device::Auto, true) => vec![0],
+            (Device::Cpu | Device::Reference, _) => Vec::new(),
         };
         let mut notice = None;
-        if let Some(ordinal) = ordinal {
-            match gpu_ivf(codes, ivf, probe, ordinal) {
+        if !devices.is_empty() {
+            match gpu_ivf(codes, ivf, probe, &devices) {
                 Ok(first) => {
                     let (searcher, second) = reranked(first, codes, options.rerank, device)?;
-                    let one_gpu = (options.devices.len() > 1).then(|| {
-                        format!(
-                            "IVF search runs on cuda:{ordinal} alone (--devices shards \
-                             exhaustive search only)"
-                        )
-                    });
-                    return Ok((searcher, one_gpu.or(second)));
+                    return Ok((searcher, second));
                 }
                 Err(e @ (Error::DeviceUnavailable(_) | Error::OutOfMemory(_)))
                     if device == Device::Auto =>
@@ -520,18 +515,20 @@ impl Index {
     }
 }
 
-/// The IVF stages of a segment on GPU `ordinal` (an argument error where they do not apply
-/// there: the caller runs them on the CPU).
+/// The IVF stages of a segment on the GPUs `devices` (its documents split over them when there
+/// are several), or an argument error where they do not apply there: the caller runs them on
+/// the CPU.
 #[cfg(feature = "cuda")]
 fn gpu_ivf<'a>(
     codes: &'a CompressedCorpus,
     ivf: &Ivf,
     probe: Probe,
-    ordinal: usize,
+    devices: &[usize],
 ) -> Result<Box<dyn Searcher + 'a>> {
-    Ok(Box::new(crate::cuda::GpuIvfSearch::new(
-        codes, ivf, probe, ordinal,
-    )?))
+    Ok(match devices {
+        [ordinal] => Box::new(crate::cuda::GpuIvfSearch::new(codes, ivf, probe, *ordinal)?),
+        _ => Box::new(crate::cuda::ShardedIvfSearch::new(codes, probe, devices)?),
+    })
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -539,10 +536,10 @@ fn gpu_ivf<'a>(
     _codes: &'a CompressedCorpus,
     _ivf: &Ivf,
     _probe: Probe,
-    ordinal: usize,
+    devices: &[usize],
 ) -> Result<Box<dyn Searcher + 'a>> {
     Err(Error::DeviceUnavailable(format!(
-        "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"
+        "{devices:?}: this build has no CUDA engine (feature `cuda` off)"
     )))
 }
 

@@ -36,6 +36,10 @@ pub struct IndexSearchArgs {
     rerank_k: Option<usize>,
     #[arg(long, default_value = "auto")]
     device: Device,
+    /// GPUs to split the index's documents over: `all` or a list like `0,1` (implies a GPU
+    /// device). Each holds its part and runs every stage on it; the hits are merged.
+    #[arg(long)]
+    devices: Option<String>,
     #[command(flatten)]
     check: load::CheckArgs,
 }
@@ -48,11 +52,21 @@ pub fn run(a: IndexSearchArgs) -> Result<()> {
         Some(p) => Some(load::corpus(p, None, a.check).context("the --rerank corpus")?),
         None => None,
     };
+    let devices = match &a.devices {
+        Some(list) => crate::args::parse_devices(list)?,
+        None => Vec::new(),
+    };
+    let device = match (a.device, devices.first()) {
+        (Device::Cuda(n), _) => Device::Cuda(n),
+        (_, Some(&first)) => Device::Cuda(first),
+        (d, None) => d,
+    };
     let options = SearchOptions {
         rerank: exact.as_ref().map(|exact| Rerank {
             exact,
             candidates: a.rerank_k.unwrap_or(index.defaults().rerank_k),
         }),
+        devices,
         ..Default::default()
     };
     let how = IndexSearch {
@@ -61,7 +75,7 @@ pub fn run(a: IndexSearchArgs) -> Result<()> {
         ndocs: a.ndocs,
         rerank_k: a.rerank_k,
     };
-    let (searcher, notice) = index.searcher(a.device, &how, &options)?;
+    let (searcher, notice) = index.searcher(device, &how, &options)?;
     if let Some(n) = notice {
         eprintln!("notice: {n}");
     }

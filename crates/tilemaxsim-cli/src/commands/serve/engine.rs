@@ -114,15 +114,7 @@ pub fn run(
     for n in notice.into_iter().chain(args.cpu_notice(&searcher.name())) {
         eprintln!("notice: {n}");
     }
-    let devices = if options.devices.is_empty() {
-        vec![device.to_string()]
-    } else {
-        options
-            .devices
-            .iter()
-            .map(|d| format!("cuda:{d}"))
-            .collect()
-    };
+    let devices = device_names(device, &options);
     let loaded = Loaded {
         dim: corpus.dim(),
         documents: corpus.len(),
@@ -144,6 +136,19 @@ pub fn run(
     metrics.ready.set(1);
     serve_batches(searcher.as_ref(), None, queue, metrics, || false);
     Ok(())
+}
+
+/// The devices `/v1/info` names: the GPUs of `--devices`, else the one device.
+fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<String> {
+    if options.devices.is_empty() {
+        vec![device.to_string()]
+    } else {
+        options
+            .devices
+            .iter()
+            .map(|d| format!("cuda:{d}"))
+            .collect()
+    }
 }
 
 /// What an index search is prepared with (`serve --index`).
@@ -187,7 +192,7 @@ pub fn run_index(
             tokens: index.codes().num_tokens() + index.added().map_or(0, |a| a.0.num_tokens()),
             dtype: format!("residual codes, {}", index.codes().codec().name()),
             engine: searcher.name(),
-            devices: vec![setup.device.to_string()],
+            devices: device_names(setup.device, &setup.options),
             names: Names {
                 ids: ids.clone(),
                 first,

@@ -34,7 +34,7 @@ pub struct ServeArgs {
     /// --exhaustive) with its exact stage. Documents are added and deleted while it serves,
     /// through `POST /v1/index/add` and `/v1/index/delete` or by other processes (`tilemaxsim
     /// index add` / `delete`); each update is taken before the next batch.
-    #[arg(long, conflicts_with_all = ["corpus", "rerank", "doc_ids", "devices", "residency", "chunk_mb"])]
+    #[arg(long, conflicts_with_all = ["corpus", "rerank", "doc_ids", "residency", "chunk_mb"])]
     index: Option<PathBuf>,
     /// With --index: IVF probes per query token. [default: the index's]
     #[arg(long, requires = "index", conflicts_with = "exhaustive")]
