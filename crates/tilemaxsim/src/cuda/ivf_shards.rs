@@ -1,13 +1,14 @@
 //! [`ShardedIvfSearch`]: IVF search over one index segment whose documents are split over
 //! several GPUs. Each GPU holds a contiguous range of the documents (about equal tokens: their
 //! codes and an IVF of their own, over the same centroids) and runs every stage of
-//! [`GpuIvfSearch`] for the whole batch on them, keeping its own `ndocs` best candidates; the
-//! GPUs run at once and their hits are merged.
+//! [`GpuIvfSearch`] for the whole batch on them; the GPUs run at once and their hits are merged.
 //!
-//! The candidates are the union of each shard's best `ndocs`, which holds the best `ndocs` of
-//! the whole segment: every document one GPU would rescore is rescored, on the same codes by
-//! the same kernel, so each query's `i`-th score is at least one GPU's. With every centroid
-//! probed and every document rescored, the hits are exhaustive search's.
+//! `ndocs` is shared out: a shard rescores its best `⌈ndocs · n_s / N⌉` candidates (`n_s` of
+//! the segment's `N` documents), so the GPUs together rescore about as many as one would, each
+//! a part. The candidates are then each shard's best rather than the segment's best `ndocs`:
+//! where the best candidates crowd into one shard, some that one GPU would rescore are not
+//! (bench/index_peers.py measures the recall). With every centroid probed and `ndocs ≥ N`,
+//! every document is rescored and the hits are exhaustive search's.
 
 use std::borrow::Cow;
 
@@ -52,8 +53,13 @@ impl ShardedIvfSearch<'_> {
             .filter(|r| !r.is_empty())
             .collect();
         let devices = &devices[..ranges.len()];
+        let n = codes.len();
         let shards = spawn_shards(devices, ranges, |ordinal, docs| {
             let first = docs.start;
+            let probe = Probe {
+                ndocs: (probe.ndocs.min(n) * docs.len()).div_ceil(n).max(1),
+                ..probe
+            };
             let part = codes.slice(docs)?;
             let ivf = Ivf::build(part.aux().unwrap_or_default(), part.offsets(), k)?;
             let search = GpuIvfSearch::with_codes(Cow::Owned(part), &ivf, probe, ordinal)?;
