@@ -113,6 +113,12 @@ def main():
         gone = [h["index"] for h in before[0]["hits"][:3]]
         sh(a.bin, "index", "add", "--index", index, "--corpus", w / "a.safetensors")
         sh(a.bin, "index", "delete", "--index", index, "--docs", ",".join(map(str, gone)))
+        t = time.time()  # the server takes another process's updates on a thread of its own
+        while json.loads(urllib.request.urlopen(url + "/v1/info", timeout=30).read())["documents"] != a.docs + 497:
+            if time.time() - t > 60:
+                raise SystemExit("the server did not take the other process's updates")
+            time.sleep(0.01)
+        print(f"the server took the other process's add and delete {time.time() - t:.3f} s after they returned")
         after = check("after")
         back = sum(h["index"] in gone for r in after for h in r["hits"])
         added = sum(h["index"] >= a.docs for r in after for h in r["hits"])

@@ -1,8 +1,9 @@
 //! `tilemaxsim serve --index` end to end, over real HTTP on 127.0.0.1: an index directory served
 //! while documents are added and deleted, by other processes (`tilemaxsim index add` / `delete`)
-//! and through the server's own `POST /v1/index/add` and `/v1/index/delete`. After every update
-//! the server answers as `index search` (another process, reading the directory) does, so what
-//! the server acknowledged is on disk; bad writes are refused and change nothing.
+//! and through the server's own `POST /v1/index/add` and `/v1/index/delete`. Once it has taken
+//! an update (at once for its own writes, whose answers wait for it; shortly after for another
+//! process's) the server answers as `index search` (another process, reading the directory)
+//! does, so what the server acknowledged is on disk; bad writes are refused and change nothing.
 
 mod common;
 
@@ -144,6 +145,10 @@ fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
             .arg(&f.index)
             .args(["--docs", &list]),
     );
+    // The server takes them on a thread of its own, then serves with them.
+    let want = 340 - gone.len() as u64;
+    f.server
+        .wait_for(std::time::Duration::from_secs(60), || f.documents() == want);
     let after = f.same_as_index_search("after");
     assert!(
         after.iter().all(|h| !gone.contains(&h.1)),
@@ -153,7 +158,6 @@ fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
         after.iter().any(|h| h.1 >= 300),
         "no added document is ever found"
     );
-    assert_eq!(f.documents(), 340 - gone.len() as u64);
     // Flags that need --index, or contradict it, are refused before listening.
     let out = bin()
         .args(["serve", "--nprobe", "4", "--corpus"])

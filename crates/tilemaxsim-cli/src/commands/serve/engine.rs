@@ -1,17 +1,13 @@
 //! The engine worker: a thread of its own (scoring never runs on the async runtime) that
-//! loads the corpus or index, prepares the searcher (CPU, one GPU, or shards over several),
-//! then scores batch after batch from the queue in one multi-query pass each, and hands every
-//! request its own hits. An index served live takes the updates other processes append to
-//! its log (its own `POST /v1/index/add` / `delete`, or `tilemaxsim index add` / `delete`): before each batch the engine looks at the log's
-//! length, and when it grew, reads the new records and prepares the added documents' searcher
-//! again (the build's searcher, with its GPU uploads, is kept).
+//! loads the corpus, prepares the searcher (CPU, one GPU, or shards over several), then scores
+//! batch after batch from the queue in one multi-query pass each, and hands every request its
+//! own hits. What it publishes to the router ([`Ready`], [`Loaded`], [`Names`]) is shared with
+//! the engine of an index served live (`live.rs`).
 
-use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use tilemaxsim::index::{Index, IndexSearch};
+use anyhow::Result;
 use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
 use super::error::ApiError;
@@ -28,7 +24,7 @@ use crate::args::{CorpusArgs, Opened};
 pub struct Ready {
     loaded: RwLock<Option<Arc<Loaded>>>,
     /// How much of an index's update log the loaded searcher covers (bytes).
-    applied: tokio::sync::watch::Sender<u64>,
+    pub(super) applied: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for Ready {
@@ -47,7 +43,7 @@ impl Ready {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-    fn set(&self, loaded: Loaded) {
+    pub(super) fn set(&self, loaded: Loaded) {
         *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
     }
 
@@ -134,12 +130,16 @@ pub fn run(
     );
     ready.set(loaded);
     metrics.ready.set(1);
-    serve_batches(searcher.as_ref(), None, queue, metrics, || false);
+    while let Some(batch) = queue.next_batch() {
+        if !batch.is_empty() {
+            serve_batch(searcher.as_ref(), batch, metrics);
+        }
+    }
     Ok(())
 }
 
 /// The devices `/v1/info` names: the GPUs of `--devices`, else the one device.
-fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<String> {
+pub(super) fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<String> {
     if options.devices.is_empty() {
         vec![device.to_string()]
     } else {
@@ -151,104 +151,8 @@ fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<String> {
     }
 }
 
-/// What an index search is prepared with (`serve --index`).
-pub struct IndexSetup {
-    pub device: Device,
-    pub how: IndexSearch,
-    pub options: SearchOptions<'static>,
-}
-
-/// Serve the index in `dir`: open it, prepare its searcher, serve batches; whenever its update
-/// log has grown before a batch (a write through this server, or another process's), read the
-/// new records and prepare the added documents' searcher again (the build's is kept, GPU uploads
-/// and all), and the batch runs on that. Ends when the queue is closed and empty.
-pub fn run_index(
-    dir: &Path,
-    setup: &IndexSetup,
-    queue: &Queue,
-    metrics: &Metrics,
-    ready: &Ready,
-) -> Result<()> {
-    let log = dir.join(tilemaxsim::index::LOG);
-    let log_len = || std::fs::metadata(&log).map_or(0, |m| m.len());
-    // The log's length is taken before each read of it, so what was read covers at least
-    // that much: an update appended in between is taken at the next batch, never missed.
-    let mut seen = log_len();
-    let build = Index::open(dir).context("cannot open the index")?;
-    let (base, notice) = build.base_searcher(setup.device, &setup.how, &setup.options)?;
-    if let Some(n) = notice {
-        eprintln!("notice: {n}");
-    }
-    let ids: Option<Arc<[String]>> = build.codes().doc_ids().map(Arc::from);
-    let mut index = Index::open(dir).context("cannot open the index")?;
-    let mut pending = None;
-    loop {
-        let searcher = index.live_searcher(&base, setup.device, &setup.how, &setup.options)?;
-        let live = index.len() - index.deleted();
-        let first = build.codes().len();
-        let loaded = Loaded {
-            dim: index.codes().dim(),
-            documents: live,
-            tokens: index.codes().num_tokens() + index.added().map_or(0, |a| a.0.num_tokens()),
-            dtype: format!("residual codes, {}", index.codes().codec().name()),
-            engine: searcher.name(),
-            devices: device_names(setup.device, &setup.options),
-            names: Names {
-                ids: ids.clone(),
-                first,
-                added: (first..index.len()).map(|j| index.doc_id(j)).collect(),
-            },
-        };
-        eprintln!(
-            "tilemaxsim serve: ready: index {} ({live} live documents, d = {}) on {}",
-            dir.display(),
-            loaded.dim,
-            loaded.engine
-        );
-        ready.set(loaded);
-        ready.applied.send_replace(seen);
-        metrics.ready.set(1);
-        pending = serve_batches(searcher.as_ref(), pending, queue, metrics, || {
-            log_len() != seen
-        });
-        drop(searcher);
-        if pending.is_none() {
-            return Ok(());
-        }
-        seen = log_len();
-        index
-            .refresh()
-            .context("cannot read the index's new updates")?;
-    }
-}
-
-/// Serve batches from the queue with `searcher` (`first`, when given, before the queue's),
-/// until the queue is closed and empty (`None`) or `stale()` holds before a batch: then that
-/// batch is handed back, unserved.
-fn serve_batches(
-    searcher: &dyn Searcher,
-    first: Option<Batch>,
-    queue: &Queue,
-    metrics: &Metrics,
-    stale: impl Fn() -> bool,
-) -> Option<Batch> {
-    let mut next = first;
-    loop {
-        let batch = match next.take() {
-            Some(b) => b,
-            None => queue.next_batch()?,
-        };
-        if stale() {
-            return Some(batch);
-        }
-        if !batch.is_empty() {
-            serve_batch(searcher, batch, metrics);
-        }
-    }
-}
-
 /// Score one batch in one pass and answer each of its requests.
-fn serve_batch(searcher: &dyn Searcher, batch: Batch, metrics: &Metrics) {
+pub(super) fn serve_batch(searcher: &dyn Searcher, batch: Batch, metrics: &Metrics) {
     {
         let started = Instant::now();
         let queries: Vec<Matrix<'_>> = batch

@@ -2,13 +2,14 @@
 //! loaded once and searched over HTTP, with continuous batching.
 //! Three parts, as text-embeddings-inference has them: the router (`router.rs`: HTTP, checks,
 //! deadlines), the queue that forms batches whenever the engine is free (`queue.rs`), and the
-//! engine worker on its own thread (`engine.rs`). `api.rs` is the wire format, `metrics.rs`
+//! engine worker on its own thread (`engine.rs`; an index served live: `live.rs`). `api.rs` is the wire format, `metrics.rs`
 //! the Prometheus metrics, `error.rs` the statuses, `writes.rs` an index's add and delete. SIGTERM or Ctrl-C: stop accepting, finish
 //! the requests in flight, exit 0.
 
 mod api;
 mod engine;
 mod error;
+mod live;
 mod metrics;
 mod queue;
 mod router;
@@ -159,12 +160,12 @@ async fn serve(a: ServeArgs, source: Source) -> Result<()> {
                 let r = match source {
                     Source::Corpus(corpus) => engine::run(&args, corpus, &queue, &metrics, &ready),
                     Source::Index(dir) => args.search_setup().and_then(|(device, options)| {
-                        let setup = engine::IndexSetup {
+                        let setup = live::IndexSetup {
                             device,
                             how,
                             options,
                         };
-                        engine::run_index(&dir, &setup, &queue, &metrics, &ready)
+                        live::run_index(&dir, &setup, &queue, &metrics, &ready)
                     }),
                 };
                 if r.is_err() {

@@ -122,10 +122,28 @@ impl Queue {
     /// while they fit the limits (the first always fits: requests are checked against them).
     /// `None` once the queue is closed and empty; an empty batch after [`Queue::wake`].
     pub fn next_batch(&self) -> Option<Vec<Job>> {
+        self.next_batch_idle(None)
+    }
+
+    /// [`Queue::next_batch`], and an empty batch once no request has come for `idle` (an index
+    /// served live looks at its log that often).
+    pub fn next_batch_idle(&self, idle: Option<Duration>) -> Option<Vec<Job>> {
         let mut s = self.lock();
         loop {
             while s.jobs.is_empty() && !s.closed && !s.woken {
-                s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
+                match idle {
+                    None => s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner()),
+                    Some(idle) => {
+                        let (g, waited) = self
+                            .arrived
+                            .wait_timeout(s, idle)
+                            .unwrap_or_else(|p| p.into_inner());
+                        s = g;
+                        if waited.timed_out() && s.jobs.is_empty() && !s.closed {
+                            return Some(Vec::new());
+                        }
+                    }
+                }
             }
             if std::mem::take(&mut s.woken) && s.jobs.is_empty() && !s.closed {
                 return Some(Vec::new());
@@ -257,6 +275,13 @@ mod tests {
         let (j, _rx) = job(1, 1);
         q.push(j).unwrap();
         assert_eq!(q.next_batch().unwrap().len(), 1);
+        // Idle for a while: an empty batch.
+        assert_eq!(
+            q.next_batch_idle(Some(Duration::from_millis(5)))
+                .unwrap()
+                .len(),
+            0
+        );
         q.close();
         assert!(q.next_batch().is_none());
     }
