@@ -1,10 +1,9 @@
 //! [`GpuContext`]: one GPU's primary context, its stream, the compiled program and its
 //! functions, and what every launch family shares: the occupancy the driver reports (grids
 //! sized to what is resident) and `maxsim_mma`'s task counter. The launch families, the memory
-//! helpers, top-k and timing take a `&GpuContext`; only the scorer holds one, shared by every
-//! scorer of the process on that GPU ([`GpuContext::shared`]).
+//! helpers, top-k and timing take a `&GpuContext`; only the scorer holds one.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -48,25 +47,6 @@ pub(super) enum TaskCounter<'a> {
 }
 
 impl GpuContext {
-    /// GPU `ordinal`'s context, shared with every scorer of this process that holds it: opened
-    /// (its kernels loaded) once while any holds it, so another scorer on a GPU in use (an index
-    /// segment's searcher prepared again after an update) costs no module load.
-    pub(super) fn shared(ordinal: usize) -> Result<Arc<Self>> {
-        static OPEN: Mutex<Vec<(usize, Weak<GpuContext>)>> = Mutex::new(Vec::new());
-        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
-        open.retain(|(_, w)| w.strong_count() > 0);
-        if let Some(gpu) = open
-            .iter()
-            .find(|(o, _)| *o == ordinal)
-            .and_then(|(_, w)| w.upgrade())
-        {
-            return Ok(gpu);
-        }
-        let gpu = Arc::new(Self::open(ordinal)?);
-        open.push((ordinal, Arc::downgrade(&gpu)));
-        Ok(gpu)
-    }
-
     /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the
     /// cache).
     pub(super) fn open(ordinal: usize) -> Result<Self> {

@@ -36,7 +36,7 @@ use crate::topk::Hit;
 
 /// The GPU scorer on one device.
 pub struct CudaScorer {
-    gpu: Arc<GpuContext>,
+    gpu: GpuContext,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
     topk_scratch: Mutex<TopKBuffers>,
     /// `score_raw`'s uploads that repeat across calls of one shape.
@@ -53,7 +53,7 @@ pub struct CudaScorer {
 impl CudaScorer {
     /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the cache).
     pub fn new(ordinal: usize) -> Result<Self> {
-        let gpu = GpuContext::shared(ordinal)?;
+        let gpu = GpuContext::open(ordinal)?;
         let shape = KernelShape::parse(std::env::var("TILEMAXSIM_KERNEL_DEFINES").ok().as_deref())?;
         Ok(CudaScorer {
             gpu,
