@@ -4,9 +4,9 @@
 //! `tilemaxsim index add` / `delete`) are taken on a thread of their own: when the log has
 //! grown (the engine looks before each batch, and every 50 ms while idle), that thread reads the new records into a second opening of the index and prepares
 //! the searcher of its added documents, while batches go on being served by the current one;
-//! the prepared one then replaces it before the next batch. A search never waits for an
-//! update, and a write is answered once the searcher that serves it is in place
-//! (`Ready::applied`).
+//! the prepared one then replaces it before the next batch. The engine never stops serving
+//! for an update (on a GPU the new searcher's uploads share the device with the searches), and
+//! a write is answered once the searcher that serves it is in place (`Ready::applied`).
 
 use std::path::Path;
 use std::sync::Arc;
