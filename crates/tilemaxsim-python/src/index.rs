@@ -1,7 +1,8 @@
 //! `_native.Index`: an index directory (`tilemaxsim::index`: residual codes, their IVF, the
 //! exact tokens) opened, or built from a `Corpus`, searched by IVF or exhaustively, and
-//! updated live (documents added and deleted). The searcher of the last settings is kept for
-//! the next search with the same ones, and dropped by an update.
+//! updated live (documents added and deleted, here or by other processes: `refresh`). The
+//! searcher of the last settings is kept for the next search with the same ones, and dropped
+//! by an update.
 
 use std::sync::Mutex;
 
@@ -25,6 +26,13 @@ struct State {
     // Declared before the index, so dropped first: it borrows it.
     searcher: Kept,
     inner: Box<tilemaxsim::index::Index>,
+    /// The update log's length when `inner` last read it (taken before the read).
+    log_seen: u64,
+}
+
+/// The length of the update log of the index in `dir` (0 before the first update).
+fn log_len(dir: &std::path::Path) -> u64 {
+    std::fs::metadata(dir.join(tilemaxsim::index::LOG)).map_or(0, |m| m.len())
 }
 
 #[pyclass(frozen, module = "tilemaxsim._native")]
@@ -33,11 +41,12 @@ pub struct Index {
 }
 
 impl Index {
-    fn of(inner: tilemaxsim::index::Index) -> Self {
+    fn of(inner: tilemaxsim::index::Index, log_seen: u64) -> Self {
         Index {
             state: Mutex::new(State {
                 searcher: None,
                 inner: Box::new(inner),
+                log_seen,
             }),
         }
     }
@@ -54,10 +63,11 @@ impl Index {
     /// Open the index directory at `path` (its files checked, the codes memory-mapped).
     #[staticmethod]
     fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let seen = log_len(&path);
         let inner = py
             .detach(|| tilemaxsim::index::Index::open(&path))
             .map_err(to_py)?;
-        Ok(Self::of(inner))
+        Ok(Self::of(inner, seen))
     }
 
     /// Build an index of `corpus` (exact: compressed on `device`; or residual codes) in `path`
@@ -109,7 +119,7 @@ impl Index {
                 tilemaxsim::index::Index::open(&path)
             })
             .map_err(to_py)?;
-        Ok(Self::of(inner))
+        Ok(Self::of(inner, 0))
     }
 
     /// The `k` best documents of each query (`[A, Lq, d]` host memory, query i its first
@@ -171,6 +181,23 @@ impl Index {
             let mut st = self.state();
             st.searcher = None;
             st.inner.add(docs).map(|r| (r.start, r.end))
+        })
+        .map_err(to_py)
+    }
+
+    /// Read the updates other processes appended to the log since this one last read it:
+    /// whether there were any (the kept searcher is then made again at the next search).
+    fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| {
+            let mut st = self.state();
+            let len = log_len(st.inner.dir());
+            if len == st.log_seen {
+                return Ok(false);
+            }
+            st.searcher = None;
+            st.inner.refresh()?;
+            st.log_seen = len;
+            Ok(true)
         })
         .map_err(to_py)
     }

@@ -154,3 +154,24 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     with pytest.raises(ValueError, match="d = 23"):
         index.add([unit(rng, 3, 23)])
     assert len(index) == 84 and index.deleted == 2
+
+
+def test_refresh_takes_another_openings_updates(tmp_path):
+    # Two openings of one directory (two processes' views): one's updates reach the other's
+    # searches once it refreshes, and a refresh with nothing new reports so.
+    rng = np.random.default_rng(9)
+    docs = [unit(rng, n, 24) for n in rng.integers(1, 20, size=40)]
+    a = tilemaxsim.Index(tmp_path / "idx", device="cpu").create(documents_embeddings=docs, n_centroids=8)
+    b = tilemaxsim.Index(tmp_path / "idx", device="cpu")
+    assert b.refresh() is False
+    new = unit(rng, 12, 24)
+    assert a.add([new]) == [40]
+    assert len(b) == 40
+    assert b.refresh() is True and len(b) == 41
+    assert b.search(new, top_k=1, exhaustive=True)[0][0][0] == 40
+    assert a.delete([40]) == 1
+    assert b.refresh() is True and b.deleted == 1
+    assert all(d != 40 for d, _ in b.search(new, top_k=41, exhaustive=True)[0])
+    assert b.refresh() is False
+    empty = tilemaxsim.Index(tmp_path / "none", device="cpu")
+    assert empty.refresh() is False

@@ -147,6 +147,17 @@ class Index:
             raise ValueError(f"subset: document numbers are 0 or more, got {min(docs)}")
         return self._native.delete(docs)
 
+    def refresh(self):
+        """Read the documents other processes (another `Index` on this directory, `tilemaxsim
+        index add` / `delete`, a server) added or deleted since this one last read them: whether
+        there were any. The next search sees them."""
+        if self._native is None:
+            if os.path.exists(os.path.join(self._path, "index.json")):
+                self._native = _native.Index.open(self._path)
+                return True
+            return False
+        return self._native.refresh()
+
     def __len__(self):
         """Documents numbered: the build's and the added ones (deleted ones included)."""
         return 0 if self._native is None else len(self._native)

@@ -1,4 +1,5 @@
-"""Type stubs of tilemaxsim.ray: one corpus file searched by shard actors on a Ray cluster."""
+"""Type stubs of tilemaxsim.ray: a corpus file searched by shard actors, an index directory by
+replica actors, on a Ray cluster."""
 
 from collections.abc import Sequence
 from os import PathLike
@@ -63,4 +64,46 @@ class ShardedSearcher:
     ) -> tuple[Array, list]: ...
     def close(self) -> None: ...
     def __enter__(self) -> ShardedSearcher: ...
+    def __exit__(self, *exc: Any) -> None: ...
+
+class IndexSearcher:
+    """An index directory searched by replica actors, each with the whole index and a share of
+    every query batch; updated live through any replica."""
+
+    path: str
+    actors: list[Any]
+    dim: int
+    def __init__(
+        self,
+        path: str | PathLike,
+        replicas: int = 2,
+        *,
+        device: str = "cpu",
+        num_cpus: float = 1,
+        num_gpus: float | None = None,
+        max_restarts: int = 3,
+        scheduling_strategy: Any = "SPREAD",
+        timeout: float | None = None,
+    ) -> None: ...
+    def info(self) -> list[dict]: ...
+    def search(
+        self,
+        queries_embeddings: Array | Sequence[Array],
+        top_k: int = 10,
+        *,
+        timeout: float | None = None,
+        **options: Any,
+    ) -> list[list[tuple[int, float]]]: ...
+    def add(
+        self,
+        documents_embeddings: Sequence[Array],
+        *,
+        doc_ids: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> list[int]: ...
+    def delete(self, subset: Sequence[int] | Array, *, timeout: float | None = None) -> int: ...
+    @property
+    def doc_ids(self) -> list[str] | None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> IndexSearcher: ...
     def __exit__(self, *exc: Any) -> None: ...
