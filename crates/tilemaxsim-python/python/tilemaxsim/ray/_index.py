@@ -16,6 +16,7 @@ import ray
 
 from .._arrays import is_torch
 from .._index import Index
+from ._actors import ActorGroup, actor_class
 
 
 class _Replica:
@@ -69,7 +70,7 @@ class _Replica:
         return index.doc_ids
 
 
-class IndexSearcher:
+class IndexSearcher(ActorGroup):
     """An index directory (`tilemaxsim.Index`, e.g. built by `Index.create` or `tilemaxsim index
     build`) searched by `replicas` Ray actors, each holding the whole index and searching a
     contiguous share of every query batch.
@@ -99,14 +100,12 @@ class IndexSearcher:
             raise ValueError(f"replicas = {replicas}: must be at least 1")
         if num_gpus is None:
             num_gpus = 1 if str(device).startswith("cuda") else 0
-        threads = str(max(1, math.ceil(num_cpus)))
-        actor = ray.remote(_Replica).options(
+        actor = actor_class(
+            _Replica,
             num_cpus=num_cpus,
             num_gpus=num_gpus,
             max_restarts=max_restarts,
-            max_task_retries=0,
             scheduling_strategy=scheduling_strategy,
-            runtime_env={"env_vars": {"RAYON_NUM_THREADS": threads}},
         )
         self.actors = [actor.remote(self.path, device) for _ in range(int(replicas))]
         try:
@@ -184,21 +183,6 @@ class IndexSearcher:
     def doc_ids(self):
         """The id of every document number, as `Index.doc_ids`."""
         return ray.get(self.actors[0].doc_ids.remote())
-
-    def close(self):
-        """End the replica actors (no restart)."""
-        for a in getattr(self, "actors", []):
-            try:
-                ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self.actors = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return f"IndexSearcher({self.path!r}, {len(self.actors)} replicas, d={self.dim})"

@@ -4,7 +4,6 @@ driver-side API over one actor per shard."""
 
 from __future__ import annotations
 
-import math
 import os
 from typing import NamedTuple
 
@@ -15,6 +14,7 @@ from ray.exceptions import RayActorError
 from .._arrays import Array, is_torch, torch
 from .._corpus import Corpus
 from .._engine import _queries
+from ._actors import ActorGroup, actor_class
 
 
 class ShardError(RuntimeError):
@@ -157,7 +157,7 @@ class PendingSearch:
         return self._searcher._merge(parts, self._k, self._single, self._torch)
 
 
-class ShardedSearcher:
+class ShardedSearcher(ActorGroup):
     """One corpus file, `shards` Ray actors each holding a contiguous range of its documents
     (about equal in tokens), searched together.
 
@@ -193,16 +193,12 @@ class ShardedSearcher:
         self.offsets = meta["offsets"]
         self.dim, self.dtype = meta["dim"], meta["dtype"]
         self.shards = plan_shards(self.offsets, int(shards))
-        # The CPU engine's threads follow the actor's CPUs, so shards on one node do not
-        # oversubscribe it (rayon's pool would otherwise take every core in each actor).
-        threads = str(max(1, math.ceil(num_cpus)))
-        actor = ray.remote(_Shard).options(
+        actor = actor_class(
+            _Shard,
             num_cpus=num_cpus,
             num_gpus=num_gpus,
             max_restarts=max_restarts,
-            max_task_retries=0,
             scheduling_strategy=scheduling_strategy,
-            runtime_env={"env_vars": {"RAYON_NUM_THREADS": threads}},
         )
         self.actors = [actor.remote(self.path, s, e, device, residency, check_finite) for s, e in self.shards]
         try:
@@ -259,21 +255,6 @@ class ShardedSearcher:
         if as_torch:
             s, i = torch.from_numpy(s), torch.from_numpy(i)
         return Hits(s[0], i[0], ids[0]) if single else Hits(s, i, ids)
-
-    def close(self):
-        """End the shard actors (no restart)."""
-        for a in getattr(self, "actors", []):
-            try:
-                ray.kill(a, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self.actors = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __repr__(self):
         return f"ShardedSearcher({self.path!r}, {len(self.shards)} shards, {len(self)} documents, d={self.dim})"
