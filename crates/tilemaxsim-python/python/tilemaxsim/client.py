@@ -91,6 +91,19 @@ def _encode(q, name: str) -> dict:
     }
 
 
+def _named(items, ids, noun: str, nouns: str) -> list[dict]:
+    """Each of `items` ([L, d]) in the server's base64 form, with its id when `ids` are given."""
+    if ids is not None and len(ids) != len(items):
+        raise ValueError(f"ids: {len(ids)} ids for {len(items)} {nouns}")
+    wire = []
+    for i, x in enumerate(items):
+        item = _encode(x, f"{noun} {i}")
+        if ids is not None:
+            item["id"] = str(ids[i])
+        wire.append(item)
+    return wire
+
+
 class Client:
     """A client of one `tilemaxsim serve` server at `url`; `timeout` in seconds per request."""
 
@@ -130,14 +143,7 @@ class Client:
                 f"Q: expected [Lq, d], [A, Lq, d] or a list of [Lq, d], got {type(Q).__name__} "
                 f"of shape {tuple(getattr(Q, 'shape', ()))}"
             )
-        if ids is not None and len(ids) != len(queries):
-            raise ValueError(f"ids: {len(ids)} ids for {len(queries)} queries")
-        wire = []
-        for i, q in enumerate(queries):
-            item = _encode(q, f"query {i}")
-            if ids is not None:
-                item["id"] = str(ids[i])
-            wire.append(item)
+        wire = _named(queries, ids, "query", "queries")
         answer = self._request("POST", "/v1/search", json.dumps({"queries": wire, "k": int(k)}).encode())
         return [
             QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
@@ -150,14 +156,7 @@ class Client:
         numbers). Returns each one's `(id, number)`. On disk when this returns, and every search
         sent after it sees them."""
         docs = [documents] if getattr(documents, "ndim", None) == 2 else list(documents)
-        if ids is not None and len(ids) != len(docs):
-            raise ValueError(f"ids: {len(ids)} ids for {len(docs)} documents")
-        wire = []
-        for i, d in enumerate(docs):
-            item = _encode(d, f"document {i}")
-            if ids is not None:
-                item["id"] = str(ids[i])
-            wire.append(item)
+        wire = _named(docs, ids, "document", "documents")
         answer = self._request("POST", "/v1/index/add", json.dumps({"documents": wire}).encode())
         return [(a["doc"], int(a["index"])) for a in answer["added"]]
 
