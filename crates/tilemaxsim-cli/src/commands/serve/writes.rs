@@ -132,15 +132,14 @@ impl Writer {
                 .map(|(i, d)| api::decode("document", i, d, dim))
                 .collect::<Result<Vec<_>, _>>()?;
             let matrices: Vec<Matrix<'_>> = docs.iter().map(|d| d.matrix()).collect();
-            let f32_rows: Vec<Vec<f32>>;
             // One packing needs one dtype: documents sent in different ones go as f32.
             let same = matrices.iter().all(|m| m.dtype() == matrices[0].dtype());
             let corpus = if same {
                 Corpus::from_docs(&matrices)
             } else {
-                f32_rows = matrices.iter().map(|m| m.to_f32_vec()).collect();
+                let tokens: Vec<f32> = matrices.iter().flat_map(|m| m.to_f32_vec()).collect();
                 let lengths: Vec<usize> = matrices.iter().map(|m| m.rows()).collect();
-                Corpus::from_lengths(f32_rows.concat(), dim, &lengths)
+                Corpus::from_lengths(tokens, dim, &lengths)
             }
             .map_err(bad)?;
             let corpus = if with_ids > 0 {
