@@ -32,8 +32,9 @@ pub(super) struct Kernels {
     pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
-    /// (dtype, 32-wide chunks of d, d % 8 = 0) → `maxsim_span_any`, any d ≤ 128 (sm_90+).
-    pub(super) span_any: Vec<((DType, usize, bool), CudaFunction)>,
+    /// (dtype, 32-wide chunks of d, the rows' alignment in halves: `span_row_align`) →
+    /// `maxsim_span_any`, any d ≤ 128 (sm_90+).
+    pub(super) span_any: Vec<((DType, usize, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
@@ -107,9 +108,9 @@ impl Kernels {
                     span.push(((dtype, dim), f(&format!("maxsim_span_{dtype}_d{dim}"))?));
                 }
                 for chunks in 1..=MMA_DIMS.len() {
-                    for (aligned, tag) in [(true, 'a'), (false, 'u')] {
+                    for (align, tag) in [(8, 'a'), (4, 'd'), (2, 'w'), (1, 'u')] {
                         let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}");
-                        span_any.push(((dtype, chunks, aligned), f(&name)?));
+                        span_any.push(((dtype, chunks, align), f(&name)?));
                     }
                 }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {

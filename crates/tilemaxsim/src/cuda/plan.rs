@@ -162,6 +162,15 @@ pub(super) fn span_stage_halves(dim: usize) -> usize {
     }
 }
 
+/// The alignment of `maxsim_span_any`'s rows in halves (8, 4, 2 or 1: the largest dividing
+/// d), which picks its loads (kernels/span.cu: MODE 1, 4, 3, 2).
+pub(super) fn span_row_align(dim: usize) -> usize {
+    [8, 4, 2]
+        .into_iter()
+        .find(|a| dim.is_multiple_of(*a))
+        .unwrap_or(1)
+}
+
 /// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 128).
 pub(super) const SPAN_ANY_MAX_DIM: usize = 128;
 

@@ -12,7 +12,7 @@ use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, bulk_dim, bulk_group, bulk_smem,
-    bulk_split_smem, span_smem, wide_any_bound, wide_dim,
+    bulk_split_smem, span_row_align, span_smem, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -179,7 +179,7 @@ impl Bulk {
         let func = if bulk_dim(dim) {
             kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
         } else {
-            let key = (corpus.dtype, dim.div_ceil(32), dim.is_multiple_of(8));
+            let key = (corpus.dtype, dim.div_ceil(32), span_row_align(dim));
             let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
             &found
                 .ok_or_else(|| {

@@ -1,0 +1,71 @@
+//! The spanning kernel at d ≤ 128 that is no multiple of 32 (`maxsim_span_any`), against the
+//! float64 reference on the device: every alignment its rows can have (d % 8 = 0, d % 4 = 0,
+//! even, odd), both 16-bit dtypes, at its own shape and at forced stages and runs, on
+//! 1-token, chunk-crossing and very long documents, outputs poisoned before each run. Without a
+//! usable GPU the test prints a notice and passes.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::*;
+use rand::Rng;
+use tilemaxsim::cuda::{CudaScorer, Kernel};
+use tilemaxsim::{DType, Docs, OwnedElements, Scorer};
+
+#[test]
+fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    if gpu.info().compute_capability.0 < 9 {
+        eprintln!("NOTICE: maxsim_span_any needs sm_90; test skipped");
+        return;
+    }
+    let shaped = |stages, group| {
+        CudaScorer::new(0)
+            .expect("GPU")
+            .force_kernel(Some(Kernel::Bulk))
+            .bulk_shape(stages, group)
+            .unwrap()
+    };
+    let scorers = [
+        ("own shape", gpu),
+        ("1 stage, 3 per block", shaped(1, 3)),
+        ("6 stages, 5 per block", shaped(6, 5)),
+        ("4 stages, 64 per block", shaped(4, 64)),
+    ];
+    let mut r = rng(127);
+    // d % 8 = 0 (16, 48, 80), d % 4 = 0 (12, 100), even (6, 126), odd (1, 3, 33, 77, 127).
+    let dims = [1usize, 3, 6, 12, 16, 33, 48, 77, 80, 100, 126, 127];
+    for (case, &dim) in dims.iter().enumerate() {
+        let dtype = [DType::F16, DType::BF16][case % 2];
+        let n_docs = r.random_range(40..120);
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| match i % 6 {
+                0 => 1,
+                1 => r.random_range(2..9),
+                2 => r.random_range(30..40),
+                3 if i == 3 => r.random_range(2000..4000),
+                _ => r.random_range(1..300),
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let qs: Vec<OwnedElements> = (0..3)
+            .map(|i| random_query(&mut r, [1, 17, 32][i], dim, dtype, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        let exp = Expected::new(&queries, &corpus);
+        let all: Vec<usize> = (0..corpus.len()).collect();
+        for (name, scorer) in &scorers {
+            let label = format!("{name}: d={dim} {dtype} {n_docs} docs");
+            let dq = scorer.upload_queries(&queries, dim).unwrap();
+            let dc = scorer.upload(&corpus).unwrap();
+            assert_eq!(scorer.kernel_for(&dq, &dc), Kernel::Bulk, "{label}");
+            let mut out = poisoned(queries.len() * corpus.len());
+            scorer
+                .score_into(&queries, &corpus, Docs::All, &mut out)
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            for (qi, row) in out.chunks(corpus.len()).enumerate() {
+                exp.assert_close(&label, qi, &all, row);
+            }
+        }
+    }
+}
