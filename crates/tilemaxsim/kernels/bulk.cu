@@ -70,8 +70,8 @@ struct BulkWalk {
 };
 
 // Thread 0's side of both maxsim_bulk kernels: its own walk over the block's tiles, running
-// `stages` tiles ahead of the consumers' walk; tile t goes to stage t % stages by one bulk copy
-// of its rows (ROW halves each), completing on the stage's mbarrier (an empty tile: an arrive).
+// `stages` tiles ahead of the consumers' walk; tile t goes to stage t % stages (TILE rows of
+// `row` halves) by one bulk copy, completing on the stage's mbarrier (an empty tile: an arrive).
 template <int TILE, int ROW>
 struct BulkProducer {
     BulkWalk<TILE> walk;
@@ -89,7 +89,7 @@ struct BulkProducer {
         if (ntok > 0) {
             const unsigned bytes = (unsigned)ntok * row * 2u;
             mbar_expect_tx(bar, bytes);
-            bulk_load(smem_addr(ring + (i64)s * TILE * ROW), d_tokens + (walk.d0 + walk.tok) * row, bytes, bar);
+            bulk_load(smem_addr(ring + (i64)s * TILE * row), d_tokens + (walk.d0 + walk.tok) * row, bytes, bar);
         } else {
             mbar_arrive(bar);
         }
@@ -253,7 +253,9 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     constexpr int NT = TOK / 8;          // 8-token tiles per tile
     constexpr int CW = TOK / BULK_WARPS; // columns each warp reduces
     constexpr int RS = BULK_WIDE_RS;     // floats per partial column
-    constexpr int STAGE = TOK * D;       // halves
+    // A stage in halves: TOK rows of RD (a multiple of 8: 128-byte multiples), so ANY's blocks
+    // take no shared memory for the bound's width past d (d = 136: four blocks an SM, not three).
+    const int STAGE = TOK * RD;
     extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
     u16* ring = (u16*)bulk_smem;
     unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);

@@ -451,6 +451,12 @@ pub(super) fn bulk_smem(stages: usize, dim: usize) -> usize {
     }
 }
 
+/// Dynamic shared bytes of a `maxsim_bulk_any` block at `dim` under the wide instantiation of
+/// `bound`: `bulk_smem(stages, bound)` less the stages' rows past d (kernels/bulk.cu: STAGE).
+pub(super) fn bulk_any_smem(stages: usize, dim: usize, bound: usize) -> usize {
+    bulk_smem(stages, bound) - stages * bulk_wide_tok(bound) * (bound - dim) * 2
+}
+
 /// Consecutive tasks per `maxsim_bulk` (and `maxsim_span`) block, for `tasks` tasks,
 /// `resident` blocks at once and runs of at most `run` (`DocLengths::bulk_run`, `span_run`):
 /// the query's fragments are loaded, and the block set up, once per run, so runs are long, but

@@ -11,8 +11,8 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
-    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, bulk_dim, bulk_group, bulk_smem,
-    bulk_split_smem, span_row_align, span_smem, wide_any_bound, wide_dim,
+    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, bulk_any_smem, bulk_dim, bulk_group,
+    bulk_smem, bulk_split_smem, span_row_align, span_smem, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -108,7 +108,8 @@ impl Bulk {
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
         let run = corpus.lengths.bulk_run(bound);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, |s| bulk_smem(s, bound), run)?;
+        let smem = |s| bulk_any_smem(s, corpus.dim, bound);
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         let d = corpus.dim as i32;
         let mut b = t.stream.launch_builder(func);
@@ -117,7 +118,7 @@ impl Bulk {
         // SAFETY: the arguments match `maxsim_bulk_any_*` in kernels/bulk.cu: as
         // `maxsim_bulk_*`'s, the query blocks 32 rows of d, d a multiple of 8 (rows of 16
         // bytes' multiples, `wide_any_bound`) up to `bound`, the corpus 16-byte aligned (the
-        // kernel choice), and `smem` bytes for `stages` tiles of the bound's width (`bulk_smem`).
+        // kernel choice), and `smem` bytes for `stages` tiles of d-wide rows (`bulk_any_smem`).
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk_any launch"))?;
         Ok(())
     }
