@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: [PART=1|2] bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
-# PART=1: tests/gpu.rs and its sanitizer runs only; PART=2: tests/gpu_codecs.rs and
+# PART=1: tests/gpu.rs and tests/gpu_any_dim.rs and their sanitizer runs only; PART=2: tests/gpu_codecs.rs and
 # tests/gpu_compress.rs and theirs (each part fits one 600 s device call; both: over it).
 # GPU correctness, one device call: the NVRTC compile check, the GPU tests (exact and compressed
 # corpora, compression: tests/gpu.rs, tests/gpu_codecs.rs, tests/gpu_compress.rs) against the float64
@@ -27,6 +27,7 @@ tmp=$(mktemp -d)
   ( if one 1; then
       start=$SECONDS
       timeout 520 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]} ($((SECONDS - start)) s)"
+      timeout 120 .dev/test-gpu_any_dim 2>&1 | grep -E "^test |test result|panicked"; echo "any-d tests exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
       timeout 300 .dev/test-gpu_codecs 2>&1 | grep -E "^test |test result|panicked|score"; echo "codec tests exit: ${PIPESTATUS[0]}"
@@ -36,6 +37,8 @@ tmp=$(mktemp -d)
     if one 1; then
       TILEMAXSIM_GPU_CASES=12 timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu --test-threads 1 2>&1 | tail -6
       echo "memcheck exit: ${PIPESTATUS[0]}"
+      timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3
+      echo "any-d memcheck exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
       TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
@@ -50,6 +53,8 @@ tmp=$(mktemp -d)
       TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
         tensor_core random_shapes ablation top_k raw_device fp32 f32_queries 2>&1 | tail -6
       echo "racecheck exit: ${PIPESTATUS[0]}"
+      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3
+      echo "any-d racecheck exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
       TILEMAXSIM_GPU_CASES=2 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 every_codec residual_tensors batched lookup_table 2>&1 | tail -4
