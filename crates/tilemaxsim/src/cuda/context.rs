@@ -12,6 +12,7 @@ use cudarc::driver::{
 use super::compile::{self, arch_name};
 use super::device::{GpuInfo, check_available, drv, info};
 use super::functions::Kernels;
+use super::plan::Tuning;
 use crate::error::{Error, Result};
 
 /// One GPU, ready to launch the engine's kernels.
@@ -21,6 +22,8 @@ pub struct GpuContext {
     _module: Arc<CudaModule>,
     pub(super) kernels: Kernels,
     pub(super) info: GpuInfo,
+    /// The launch shapes tuned for this device (`Tuning::for_device`).
+    pub(super) tuning: Tuning,
     /// Whether the kernels came from the on-disk cache (no NVRTC compile at this start).
     pub(super) cache_hit: bool,
     /// The tensor-core kernel's task counter (zeroed before each launch, on the stream).
@@ -73,6 +76,7 @@ impl GpuContext {
             stream,
             _module: module,
             kernels,
+            tuning: Tuning::for_device(&info.name),
             info,
             cache_hit,
             task_counter,

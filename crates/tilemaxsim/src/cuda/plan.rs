@@ -104,23 +104,23 @@ impl DocLengths {
     }
 
     /// `maxsim_bulk`'s runs of documents per block (`bulk_group`'s most).
-    /// - d ≤ 128: about eight 128-token tiles (BULK_TILE, = WG_BN) per block, 1 to 8 documents.
-    ///   On the H200, f16 Nd = 128 B = 100K: 140.95 M docs/s with eight documents a block
-    ///   against 137.78 with four (bench/results/h200/span.log). (Documents that leave tiles
-    ///   partly empty go to `maxsim_span` when every document is scored: `spans_pay`.)
-    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block, 2
-    ///   to 4: two 128-token documents at d = 256 (48.61 M docs/s against 47.50 with one, H100,
-    ///   bench/results/profile_peer.log). At d = 768 one document a block was 0.8% ahead of two
-    ///   on the H100 (15.70 against 15.58) but two are 5% ahead on the H200 (21.45 against
-    ///   20.43 M docs/s at B = 10K, bench/results/h200/tuning.log).
-    pub(super) fn bulk_run(&self, dim: usize) -> u64 {
+    /// - d ≤ 128: about `tuning.bulk_tiles` 128-token tiles (BULK_TILE, = WG_BN) per block, 1
+    ///   to that many documents. (Documents that leave tiles partly empty go to `maxsim_span`
+    ///   when every document is scored: `spans_pay`.)
+    /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block,
+    ///   `tuning.wide_least` to 4: two 128-token documents at d = 256 (48.61 M docs/s against
+    ///   47.50 with one, H100, bench/results/profile_peer.log).
+    pub(super) fn bulk_run(&self, dim: usize, tuning: &Tuning) -> u64 {
         let (work, unit) = if wide_dim(dim) {
             (self.tokens * dim, WG_BN * 128)
         } else {
             (self.padded, WG_BN)
         };
-        // d ≤ 128: eight tiles, one to eight documents; wide: four, two to four documents.
-        let (tiles, least) = if wide_dim(dim) { (4, 2) } else { (8, 1) };
+        let (tiles, least) = if wide_dim(dim) {
+            (4, tuning.wide_least)
+        } else {
+            (tuning.bulk_tiles, 1)
+        };
         (tiles * unit * self.docs)
             .checked_div(work)
             .map_or(tiles as u64, |r| r.clamp(least, tiles) as u64)
@@ -134,10 +134,16 @@ impl DocLengths {
         self.padded > self.tokens
     }
 
-    /// `maxsim_span`'s documents per block: about SPAN_RUN_TILES full tiles of tokens, 1 to
-    /// `BULK_GROUP_RANGE`'s most (the run's last tile is partly empty, once a run).
-    pub(super) fn span_run(&self) -> u64 {
-        (SPAN_RUN_TILES * BULK_TILE * self.docs)
+    /// `maxsim_span`'s documents per block: about SPAN_RUN_TILES full tiles of tokens
+    /// (`tuning.span_tiles_d128` at d = 128), 1 to `BULK_GROUP_RANGE`'s most (the run's last
+    /// tile is partly empty, once a run).
+    pub(super) fn span_run(&self, dim: usize, tuning: &Tuning) -> u64 {
+        let tiles = if dim == 128 {
+            tuning.span_tiles_d128
+        } else {
+            SPAN_RUN_TILES
+        };
+        (tiles * BULK_TILE * self.docs)
             .checked_div(self.tokens)
             .map_or(1, |r| r.clamp(1, *BULK_GROUP_RANGE.end()) as u64)
     }
@@ -145,6 +151,67 @@ impl DocLengths {
 
 /// `maxsim_span`'s tiles per block (`DocLengths::span_run`).
 pub(super) const SPAN_RUN_TILES: usize = 9;
+
+/// The launch shapes on which the devices measured disagree, chosen by the device's name
+/// (`for_device`): `DEFAULT` is the H200's, where they were first tuned; `H100` was measured on
+/// 2026-11-27 (BENCHMARKS.md, "Any d", run 3: each setting against the others in one run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Tuning {
+    /// 128-token tiles per `maxsim_bulk` run at d ≤ 128 (`DocLengths::bulk_run`). H200, f16
+    /// B = 100K: eight 140.95 M docs/s against four 137.78 (bench/results/h200/span.log); H100:
+    /// four 96.73 against eight 95.67 (bf16 96.69 against 95.71, f32 48.09 against 47.97).
+    pub(super) bulk_tiles: usize,
+    /// Tiles per `maxsim_span` run at d = 128 (`DocLengths::span_run`). H100, U[32,256]: three
+    /// (two documents) 86.08 M docs/s against nine (eight) 84.28, and 65.64 with one document.
+    pub(super) span_tiles_d128: usize,
+    /// Fewest documents per `maxsim_bulk` run at wide d (`DocLengths::bulk_run`). H200,
+    /// d = 768 B = 10K: two 21.45 M docs/s against one 20.43 (bench/results/h200/tuning.log);
+    /// H100: one 15.70 against two 15.58.
+    pub(super) wide_least: usize,
+    /// Three stages at wide d of 16-token tiles (d > 512) where two blocks an SM still fit
+    /// (`bulk_stages`). H100, d = 768: 15.94 M docs/s (99.5% of the read ceiling) against
+    /// 15.70 with two stages; not measured on the H200.
+    pub(super) wide_three_stages: bool,
+}
+
+impl Tuning {
+    pub(super) const DEFAULT: Tuning = Tuning {
+        bulk_tiles: 8,
+        span_tiles_d128: SPAN_RUN_TILES,
+        wide_least: 2,
+        wide_three_stages: false,
+    };
+    pub(super) const H100: Tuning = Tuning {
+        bulk_tiles: 4,
+        span_tiles_d128: 3,
+        wide_least: 1,
+        wide_three_stages: true,
+    };
+
+    /// The shapes for a device of this name (`GpuInfo::name`).
+    pub(super) fn for_device(name: &str) -> Self {
+        if name.contains("H100") {
+            Self::H100
+        } else {
+            Self::DEFAULT
+        }
+    }
+}
+
+/// `maxsim_bulk`'s stages per block at `dim` when not fixed: BULK_STAGES, or three where
+/// `tuning` asks for them at wide d of 16-token tiles and `blocks_at(3)` (resident blocks an SM
+/// with three stages) is still at least two.
+pub(super) fn bulk_stages(
+    dim: usize,
+    tuning: &Tuning,
+    blocks_at: impl Fn(usize) -> Result<u32>,
+) -> Result<usize> {
+    if tuning.wide_three_stages && wide_dim(dim) && bulk_wide_tok(dim) == 16 && blocks_at(3)? >= 2 {
+        return Ok(3);
+    }
+    Ok(BULK_STAGES)
+}
+
 /// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, and the
 /// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints).
 pub(super) fn span_smem(stages: usize, dim: usize) -> usize {
@@ -753,7 +820,7 @@ mod tests {
 
     #[test]
     fn bulk_runs_hold_about_eight_tiles() {
-        let run = |o: &[usize]| DocLengths::of(o).bulk_run(128);
+        let run = |o: &[usize]| DocLengths::of(o).bulk_run(128, &Tuning::DEFAULT);
         assert_eq!(run(&[0, 128, 256, 384]), 8, "one tile a document");
         assert_eq!(run(&[0, 5, 9]), 8, "short documents");
         assert_eq!(run(&[0, 256, 512]), 4, "two tiles a document");
@@ -762,16 +829,16 @@ mod tests {
         assert_eq!(run(&[0]), 8, "no documents");
         assert_eq!(run(&[0, 0, 0]), 8, "empty documents");
         // Wide d: about four 128 x 128 tiles' worth of bytes.
-        let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d);
+        let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d, &Tuning::DEFAULT);
         assert_eq!(wide(&[0, 128, 256], 256), 2);
         assert_eq!(wide(&[0, 128, 256], 768), 2);
         assert_eq!(wide(&[0, 40, 80], 256), 4);
         assert_eq!(wide(&[0, 2000], 1024), 2);
         // Lengths known only by their mean (borrowed device memory).
-        assert_eq!(DocLengths::mean(3, 384).bulk_run(128), 8);
-        assert_eq!(DocLengths::mean(2, 512).bulk_run(128), 4);
+        assert_eq!(DocLengths::mean(3, 384).bulk_run(128, &Tuning::DEFAULT), 8);
+        assert_eq!(DocLengths::mean(2, 512).bulk_run(128, &Tuning::DEFAULT), 4);
         assert!(DocLengths::mean(2, 256).fills_tiles());
-        assert_eq!(DocLengths::mean(0, 0).bulk_run(128), 8);
+        assert_eq!(DocLengths::mean(0, 0).bulk_run(128, &Tuning::DEFAULT), 8);
         // Runs shrink where the grid would not fill the device's resident slots.
         assert_eq!(bulk_group(100_000, 396, 8), 8);
         assert_eq!(bulk_group(10_000, 396, 8), 4, "six waves");
@@ -779,6 +846,29 @@ mod tests {
         assert_eq!(bulk_group(1000, 396, 2), 2);
         assert_eq!(bulk_group(100, 396, 1), 1);
         assert_eq!(bulk_group(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn the_h100_takes_its_own_runs_and_stages() {
+        assert_eq!(Tuning::for_device("NVIDIA H100 80GB HBM3"), Tuning::H100);
+        assert_eq!(Tuning::for_device("NVIDIA H200"), Tuning::DEFAULT);
+        assert_eq!(Tuning::for_device("NVIDIA A100-SXM4-80GB"), Tuning::DEFAULT);
+        let h100 = Tuning::H100;
+        // d <= 128: four tiles a run; wide d: one document where it is four tiles' worth.
+        assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(128, &h100), 4);
+        assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(768, &h100), 1);
+        assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(256, &h100), 2);
+        // Spanning runs of about three tiles at d = 128 only (two documents at U[32,256]).
+        let u = DocLengths::mean(100_000, 14_400_000);
+        assert_eq!(u.span_run(128, &h100), 2);
+        assert_eq!(u.span_run(64, &h100), 8);
+        // Three stages only at 16-token wide tiles where two blocks still fit.
+        let fits = |n| move |_| Ok(n);
+        assert_eq!(bulk_stages(768, &h100, fits(2)).unwrap(), 3);
+        assert_eq!(bulk_stages(1024, &h100, fits(1)).unwrap(), BULK_STAGES);
+        assert_eq!(bulk_stages(256, &h100, fits(3)).unwrap(), BULK_STAGES);
+        assert_eq!(bulk_stages(768, &Tuning::DEFAULT, fits(2)).unwrap(), BULK_STAGES);
+        assert_eq!(bulk_stages(128, &h100, fits(4)).unwrap(), BULK_STAGES);
     }
 
     #[test]
@@ -795,10 +885,10 @@ mod tests {
         );
         assert!(!DocLengths::mean(0, 0).spans_pay());
         // About nine tiles of tokens per block, 1 to 64 documents.
-        assert_eq!(DocLengths::mean(100_000, 14_400_000).span_run(), 8);
-        assert_eq!(DocLengths::mean(10, 10).span_run(), 64);
-        assert_eq!(DocLengths::mean(1, 5000).span_run(), 1);
-        assert_eq!(DocLengths::mean(0, 0).span_run(), 1);
+        assert_eq!(DocLengths::mean(100_000, 14_400_000).span_run(128, &Tuning::DEFAULT), 8);
+        assert_eq!(DocLengths::mean(10, 10).span_run(128, &Tuning::DEFAULT), 64);
+        assert_eq!(DocLengths::mean(1, 5000).span_run(128, &Tuning::DEFAULT), 1);
+        assert_eq!(DocLengths::mean(0, 0).span_run(128, &Tuning::DEFAULT), 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, bulk_any_smem, bulk_dim, bulk_group,
-    bulk_smem, bulk_split_smem, span_row_align, span_smem, wide_any_bound, wide_dim,
+    bulk_smem, bulk_split_smem, bulk_stages, span_row_align, span_smem, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -48,8 +48,12 @@ impl Launch for Bulk {
         let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let run = corpus.lengths.bulk_run(corpus.dim);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, |s| bulk_smem(s, corpus.dim), run)?;
+        let run = corpus.lengths.bulk_run(corpus.dim, &gpu.tuning);
+        let smem = |s| bulk_smem(s, corpus.dim);
+        let stages = bulk_stages(corpus.dim, &gpu.tuning, |s| {
+            gpu.blocks_per_sm(func, BULK_THREADS, smem(s))
+        })?;
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, stages)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
@@ -66,8 +70,9 @@ impl Launch for Bulk {
 
 impl Bulk {
     /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks: runs of
-    /// `bulk_group` tasks a block (at most `run`) unless the shape is fixed, `smem(stages)`
-    /// bytes a block; with the stages and the run as the kernels take them (i32).
+    /// `bulk_group` tasks a block (at most `run`) and `stages` stages unless the shape is
+    /// fixed, `smem(stages)` bytes a block; with the stages and the run as the kernels take
+    /// them (i32).
     fn grid(
         &self,
         gpu: &GpuContext,
@@ -75,8 +80,9 @@ impl Bulk {
         tasks: u64,
         smem: impl Fn(usize) -> usize,
         run: u64,
+        stages: usize,
     ) -> Result<(LaunchConfig, i32, i32)> {
-        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let stages = self.stages_group.map_or(stages, |f| f.0);
         let smem = smem(stages);
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let group = self
@@ -107,9 +113,9 @@ impl Bulk {
         )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let run = corpus.lengths.bulk_run(bound);
+        let run = corpus.lengths.bulk_run(bound, &gpu.tuning);
         let smem = |s| bulk_any_smem(s, corpus.dim, bound);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run)?;
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         let d = corpus.dim as i32;
         let mut b = t.stream.launch_builder(func);
@@ -148,10 +154,10 @@ impl Bulk {
         // the f32 and f16 variants are fastest at 8, bench/results/h100/exact_split_tune.log).
         let run = match corpus.dtype {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
-            _ => corpus.lengths.bulk_run(corpus.dim),
+            _ => corpus.lengths.bulk_run(corpus.dim, &gpu.tuning),
         };
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run)?;
+        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::at(queries.tokens.device_ptr(t.stream).0, queries, corpus, t);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
@@ -194,7 +200,7 @@ impl Bulk {
         let smem = span_smem(stages, corpus.dim);
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let group = self.stages_group.map_or_else(
-            || bulk_group(tasks, resident, corpus.lengths.span_run()),
+            || bulk_group(tasks, resident, corpus.lengths.span_run(dim, &gpu.tuning)),
             |f| f.1 as u64,
         );
         let blocks = (t.n as u64).div_ceil(group) * queries.len as u64;
