@@ -8,8 +8,6 @@
 # version, with stage sweeps, ncu and the SPAN_LEAN toggle: bench/results/h100/any_d/run1.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 source bench/exact_split_lib.sh
 small() { bench --dtype f16 --docs 100000 --doc-len 32:256 --dim "$1"; }
 wide() { bench --dtype f16 --docs 10000 --doc-len 32:256 --dim "$1"; }
@@ -29,8 +27,7 @@ tests() {
   cat "$OUT/sanitizers.txt"
 }
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   [ "${TESTS:-1}" = 1 ] && tests
   echo "== the d sweep at the defaults"
   for d in 16 48 77 80 96 100 126 127 128; do small "$d"; done

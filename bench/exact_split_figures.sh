@@ -6,12 +6,9 @@
 # d = 768 rows (LIK and flash-maxsim in the same run). Log: $OUT/exact_split_figures.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 source bench/exact_split_lib.sh
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   echo "== f32 and mixed, B = 100K, Nd = 128, d = 128"
   for k in bulk ring; do bench --dtype f32 --docs 100000 --doc-len 128 --kernel "$k"; done
   for t in f16 bf16; do bench --dtype "$t" --query-dtype f32 --docs 100000 --doc-len 128; done

@@ -1,5 +1,14 @@
-# `bench ARGS`: one line per case of `tilemaxsim bench --device cuda --json ARGS` (sourced by
-# bench/exact_split.sh and exact_split_tune.sh).
+# What the device scripts of the exact path share (sourced by bench/exact_split*.sh,
+# any_d_tune.sh, group_tune.sh, tuning_check.sh, from the repository root): $OUT made, the
+# kernel cache and the GPU required; `device_header` (the date and the device, then the first
+# start, which compiles the kernels, timed); `bench ARGS`: one line per case of
+# `tilemaxsim bench --device cuda --json ARGS`.
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
+device_header() {
+  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+}
 bench() { .dev/tilemaxsim bench --device cuda --reps 30 --json "$@" 2>&1 |
   python3 -c 'import sys, json
 text = sys.stdin.read()

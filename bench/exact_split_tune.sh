@@ -6,12 +6,9 @@
 # sweep of the exact path (f16, Nd ~ U[32,256]) as it stands. Log: $OUT/exact_split_tune.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 source bench/exact_split_lib.sh
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   echo "== runs per block"
   for g in 8 16 32 64; do
     export TILEMAXSIM_BULK=2,$g

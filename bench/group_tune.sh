@@ -7,12 +7,9 @@
 # Log: $OUT/group_tune.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 source bench/exact_split_lib.sh
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   echo "== tests/gpu.rs tensor_core_path_matches_the_reference (52 cases)"
   timeout 200 .dev/test-gpu tensor_core 2>&1 | grep -E -A3 "^test |test result|panicked"
   echo "== d past 128 (f16, U[32,256], B = 10K)"

@@ -6,12 +6,9 @@
 # (bench/peers_gpu.sh) with LIK and flash-maxsim in the same run. Log: $OUT/tuning_check.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 source bench/exact_split_lib.sh
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   echo "== tests/gpu.rs: tensor_core, random_shapes, every_task, raw_device"
   timeout 200 .dev/test-gpu tensor_core random_shapes every_task raw_device 2>&1 | grep -E -A3 "^test |test result|panicked"
   echo "== wide d (f16, Nd = 128, B = 10K): the default, then the old default's 2 stages x 2 documents"
