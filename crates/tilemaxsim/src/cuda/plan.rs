@@ -867,7 +867,10 @@ mod tests {
         assert_eq!(bulk_stages(768, &h100, fits(2)).unwrap(), 3);
         assert_eq!(bulk_stages(1024, &h100, fits(1)).unwrap(), BULK_STAGES);
         assert_eq!(bulk_stages(256, &h100, fits(3)).unwrap(), BULK_STAGES);
-        assert_eq!(bulk_stages(768, &Tuning::DEFAULT, fits(2)).unwrap(), BULK_STAGES);
+        assert_eq!(
+            bulk_stages(768, &Tuning::DEFAULT, fits(2)).unwrap(),
+            BULK_STAGES
+        );
         assert_eq!(bulk_stages(128, &h100, fits(4)).unwrap(), BULK_STAGES);
     }
 
@@ -885,7 +888,10 @@ mod tests {
         );
         assert!(!DocLengths::mean(0, 0).spans_pay());
         // About nine tiles of tokens per block, 1 to 64 documents.
-        assert_eq!(DocLengths::mean(100_000, 14_400_000).span_run(128, &Tuning::DEFAULT), 8);
+        assert_eq!(
+            DocLengths::mean(100_000, 14_400_000).span_run(128, &Tuning::DEFAULT),
+            8
+        );
         assert_eq!(DocLengths::mean(10, 10).span_run(128, &Tuning::DEFAULT), 64);
         assert_eq!(DocLengths::mean(1, 5000).span_run(128, &Tuning::DEFAULT), 1);
         assert_eq!(DocLengths::mean(0, 0).span_run(128, &Tuning::DEFAULT), 1);
