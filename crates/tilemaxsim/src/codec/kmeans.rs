@@ -178,6 +178,7 @@ fn random_rows(n: usize, k: usize, rng: &mut StdRng) -> Vec<usize> {
 /// The sample rows `kmeans(…, k, …, seed, Seeding::Random, …)` starts from (the GPU's k-means
 /// starts from the same ones): `k` centroids, the rows drawn, then row 0 for each centroid past
 /// the `n` points.
+#[cfg(feature = "cuda")]
 pub(crate) fn random_start(n: usize, k: usize, seed: u64) -> Vec<usize> {
     let mut rows = random_rows(n, k, &mut StdRng::seed_from_u64(seed));
     rows.resize(k, 0);
