@@ -6,14 +6,11 @@
 # row of bench/peers_gpu.py (LIK and flash-maxsim in the same run). Log: $OUT/exact_split.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1 TILEMAXSIM_REQUIRE_NVRTC=1
-log="$OUT/exact_split.log"
 source bench/exact_split_lib.sh
+export TILEMAXSIM_REQUIRE_NVRTC=1
+log="$OUT/exact_split.log"
 {
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  echo "== the first start compiles the kernels"
-  time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
+  device_header
   echo "== GPU tests: the split kernels, raw memory, every tensor-core kernel"
   timeout 360 .dev/test-gpu fp32 f32_queries raw_device tensor_core nan_in 2>&1 |
     grep -E "^test |test result|panicked|case"

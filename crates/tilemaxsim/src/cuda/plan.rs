@@ -134,16 +134,10 @@ impl DocLengths {
         self.padded > self.tokens
     }
 
-    /// `maxsim_span`'s documents per block: about SPAN_RUN_TILES full tiles of tokens
-    /// (`tuning.span_tiles_d128` at d = 128), 1 to `BULK_GROUP_RANGE`'s most (the run's last
-    /// tile is partly empty, once a run).
+    /// `maxsim_span`'s documents per block: about `tuning.span_tiles(dim)` full tiles of
+    /// tokens, 1 to `BULK_GROUP_RANGE`'s most (the run's last tile is partly empty, once a run).
     pub(super) fn span_run(&self, dim: usize, tuning: &Tuning) -> u64 {
-        let tiles = if dim == 128 {
-            tuning.span_tiles_d128
-        } else {
-            SPAN_RUN_TILES
-        };
-        (tiles * BULK_TILE * self.docs)
+        (tuning.span_tiles(dim) * BULK_TILE * self.docs)
             .checked_div(self.tokens)
             .map_or(1, |r| r.clamp(1, *BULK_GROUP_RANGE.end()) as u64)
     }
@@ -187,6 +181,16 @@ impl Tuning {
         wide_least: 1,
         wide_three_stages: true,
     };
+
+    /// Tiles per `maxsim_span` run at `dim`: `span_tiles_d128` at d = 128 (the one d measured
+    /// to differ), SPAN_RUN_TILES elsewhere.
+    pub(super) fn span_tiles(&self, dim: usize) -> usize {
+        if dim == 128 {
+            self.span_tiles_d128
+        } else {
+            SPAN_RUN_TILES
+        }
+    }
 
     /// The shapes for a device of this name (`GpuInfo::name`).
     pub(super) fn for_device(name: &str) -> Self {
