@@ -6,6 +6,8 @@
 # to d = 128, 10K past it) at the engine's defaults, and the missed d ≤ 128 at longer runs of
 # documents per block (TILEMAXSIM_BULK=stages,group). Log: $OUT/any_d_tune.log. (Run 1's
 # version, with stage sweeps, ncu and the SPAN_LEAN toggle: bench/results/h100/any_d/run1.)
+# The lists can be narrowed: SMALL="16 48" WIDE="" RUNS="" (d's, and TILEMAXSIM_BULK shapes);
+# BF16="16 77" adds bf16 rows at those d.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/exact_split_lib.sh
@@ -30,11 +32,12 @@ tests() {
   device_header
   [ "${TESTS:-1}" = 1 ] && tests
   echo "== the d sweep at the defaults"
-  for d in 16 48 77 80 96 100 126 127 128; do small "$d"; done
-  for d in 136 200 256 320 384 512 768 1024; do wide "$d"; done
+  for d in ${SMALL-16 48 77 80 96 100 126 127 128}; do small "$d"; done
+  for d in ${BF16-}; do bench --dtype bf16 --docs 100000 --doc-len 32:256 --dim "$d"; done
+  for d in ${WIDE-136 200 256 320 384 512 768 1024}; do wide "$d"; done
   echo "== longer runs per block, d <= 128 (TILEMAXSIM_BULK=stages,group)"
   for d in 16 48 77 127; do
-    for sg in 2,16 2,32 3,16; do
+    for sg in ${RUNS-2,16 2,32 3,16}; do
       echo -n "BULK=$sg "; TILEMAXSIM_BULK=$sg small "$d"
     done
   done

@@ -24,12 +24,19 @@ import torch
 from safetensors.torch import save_file
 
 
-def corpus(docs, length, dim, seed=0):
+def corpus(docs, length, dim, seed=0, chunk=16_000_000):
+    """docs x length unit f16 tokens on the GPU around 8,192 centers, made `chunk` tokens at a
+    time (a corpus of at most `chunk` tokens draws the same numbers as one made at once)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     centers = torch.nn.functional.normalize(torch.randn(8192, dim, device="cuda", generator=g), dim=-1)
-    which = torch.randint(0, 8192, (docs * length,), device="cuda", generator=g)
-    x = centers[which] + 0.08 * torch.randn(docs * length, dim, device="cuda", generator=g)
-    return torch.nn.functional.normalize(x, dim=-1).half()
+    n = docs * length
+    out = torch.empty(n, dim, dtype=torch.float16, device="cuda")
+    for s in range(0, n, chunk):
+        m = min(chunk, n - s)
+        which = torch.randint(0, 8192, (m,), device="cuda", generator=g)
+        x = centers[which] + 0.08 * torch.randn(m, dim, device="cuda", generator=g)
+        out[s : s + m] = torch.nn.functional.normalize(x, dim=-1).half()
+    return out
 
 
 def main():

@@ -19,6 +19,15 @@
 // starts at the 16-byte boundary below the tile, the fragments are read by the widest loads
 // the rows' alignment allows (load_b), and the corpus's last bytes past its last 16-byte
 // boundary are copied by thread 0.
+//
+// HALF (d ≤ 96 whose last chunk of 32 holds at most 16 dimensions: (d - 1) % 32 < 16): the last
+// chunk's K order is dims c*4 .. c*4 + 3 for the first k16 product, so the second one would
+// multiply zeros only; it is skipped, with its loads and its A fragment (d = 16 does one
+// product a tile column, not two).
+//
+// The walk over the run's documents reads their offsets from shared memory (copied when the
+// block starts): at small d a warp's chunk is a few hundred bytes, and a dependent read of the
+// next offset from global memory per document set the pace.
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
@@ -26,6 +35,7 @@
 #define SPAN_THREADS 128
 #define SPAN_TILE 128  // tokens: 32 per warp
 #define SPAN_SLOTS 16
+#define SPAN_RUN_MAX 64  // documents per run at most (plan.rs: BULK_GROUP_RANGE)
 
 // Floats as ints that order the same way under signed comparison (an involution).
 __device__ __forceinline__ int span_ord(float f) {
@@ -43,7 +53,7 @@ __device__ __forceinline__ void fold_range(float (&best)[2], const float (&acc)[
 
 // A's fragments as load_a_permuted<KCH> lays them out, from 32 rows `dim` wide at q (any
 // alignment), zeros past d.
-template <int KCH>
+template <int KCH, bool HALF>
 __device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u16* q, int dim, int g, int c) {
     auto pair = [&](int row, int k) -> unsigned {
         const unsigned lo = k < dim ? q[row * dim + k] : 0u, hi = k + 1 < dim ? q[row * dim + k + 1] : 0u;
@@ -55,7 +65,8 @@ __device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u1
         for (int ch = 0; ch < KCH; ++ch)
 #pragma unroll
             for (int kb = 0; kb < 2; ++kb) {
-                const int k = ch * 32 + c * 8 + kb * 4;
+                const bool half = HALF && ch == KCH - 1;  // dims c*4 .. c*4 + 3 (+ 16 for kb 1)
+                const int k = ch * 32 + (half ? c * 4 + kb * 16 : c * 8 + kb * 4);
                 a[mt][ch][kb][0] = pair(mt * 16 + g, k);
                 a[mt][ch][kb][1] = pair(mt * 16 + g + 8, k);
                 a[mt][ch][kb][2] = pair(mt * 16 + g, k + 2);
@@ -101,23 +112,48 @@ __device__ __forceinline__ V4 load_b(const u16* row, int k, int dim) {
     return V4{w[0], w[1], w[2], w[3]};
 }
 
+// B's four halves k .. k + 3 of a token row (the last chunk of HALF, its first product), zeros
+// past d, as x, y of a V4 (z, w zero). MODE 1, 4: d % 4 = 0, so one 8-byte load or none.
+template <int MODE>
+__device__ __forceinline__ V4 load_b_half(const u16* row, int k, int dim) {
+    if (k >= dim) return V4{0u, 0u, 0u, 0u};
+    const u16* p = row + k;
+    if (MODE == 1 || MODE == 4) {
+        const unsigned long long x = *(const unsigned long long*)p;
+        return V4{(unsigned)x, (unsigned)(x >> 32), 0u, 0u};
+    }
+    unsigned w[2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        if (MODE == 3) {
+            w[j] = k + 2 * j < dim ? ((const unsigned*)p)[j] : 0u;  // even d: whole words
+        } else {
+            const unsigned lo = k + 2 * j < dim ? p[2 * j] : 0u;
+            const unsigned hi = k + 2 * j + 1 < dim ? p[2 * j + 1] : 0u;
+            w[j] = lo | (hi << 16);
+        }
+    }
+    return V4{w[0], w[1], 0u, 0u};
+}
+
 // A warp's place in the run's documents: document `doc` spans tokens [start, end), and `crossed`
-// crossing documents come before it. Every warp walks every document of the run in order.
+// crossing documents come before it. Every warp walks every document of the run in order;
+// `offs` holds the run's offsets (document p0 + i ends at offs[i + 1]).
 struct SpanCursor {
     int doc, crossed;
     i64 start, end;
     __device__ __forceinline__ bool crosses(i64 t0) const {
         return end > start && ((start - t0) >> 5) != ((end - 1 - t0) >> 5);
     }
-    __device__ __forceinline__ void step(const i64* __restrict__ d_offsets, i64 t0, int last) {
+    __device__ __forceinline__ void step(const i64* offs, int p0, i64 t0, int last) {
         crossed += crosses(t0);
         ++doc;
         start = end;
-        if (doc < last) end = d_offsets[doc + 1];
+        if (doc < last) end = offs[doc + 1 - p0];
     }
 };
 
-template <bool BF, int KCH, int MODE>
+template <bool BF, int KCH, int MODE, bool HALF>
 __device__ __forceinline__ void maxsim_span_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, const u16* __restrict__ d_tokens,
     const i64* __restrict__ d_offsets, int num_docs, float* __restrict__ out, int stages, int group,
@@ -132,6 +168,7 @@ __device__ __forceinline__ void maxsim_span_impl(
     u16* ring = (u16*)span_smem;
     unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
     int* slots = (int*)(bars + stages);  // [SPAN_SLOTS][32]: crossing documents' row maxima
+    i64* offs = (i64*)(slots + SPAN_SLOTS * 32);  // [SPAN_RUN_MAX + 1]: the run's offsets
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const int runs = (num_docs + group - 1) / group;
     const int qi = blockIdx.x / runs;
@@ -141,6 +178,7 @@ __device__ __forceinline__ void maxsim_span_impl(
     float* q_out = out + (i64)qi * num_docs;
 
     for (int i = threadIdx.x; i < SPAN_SLOTS * 32; i += SPAN_THREADS) slots[i] = span_ord(NEG_INF);
+    for (int i = threadIdx.x; i <= p1 - p0; i += SPAN_THREADS) offs[i] = d_offsets[p0 + i];
     // Empty documents (possible in raw packed input): the sum of nothing found, as maxsim_bulk.
     for (int p = p0 + threadIdx.x; p < p1; p += SPAN_THREADS)
         if (d_offsets[p + 1] == d_offsets[p]) q_out[p] = NEG_INF;
@@ -148,7 +186,7 @@ __device__ __forceinline__ void maxsim_span_impl(
         for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    __syncthreads();  // barriers initialized, slots reset
+    __syncthreads();  // barriers initialized, slots reset, offsets copied
     // Thread 0 keeps `stages` tiles in flight: tile k goes to stage k % stages.
     // The corpus's last byte (MODE 2-4 copy from 16-byte boundaries and must not read past it).
     const i64 end_bytes = MODE >= 2 ? d_offsets[num_docs] * D * 2 : 0;
@@ -185,8 +223,8 @@ __device__ __forceinline__ void maxsim_span_impl(
     if (MODE == 0)
         load_a_permuted<KCH>(a, qpad + (i64)qi * 32 * D, g, c);
     else
-        load_a_any<KCH>(a, qpad + (i64)qi * 32 * D, D, g, c);
-    SpanCursor cur{p0, 0, t0, p0 < p1 ? d_offsets[p0 + 1] : t0};
+        load_a_any<KCH, HALF>(a, qpad + (i64)qi * 32 * D, D, g, c);
+    SpanCursor cur{p0, 0, t0, p0 < p1 ? offs[1] : t0};
 
     for (int k = 0; k < tiles; ++k) {
         const int s = k % stages;
@@ -206,7 +244,9 @@ __device__ __forceinline__ void maxsim_span_impl(
                 for (int t = 0; t < 4; ++t)
 #pragma unroll
                     for (int ch = 0; ch < KCH; ++ch)
-                        b[t][ch] = load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+                        b[t][ch] = HALF && ch == KCH - 1
+                            ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
+                            : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
 #pragma unroll
                 for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -216,11 +256,12 @@ __device__ __forceinline__ void maxsim_span_impl(
 #pragma unroll
                         for (int ch = 0; ch < KCH; ++ch) {
                             Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
-                            Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
+                            if (!(HALF && ch == KCH - 1))
+                                Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
                         }
                     }
             }
-            while (cur.doc < p1 && cur.end <= c0) cur.step(d_offsets, t0, p1);
+            while (cur.doc < p1 && cur.end <= c0) cur.step(offs, p0, t0, p1);
             // The documents that meet this chunk, in order (warp-uniform control flow).
             SpanCursor seg = cur;
             while (seg.doc < p1 && seg.start < c1) {
@@ -265,7 +306,7 @@ __device__ __forceinline__ void maxsim_span_impl(
                     }
                 }
                 if (seg.end > c1) break;
-                seg.step(d_offsets, t0, p1);
+                seg.step(offs, p0, t0, p1);
             }
         }
         __syncthreads();  // stage s is read by every warp; the crossing maxima are in their slots
@@ -280,33 +321,44 @@ __device__ __forceinline__ void maxsim_span_impl(
 #endif
 }
 
-#define INSTANTIATE_SPAN(NAME, BF, KCH, MODE)                                                  \
-    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, 3) NAME(                          \
+// Blocks an SM the register budget is set for: 3, and SPAN_K1_BLOCKS at one chunk (d ≤ 32),
+// where a chunk's work is small and more warps hide its latencies (four blocks, 121 registers,
+// left the schedulers idle half the cycles at d = 16).
+#ifndef SPAN_K1_BLOCKS
+#define SPAN_K1_BLOCKS 6
+#endif
+#define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \
+    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, (KCH) == 1 ? SPAN_K1_BLOCKS : 3) NAME(                          \
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
         int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
-        maxsim_span_impl<BF, KCH, MODE>(qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group, dim); \
+        maxsim_span_impl<BF, KCH, MODE, HALF>(qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group, dim); \
     }
 
 // d = 32, 64, 96, 128 (`dim` unused), then any d ≤ 128 by chunks of 32, named by the rows'
-// alignment: _a (d % 8 = 0), _d (d % 4 = 0), _w (even), _u (odd).
-INSTANTIATE_SPAN(maxsim_span_f16_d32, false, 1, 0)
-INSTANTIATE_SPAN(maxsim_span_f16_d64, false, 2, 0)
-INSTANTIATE_SPAN(maxsim_span_f16_d96, false, 3, 0)
-INSTANTIATE_SPAN(maxsim_span_f16_d128, false, 4, 0)
-INSTANTIATE_SPAN(maxsim_span_bf16_d32, true, 1, 0)
-INSTANTIATE_SPAN(maxsim_span_bf16_d64, true, 2, 0)
-INSTANTIATE_SPAN(maxsim_span_bf16_d96, true, 3, 0)
-INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4, 0)
-#define INSTANTIATE_SPAN_ANY_K(T, BF, K)                  \
-    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##a, BF, K, 1) \
-    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##u, BF, K, 2) \
-    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##w, BF, K, 3) \
-    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##d, BF, K, 4)
-#define INSTANTIATE_SPAN_ANY(T, BF)    \
-    INSTANTIATE_SPAN_ANY_K(T, BF, 1) \
-    INSTANTIATE_SPAN_ANY_K(T, BF, 2) \
-    INSTANTIATE_SPAN_ANY_K(T, BF, 3) \
-    INSTANTIATE_SPAN_ANY_K(T, BF, 4)
+// alignment: _a (d % 8 = 0), _d (d % 4 = 0), _w (even), _u (odd); then `h` for HALF.
+INSTANTIATE_SPAN(maxsim_span_f16_d32, false, 1, 0, false)
+INSTANTIATE_SPAN(maxsim_span_f16_d64, false, 2, 0, false)
+INSTANTIATE_SPAN(maxsim_span_f16_d96, false, 3, 0, false)
+INSTANTIATE_SPAN(maxsim_span_f16_d128, false, 4, 0, false)
+INSTANTIATE_SPAN(maxsim_span_bf16_d32, true, 1, 0, false)
+INSTANTIATE_SPAN(maxsim_span_bf16_d64, true, 2, 0, false)
+INSTANTIATE_SPAN(maxsim_span_bf16_d96, true, 3, 0, false)
+INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4, 0, false)
+#define INSTANTIATE_SPAN_ANY_KH(T, BF, K, H, S)                 \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##a##S, BF, K, 1, H) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##u##S, BF, K, 2, H) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##w##S, BF, K, 3, H) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##d##S, BF, K, 4, H)
+// HALF only up to three chunks (d ≤ 96): at d = 100 it measured 93.5% of the read ceiling
+// against 93.2% without, too little for eight more kernels to compile at first start.
+#define INSTANTIATE_SPAN_ANY(T, BF)                  \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 1, false, /**/) \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 2, false, /**/) \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 3, false, /**/) \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 4, false, /**/) \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 1, true, h)     \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 2, true, h)     \
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 3, true, h)
 INSTANTIATE_SPAN_ANY(f16, false)
 INSTANTIATE_SPAN_ANY(bf16, true)

@@ -1,6 +1,7 @@
 //! The spanning kernel at d ≤ 128 that is no multiple of 32 (`maxsim_span_any`), against the
 //! float64 reference on the device: every alignment its rows can have (d % 8 = 0, d % 4 = 0,
-//! even, odd), both 16-bit dtypes, at its own shape and at forced stages and runs, on
+//! even, odd), a last 32-wide chunk of d with at most 16 dimensions and with more, both 16-bit
+//! dtypes, at its own shape and at forced stages and runs, on
 //! 1-token, chunk-crossing and very long documents, outputs poisoned before each run. Without a
 //! usable GPU the test prints a notice and passes.
 #![cfg(feature = "cuda")]
@@ -33,8 +34,12 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         ("4 stages, 64 per block", shaped(4, 64)),
     ];
     let mut r = rng(127);
-    // d % 8 = 0 (16, 48, 80), d % 4 = 0 (12, 100), even (6, 126), odd (1, 3, 33, 77, 127).
-    let dims = [1usize, 3, 6, 12, 16, 33, 48, 77, 80, 100, 126, 127];
+    // d % 8 = 0 (16, 48, 80, 112), d % 4 = 0 (12, 100), even (6, 18, 126), odd (1, 3, 17, 33,
+    // 77, 113, 127). One k16 product in the last chunk (1 to 16, 33, 48, 77, 80) and two (17,
+    // 18, 100, 112, 113, 126, 127).
+    let dims = [
+        1usize, 3, 6, 12, 16, 17, 18, 33, 48, 77, 80, 100, 112, 113, 126, 127,
+    ];
     for (case, &dim) in dims.iter().enumerate() {
         let dtype = [DType::F16, DType::BF16][case % 2];
         let n_docs = r.random_range(40..120);

@@ -11,6 +11,9 @@ use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
+/// `maxsim_span_any`'s key: dtype, 32-wide chunks of d, the rows' alignment in halves, HALF.
+pub(super) type SpanAnyKey = (DType, usize, usize, bool);
+
 /// The functions of one compiled program, per family; the tables are keyed by what selects
 /// an instantiation (dtype, and d where the family is instantiated per d).
 pub(super) struct Kernels {
@@ -32,9 +35,9 @@ pub(super) struct Kernels {
     pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
-    /// (dtype, 32-wide chunks of d, the rows' alignment in halves: `span_row_align`) →
-    /// `maxsim_span_any`, any d ≤ 128 (sm_90+).
-    pub(super) span_any: Vec<((DType, usize, usize), CudaFunction)>,
+    /// (dtype, 32-wide chunks of d, the rows' alignment in halves: `span_row_align`, one k16
+    /// product in the last chunk: `span_half`) → `maxsim_span_any`, any d ≤ 128 (sm_90+).
+    pub(super) span_any: Vec<(SpanAnyKey, CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
@@ -109,8 +112,16 @@ impl Kernels {
                 }
                 for chunks in 1..=MMA_DIMS.len() {
                     for (align, tag) in [(8, 'a'), (4, 'd'), (2, 'w'), (1, 'u')] {
-                        let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}");
-                        span_any.push(((dtype, chunks, align), f(&name)?));
+                        // HALF is instantiated up to three chunks (`span_half`).
+                        let halves: &[(bool, &str)] = if chunks < 4 {
+                            &[(false, ""), (true, "h")]
+                        } else {
+                            &[(false, "")]
+                        };
+                        for &(half, h) in halves {
+                            let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}{h}");
+                            span_any.push(((dtype, chunks, align, half), f(&name)?));
+                        }
                     }
                 }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {

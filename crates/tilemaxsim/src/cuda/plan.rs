@@ -216,11 +216,16 @@ pub(super) fn bulk_stages(
     Ok(BULK_STAGES)
 }
 
-/// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, and the
-/// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints).
+/// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, the
+/// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints) and the run's offsets
+/// (SPAN_RUN_MAX + 1 of them).
 pub(super) fn span_smem(stages: usize, dim: usize) -> usize {
-    stages * (span_stage_halves(dim) * 2 + 8) + 16 * 32 * 4
+    stages * (span_stage_halves(dim) * 2 + 8) + 16 * 32 * 4 + (SPAN_RUN_MAX + 1) * 8
 }
+
+/// Documents per `maxsim_span` run at most (kernels/span.cu: SPAN_RUN_MAX, the offsets it
+/// copies to shared memory).
+pub(super) const SPAN_RUN_MAX: usize = *BULK_GROUP_RANGE.end();
 
 /// Halves of a `maxsim_span` stage (kernels/span.cu: STAGE): a tile of d-wide rows; at d not a
 /// multiple of 32 also the copy's start rounded down to 16 bytes and the last row's reads past
@@ -240,6 +245,14 @@ pub(super) fn span_row_align(dim: usize) -> usize {
         .into_iter()
         .find(|a| dim.is_multiple_of(*a))
         .unwrap_or(1)
+}
+
+/// Whether `maxsim_span_any` runs one k16 product in the last 32-wide chunk of d, not two
+/// (kernels/span.cu: HALF): where that chunk holds at most 16 dimensions, at d ≤ 96 (instantiated
+/// there only). H100, f16 U[32,256]: d = 48 94.6% of the read ceiling against 84.8%, d = 77
+/// 90.4% against 87.6%, d = 16 41.6% against 38.8% (BENCHMARKS.md, "Any d", run 7).
+pub(super) fn span_half(dim: usize) -> bool {
+    (1..=96).contains(&dim) && (dim - 1) % 32 < 16
 }
 
 /// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 128).
@@ -850,6 +863,21 @@ mod tests {
         assert_eq!(bulk_group(1000, 396, 2), 2);
         assert_eq!(bulk_group(100, 396, 1), 1);
         assert_eq!(bulk_group(0, 0, 0), 1);
+    }
+
+    #[test]
+    fn one_k16_product_where_the_last_chunk_holds_at_most_16_dimensions() {
+        let half: Vec<usize> = (1..=128).filter(|&d| span_half(d)).collect();
+        let expect: Vec<usize> = (1..=96).filter(|d| (1..=16).contains(&(d % 32))).collect();
+        assert_eq!(half, expect);
+        assert!(span_half(16) && span_half(48) && span_half(77) && span_half(80));
+        assert!(!span_half(17) && !span_half(100) && !span_half(127) && !span_half(0));
+        // The run's offsets fit the launch's bound on documents per run.
+        assert_eq!(SPAN_RUN_MAX, 64);
+        assert_eq!(
+            span_smem(2, 16) - span_smem(1, 16),
+            span_stage_halves(16) * 2 + 8
+        );
     }
 
     #[test]

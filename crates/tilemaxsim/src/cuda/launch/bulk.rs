@@ -11,8 +11,9 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
-    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, bulk_any_smem, bulk_dim, bulk_group,
-    bulk_smem, bulk_split_smem, bulk_stages, span_row_align, span_smem, wide_any_bound, wide_dim,
+    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_RUN_MAX, bulk_any_smem, bulk_dim,
+    bulk_group, bulk_smem, bulk_split_smem, bulk_stages, span_half, span_row_align, span_smem,
+    wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -186,7 +187,12 @@ impl Bulk {
         let func = if bulk_dim(dim) {
             kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
         } else {
-            let key = (corpus.dtype, dim.div_ceil(32), span_row_align(dim));
+            let key = (
+                corpus.dtype,
+                dim.div_ceil(32),
+                span_row_align(dim),
+                span_half(dim),
+            );
             let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
             &found
                 .ok_or_else(|| {
@@ -203,6 +209,11 @@ impl Bulk {
             || bulk_group(tasks, resident, corpus.lengths.span_run(dim, &gpu.tuning)),
             |f| f.1 as u64,
         );
+        if group as usize > SPAN_RUN_MAX {
+            return Err(Error::Argument(format!(
+                "a spanning run of {group} documents (at most {SPAN_RUN_MAX})"
+            )));
+        }
         let blocks = (t.n as u64).div_ceil(group) * queries.len as u64;
         let cfg = LaunchConfig {
             grid_dim: (grid_of(tasks, blocks)?, 1, 1),
@@ -225,8 +236,8 @@ impl Bulk {
         // halves per query, the offsets cover every query and the `n` = corpus.len documents
         // (no candidate list: checked by the caller), `out` holds Q × n floats, `d_tokens` is
         // 16-byte aligned (the kernel choice), and `smem` bytes hold `stages` tiles, their
-        // barriers and the slots (`span_smem`, allowed by blocks_per_sm); the grid covers each
-        // query's runs.
+        // barriers, the slots and the run's offsets (`span_smem`, allowed by blocks_per_sm); the
+        // grid covers each query's runs of at most SPAN_RUN_MAX documents (checked above).
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_span launch"))?;
         Ok(())
     }
