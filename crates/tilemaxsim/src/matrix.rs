@@ -303,6 +303,21 @@ impl<'a> Matrix<'a> {
             .collect()
     }
 
+    /// Rows `idx` (in that order) widened to f32, row-major.
+    pub fn gather_f32(&self, idx: &[usize]) -> Vec<f32> {
+        use rayon::prelude::*;
+        let d = self.dim;
+        let mut out = vec![0f32; idx.len() * d];
+        out.par_chunks_mut(d.max(1))
+            .zip(idx.par_iter())
+            .for_each(|(dst, &i)| {
+                for (k, v) in dst.iter_mut().enumerate() {
+                    *v = self.elems.get_f32(i * d + k);
+                }
+            });
+        out
+    }
+
     /// Error with the (row, column) of the first NaN or infinite value, if there is one.
     /// `row_offset` is added to the row in the message (for views into a larger matrix).
     pub fn check_finite(&self, what: &str, row_offset: usize) -> Result<()> {

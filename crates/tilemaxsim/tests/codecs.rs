@@ -353,3 +353,59 @@ fn bad_inputs_are_errors() {
     assert!(CpuScorer::new().score_batch(&[q], &c).is_err());
     assert!(CpuScorer::new().score_batch(&[], &c).is_err());
 }
+
+/// The residual codec on the CPU reads the corpus a chunk of 65,536 tokens at a time: tokens on
+/// both sides of a chunk boundary, and at the end, take their nearest centroid (largest dot
+/// product) and decode close to themselves; a token that is not unit past the first chunk is
+/// named by its own document and position.
+#[test]
+fn residual_codec_reads_the_corpus_in_chunks() {
+    let (dim, lens) = (5, [70_000usize, 1, 70_003]);
+    let corpus = unit_corpus(31, &lens, dim, DType::F16);
+    let spec = CodecSpec::Residual(ResidualOptions {
+        nbits: 4,
+        centroids: Some(8),
+        kmeans_iters: 2,
+        ..Default::default()
+    });
+    let c = compress(&corpus, &spec, 5, &|_, _, _| {}).unwrap();
+    let Codec::Residual(r) = c.codec() else {
+        panic!("residual")
+    };
+    let cents: Vec<f32> = r.centroids().iter().map(|x| x.to_f32()).collect();
+    let x = corpus.tokens().to_f32_vec();
+    let y = c.decode().unwrap().tokens().to_f32_vec();
+    let ids = c.aux().unwrap();
+    assert_eq!(ids.len(), 140_004);
+    for t in (0..140_004).filter(|t| t % 997 == 0 || (65_530..65_545).contains(t) || *t > 139_990) {
+        let tok = &x[t * dim..(t + 1) * dim];
+        let dot = |k: usize| -> f32 {
+            tok.iter()
+                .zip(&cents[k * dim..(k + 1) * dim])
+                .map(|(a, b)| a * b)
+                .sum()
+        };
+        let best = (0..8).map(dot).fold(f32::NEG_INFINITY, f32::max);
+        assert!(
+            dot(ids[t] as usize) >= best - 1e-3,
+            "token {t}: centroid {}",
+            ids[t]
+        );
+        let cos: f32 = tok
+            .iter()
+            .zip(&y[t * dim..(t + 1) * dim])
+            .map(|(a, b)| a * b)
+            .sum();
+        assert!(cos > 0.9, "token {t} decodes to cosine {cos}");
+    }
+    // Token 70,003 (document 2, position 2) scaled by 3: in the second chunk.
+    let mut v = x.clone();
+    v[70_003 * dim..70_004 * dim]
+        .iter_mut()
+        .for_each(|a| *a *= 3.0);
+    let loud = Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), dim, &lens).unwrap();
+    let e = compress(&loud, &spec, 5, &|_, _, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("token 2 of document 2 has norm 3"), "{e}");
+}

@@ -666,15 +666,64 @@ impl CodecSpec {
 /// An error naming the first token of `corpus` (its tokens widened to f32: `tokens`) whose
 /// norm is not 1 (within 0.02): the residual codec reconstructs unit vectors only.
 pub(crate) fn check_unit(corpus: &Corpus, tokens: &[f32]) -> Result<()> {
+    check_unit_from(corpus, tokens, 0)
+}
+
+/// [`check_unit`] of rows `first..` of the corpus's tokens, given as `tokens`.
+fn check_unit_from(corpus: &Corpus, tokens: &[f32], first: usize) -> Result<()> {
     match tokens
         .par_chunks_exact(corpus.dim())
         .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
         .enumerate()
         .find_first(|(_, n)| (n - 1.0).abs() > 0.02)
     {
-        Some((row, norm)) => Err(not_unit(corpus, row, norm)),
+        Some((row, norm)) => Err(not_unit(corpus, first + row, norm)),
         None => Ok(()),
     }
+}
+
+/// The residual codec trained and every token encoded on the CPU, `ASSIGN_CHUNK` tokens at a
+/// time: no f32 copy of the corpus is made (k-means reads its sample's rows), so a memory-mapped
+/// corpus larger than RAM is read through, as on the GPU. Returns the codec, the codes and each
+/// token's centroid.
+fn compress_residual(
+    corpus: &Corpus,
+    opts: &ResidualOptions,
+    seed: u64,
+    progress: Progress<'_>,
+) -> Result<(ResidualCodec, Vec<u8>, Vec<u32>)> {
+    let (d, t) = (corpus.dim(), corpus.num_tokens());
+    let m = corpus.tokens();
+    let chunks = || {
+        (0..t)
+            .step_by(ASSIGN_CHUNK)
+            .map(move |s| s..(s + ASSIGN_CHUNK).min(t))
+    };
+    for range in chunks() {
+        check_unit_from(
+            corpus,
+            &m.rows_range(range.clone()).to_f32_vec(),
+            range.start,
+        )?;
+    }
+    let rows = |idx: &[usize]| m.gather_f32(idx);
+    let r = ResidualCodec::train(&rows, corpus.offsets(), d, opts, seed, progress)?;
+    let rb = r.row_bytes();
+    let mut ids = Vec::with_capacity(t);
+    let mut codes = vec![0u8; t * rb];
+    progress("encode", 0, t);
+    for range in chunks() {
+        let x = m.rows_range(range.clone()).to_f32_vec();
+        let part = r.assign(&x);
+        codes[range.start * rb..range.end * rb]
+            .par_chunks_mut(rb)
+            .zip(x.par_chunks_exact(d))
+            .zip(part.par_iter())
+            .for_each(|((row, tok), &id)| r.encode_residual(tok, id, row));
+        ids.extend(part);
+        progress("encode", range.end, t);
+    }
+    Ok((r, codes, ids))
 }
 
 /// The error of a token (`row` of the corpus's tokens) that the residual codec cannot take:
@@ -705,37 +754,14 @@ pub fn compress(
         ));
     }
     corpus.check_finite()?;
-    let tokens = corpus.tokens().to_f32_vec();
+    // PQ, int8 and fp8 take the corpus as f32 rows in memory; the residual codec reads through.
     let (codec, codes, aux) = match spec {
         CodecSpec::Residual(opts) => {
-            check_unit(corpus, &tokens)?;
-            let r = ResidualCodec::train(&tokens, d, opts, seed, progress)?;
-            // Every token's centroid, in chunks so the stage shows progress.
-            let step = ASSIGN_CHUNK * d;
-            let mut ids = Vec::with_capacity(t);
-            progress("assign centroids", 0, t);
-            for part in tokens.chunks(step) {
-                ids.extend(r.assign(part));
-                progress("assign centroids", ids.len(), t);
-            }
-            let rb = r.row_bytes();
-            let mut codes = vec![0u8; t * rb];
-            let chunk = 4096;
-            let done = std::sync::atomic::AtomicUsize::new(0);
-            codes
-                .par_chunks_mut(chunk * rb)
-                .enumerate()
-                .for_each(|(b, out)| {
-                    for (i, row) in out.chunks_exact_mut(rb).enumerate() {
-                        let tok = b * chunk + i;
-                        r.encode_residual(&tokens[tok * d..(tok + 1) * d], ids[tok], row);
-                    }
-                    let n = done.fetch_add(out.len() / rb, std::sync::atomic::Ordering::Relaxed);
-                    progress("encode", n + out.len() / rb, t);
-                });
+            let (r, codes, ids) = compress_residual(corpus, opts, seed, progress)?;
             (Codec::Residual(r), codes, Some(ids))
         }
         CodecSpec::Pq(opts) => {
+            let tokens = corpus.tokens().to_f32_vec();
             let p = PqCodec::train(&tokens, d, opts, seed, progress)?;
             progress("encode", 0, t);
             let codes = p.encode(&tokens);
@@ -743,6 +769,7 @@ pub fn compress(
             (Codec::Pq(p), codes, None)
         }
         CodecSpec::Int8 | CodecSpec::Fp8 => {
+            let tokens = corpus.tokens().to_f32_vec();
             let fp = matches!(spec, CodecSpec::Fp8);
             let mut codes = vec![0u8; t * d];
             let mut scales = vec![0u32; t];

@@ -217,26 +217,21 @@ impl ResidualCodec {
         }
     }
 
-    /// Train a codec on `tokens` (`[T, d]` f32, L2-normalized rows) as colbert-ai does: k-means
-    /// on a sample, centroids L2-normalized and stored in f16, then the bucket cutoffs and
-    /// weights from quantiles of the residuals of a held-out sample (cutoffs at `i / 2^nbits`,
-    /// weights at `(i + ½) / 2^nbits`, linearly interpolated as `torch.quantile`).
+    /// Train a codec on the tokens of the documents at `offsets` (L2-normalized rows of `dim`,
+    /// which `rows` gives as f32 for a list of row numbers: only the sampled ones are read) as
+    /// colbert-ai does: k-means on a sample, centroids L2-normalized and stored in f16, then the
+    /// bucket cutoffs and weights from quantiles of the residuals of a held-out sample (cutoffs
+    /// at `i / 2^nbits`, weights at `(i + ½) / 2^nbits`, linearly interpolated as
+    /// `torch.quantile`).
     pub(crate) fn train(
-        tokens: &[f32],
+        rows: &dyn Fn(&[usize]) -> Vec<f32>,
+        offsets: &[usize],
         dim: usize,
         opts: &ResidualOptions,
         seed: u64,
         progress: super::Progress<'_>,
     ) -> Result<Self> {
-        let t = tokens.len() / dim;
-        let plan = TrainingPlan::new(t, opts, seed)?;
-        let rows = |idx: &[usize]| -> Vec<f32> {
-            let mut out = Vec::with_capacity(idx.len() * dim);
-            for &i in idx {
-                out.extend_from_slice(&tokens[i * dim..(i + 1) * dim]);
-            }
-            out
-        };
+        let plan = TrainingPlan::new(offsets, opts, seed)?;
         let sample = rows(&plan.sample);
         let raw = kmeans::kmeans(
             &sample,
@@ -298,9 +293,18 @@ impl ResidualCodec {
     }
 }
 
-/// Which tokens train a residual codec, as colbert-ai picks them (seeded): 5% of the `T`
-/// tokens, at most 50K, held out for the bucket statistics; k-means on a sample of the rest
-/// (all tokens when the corpus is tiny) of at most `K · max_points_per_centroid` tokens.
+/// Documents whose tokens k-means may draw from, of `n`: `1 + 16·sqrt(120·n)` at most, as
+/// colbert-ai's `sample_pids` and fast-plaid's `n_samples_kmeans`.
+fn plaid_sample_docs(n: usize) -> usize {
+    (1 + (16.0 * (120.0 * n as f64).sqrt()) as usize).min(n)
+}
+
+/// Which tokens train a residual codec, as colbert-ai and fast-plaid pick them (seeded): 5% of
+/// the `T` tokens, at most 50K, held out for the bucket statistics; k-means on the other tokens
+/// of `1 + 16·sqrt(120·N)` documents drawn from the `N` (every document up to 30,720 of them),
+/// at most `K · max_points_per_centroid` of those tokens. (Before 2026-11-27 every document's
+/// tokens were drawn from: at 1M documents of 80 tokens, 33.5M training tokens against PLAID's
+/// 14M, and k-means took 11 of the GPU build's 29 s.)
 pub(crate) struct TrainingPlan {
     pub(crate) centroids: usize,
     pub(crate) heldout: Vec<usize>,
@@ -308,7 +312,9 @@ pub(crate) struct TrainingPlan {
 }
 
 impl TrainingPlan {
-    pub(crate) fn new(t: usize, opts: &ResidualOptions, seed: u64) -> Result<Self> {
+    /// The plan for the documents at `offsets` (`N + 1` of them, the last the token count).
+    pub(crate) fn new(offsets: &[usize], opts: &ResidualOptions, seed: u64) -> Result<Self> {
+        let t = offsets.last().copied().unwrap_or(0);
         if !matches!(opts.nbits, 1 | 2 | 4) {
             return Err(Error::Argument(format!(
                 "residual codec: nbits must be 1, 2 or 4, got {}",
@@ -327,10 +333,18 @@ impl TrainingPlan {
         for &i in &heldout {
             is_held[i] = true;
         }
-        let train_pool: Vec<usize> = if heldout_n < t {
+        let n = offsets.len().saturating_sub(1);
+        let docs = plaid_sample_docs(n);
+        let train_pool: Vec<usize> = if heldout_n >= t {
+            (0..t).collect()
+        } else if docs >= n {
             (0..t).filter(|&i| !is_held[i]).collect()
         } else {
-            (0..t).collect()
+            sample_indices(n, docs, seed ^ 0x5eed_0003)
+                .into_iter()
+                .flat_map(|j| offsets[j]..offsets[j + 1])
+                .filter(|&i| !is_held[i])
+                .collect()
         };
         let cap = k.saturating_mul(opts.max_points_per_centroid.max(1));
         let sample = sample_indices(train_pool.len(), cap, seed ^ 0x5eed_0002)
@@ -398,5 +412,38 @@ mod tests {
         // 16·√217823 ≈ 7467 → 4096.
         assert_eq!(plaid_num_centroids(217_823), 4096);
         assert_eq!(plaid_num_centroids(1), 16);
+    }
+
+    #[test]
+    fn k_means_draws_from_plaids_sample_of_documents() {
+        // colbert-ai / fast-plaid: 1 + 16·√(120·N) documents; all of them up to 30,720.
+        assert_eq!(plaid_sample_docs(30_720), 30_720);
+        assert_eq!(plaid_sample_docs(30_721), 30_721);
+        assert_eq!(plaid_sample_docs(1_000_000), 175_272);
+        let opts = ResidualOptions {
+            centroids: Some(64),
+            max_points_per_centroid: 1 << 20,
+            ..ResidualOptions::default()
+        };
+        let doc_of = |offsets: &[usize], i: usize| offsets.partition_point(|&o| o <= i) - 1;
+        // 100,000 documents of 3 tokens: k-means draws from 55,426 of them.
+        let big: Vec<usize> = (0..=100_000).map(|j| 3 * j).collect();
+        let plan = TrainingPlan::new(&big, &opts, 7).unwrap();
+        let docs: std::collections::BTreeSet<usize> =
+            plan.sample.iter().map(|&i| doc_of(&big, i)).collect();
+        // (A sampled document whose three tokens are all held out adds none.)
+        assert_eq!(plaid_sample_docs(100_000), 55_426);
+        assert!((55_300..=55_426).contains(&docs.len()), "{}", docs.len());
+        let held: std::collections::HashSet<usize> = plan.heldout.iter().copied().collect();
+        assert!(plan.sample.iter().all(|i| !held.contains(i)));
+        assert_eq!(plan.heldout.len(), 15_000, "5% of the 300,000 tokens");
+        // Same seed, same plan; a small corpus draws from every document, as before.
+        assert_eq!(
+            TrainingPlan::new(&big, &opts, 7).unwrap().sample,
+            plan.sample
+        );
+        let small: Vec<usize> = (0..=1_000).map(|j| 5 * j).collect();
+        let plan = TrainingPlan::new(&small, &opts, 7).unwrap();
+        assert_eq!(plan.sample.len() + plan.heldout.len(), 5_000);
     }
 }

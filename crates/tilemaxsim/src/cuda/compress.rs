@@ -194,17 +194,7 @@ impl Job<'_> {
 
     /// Rows `idx` as f32 on the host.
     fn rows_f32(&self, idx: &[usize]) -> Vec<f32> {
-        let e = self.tokens.elements();
-        let d = self.dim;
-        let mut out = vec![0f32; idx.len() * d];
-        out.par_chunks_mut(d)
-            .zip(idx.par_iter())
-            .for_each(|(dst, &i)| {
-                for (k, v) in dst.iter_mut().enumerate() {
-                    *v = e.get_f32(i * d + k);
-                }
-            });
-        out
+        self.tokens.gather_f32(idx)
     }
 
     /// Input bytes (rows of the corpus's dtype) on the device.
@@ -346,7 +336,7 @@ impl Job<'_> {
     ) -> Result<(ResidualCodec, Vec<u8>, Vec<u32>)> {
         let d = self.dim;
         let t = self.tokens.rows();
-        let plan = TrainingPlan::new(t, opts, seed)?;
+        let plan = TrainingPlan::new(corpus.offsets(), opts, seed)?;
         let raw = self.kmeans(&plan, opts.kmeans_iters, seed, progress)?;
         let placeholder = ResidualCodec::placeholder(opts.nbits, d, &raw)?;
         let normalized: Vec<f32> = placeholder.centroids().iter().map(|x| x.to_f32()).collect();
