@@ -699,12 +699,11 @@ fn compress_residual(
             .step_by(ASSIGN_CHUNK)
             .map(move |s| s..(s + ASSIGN_CHUNK).min(t))
     };
+    progress("check norms", 0, t);
     for range in chunks() {
-        check_unit_from(
-            corpus,
-            &m.rows_range(range.clone()).to_f32_vec(),
-            range.start,
-        )?;
+        let x = m.rows_range(range.clone()).to_f32_vec();
+        check_unit_from(corpus, &x, range.start)?;
+        progress("check norms", range.end, t);
     }
     let rows = |idx: &[usize]| m.gather_f32(idx);
     let r = ResidualCodec::train(&rows, corpus.offsets(), d, opts, seed, progress)?;

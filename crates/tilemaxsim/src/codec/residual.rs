@@ -335,16 +335,19 @@ impl TrainingPlan {
         }
         let n = offsets.len().saturating_sub(1);
         let docs = plaid_sample_docs(n);
+        let every_token = || -> Vec<usize> { (0..t).filter(|&i| !is_held[i]).collect() };
         let train_pool: Vec<usize> = if heldout_n >= t {
             (0..t).collect()
         } else if docs >= n {
-            (0..t).filter(|&i| !is_held[i]).collect()
+            every_token()
         } else {
-            sample_indices(n, docs, seed ^ 0x5eed_0003)
+            let pool: Vec<usize> = sample_indices(n, docs, seed ^ 0x5eed_0003)
                 .into_iter()
                 .flat_map(|j| offsets[j]..offsets[j + 1])
                 .filter(|&i| !is_held[i])
-                .collect()
+                .collect();
+            // (Empty only if every sampled token were held out: then every document's.)
+            if pool.is_empty() { every_token() } else { pool }
         };
         let cap = k.saturating_mul(opts.max_points_per_centroid.max(1));
         let sample = sample_indices(train_pool.len(), cap, seed ^ 0x5eed_0002)
