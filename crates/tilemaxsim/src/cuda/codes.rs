@@ -150,14 +150,16 @@ pub(super) enum CodecKernel {
 /// (`batched_ok`: the sm_90a kernels) and the call has `BATCHED_MIN_BLOCKS` blocks, or when
 /// forced (`Kernel::Wgmma` or `Kernel::Gemm`); below that, the bulk-copy kernel where it is
 /// built and loaded and the corpus's per-token words are padded for its copies (`padded`: our
-/// uploads, not borrowed tensors), forced by `Kernel::Bulk`; the lookup-table kernel for pq
-/// when forced (`Kernel::Lut`); the one-warp kernel otherwise (forced by the others). `None`:
-/// no fused kernel at this d (the tokens are decoded and scored by the exact kernels).
+/// uploads, not borrowed tensors), forced by `Kernel::Bulk`, and by default where it pays
+/// (`bulk_by_default`, which asks the residual and int8 for documents that fill its 64-token
+/// blocks: `whole_blocks`, [`whole_blocks`]); the lookup-table kernel for pq when forced (`Kernel::Lut`); the one-warp
+/// kernel otherwise (forced by the others). `None`: no fused kernel at this d (the tokens are
+/// decoded and scored by the exact kernels).
 pub(super) fn codec_kernel(
     (tag, param, dim): (i32, i32, usize),
     blocks: usize,
     batched_ok: bool,
-    padded: bool,
+    (padded, whole_blocks): (bool, bool),
     force: Option<Kernel>,
 ) -> Option<CodecKernel> {
     let warp = fused_kernel_of(tag, param, dim)?;
@@ -173,7 +175,7 @@ pub(super) fn codec_kernel(
     };
     let want_bulk = match force {
         Some(k) => k == Kernel::Bulk,
-        None => !want && bulk_by_default(tag, param, dim),
+        None => !want && bulk_by_default(tag, param, dim, whole_blocks),
     };
     Some(match (batched, bulk) {
         (Some(name), _) if want => CodecKernel::Batched(name),
@@ -182,16 +184,34 @@ pub(super) fn codec_kernel(
     })
 }
 
+/// Whether documents of these `offsets` fill the bulk-copy kernel's blocks of 64 tokens: every
+/// one a multiple of 64 tokens, and at least 128. Elsewhere, for the residual and int8, its
+/// last, partly empty block costs more than the one-warp kernel's whole document (H100, B =
+/// 200K, M docs/s bulk against one-warp; residual nbits 2: Nd = 128 156.2 / 134.3, 192 103.8 /
+/// 94.5, 256 88.2 / 73.8, but 64 214.8 / 226.6, 80 63.6 / 192.7, 112 135.0 / 148.8, 144 58.2 /
+/// 120.9, U[32,256] 78.9 / 117.9, U[8,180] 81.2 / 164.7; int8: 128 181.8 / 164.2, but 80 195.8
+/// / 253.5, U[32,256] 135.4 / 142.0, U[8,180] 196.0 / 211.7. fp8 keeps the bulk-copy kernel:
+/// U[32,256] 147.5 / 124.9, U[8,180] 201.6 / 185.2, 80 210.5 / 221.3. BENCHMARKS.md, "The
+/// bulk-copy codec kernel at other lengths").
+pub(super) fn whole_blocks(offsets: &[usize]) -> bool {
+    offsets.windows(2).all(|w| {
+        let n = w[1] - w[0];
+        n >= 128 && n.is_multiple_of(64)
+    })
+}
+
 /// Where the bulk-copy kernel is ahead of the one-warp one at one query (the H200, B = 100K ×
 /// 128 tokens, BENCHMARKS.md "The bulk-copy codec kernels"): the residual at nbits 1 and 2
 /// (144.5 against 123.2 M docs/s at nbits 2, d = 128; 185.6 against 171.8 at d = 64), int8 and
 /// fp8 at d = 128 (180.8 / 193.0 against 175.0 / 152.1). Not at nbits 4, whose 32 KB pair table
 /// halves the blocks per SM (97.4 against 119.6), nor int8 and fp8 at d = 64 (270.6 / 284.6
-/// against 307.7 / 289.7). Elsewhere it runs when forced (`Kernel::Bulk`).
-fn bulk_by_default(tag: i32, param: i32, dim: usize) -> bool {
+/// against 307.7 / 289.7); the residual and int8 only where the documents fill its 64-token
+/// blocks (`whole_blocks`). Elsewhere it runs when forced (`Kernel::Bulk`).
+fn bulk_by_default(tag: i32, param: i32, dim: usize, whole_blocks: bool) -> bool {
     match tag {
-        0 => param <= 2,
-        2 | 3 => dim == 128,
+        0 => param <= 2 && whole_blocks,
+        2 => dim == 128 && whole_blocks,
+        3 => dim == 128,
         _ => false,
     }
 }
@@ -209,6 +229,8 @@ pub(super) fn codec_tag(codec: &Codec) -> (i32, i32) {
 /// A compressed corpus (or a range of its documents) in GPU memory.
 pub struct DeviceCodes {
     pub(super) codec: Codec,
+    /// Every document fills the bulk-copy kernel's 64-token blocks ([`whole_blocks`]).
+    pub(super) whole_blocks: bool,
     pub(super) dim: usize,
     pub(super) len: usize,
     pub(super) tokens: usize,
@@ -365,6 +387,7 @@ impl DeviceCodes {
             Codec::Int8 | Codec::Fp8 => (vec![0u32], vec![0f32], None, None),
         };
         Ok(DeviceCodes {
+            whole_blocks: whole_blocks(&corpus.offsets()[docs.start..=docs.end]),
             dim,
             len: docs.len(),
             tokens: last - first,
@@ -551,9 +574,19 @@ mod tests {
     }
 
     #[test]
+    fn whole_blocks_are_multiples_of_64_tokens_from_128() {
+        assert!(whole_blocks(&[0, 128, 320, 576]));
+        assert!(whole_blocks(&[0]), "no documents");
+        assert!(!whole_blocks(&[0, 64]), "one block");
+        assert!(!whole_blocks(&[0, 128, 208]), "80 tokens");
+        assert!(!whole_blocks(&[0, 128, 128]), "an empty document");
+        assert!(!whole_blocks(&[0, 144]));
+    }
+
+    #[test]
     fn batched_kernel_from_enough_blocks_or_when_forced() {
         let r2 = (0, 2, 128);
-        let pick = |shape, blocks, force| codec_kernel(shape, blocks, true, true, force);
+        let pick = |shape, blocks, force| codec_kernel(shape, blocks, true, (true, true), force);
         let warp = || Some(CodecKernel::Warp("maxsim_codec_residual2_d128".into()));
         let bulk = || Some(CodecKernel::Bulk("maxsim_codec_bk_residual2_d128".into()));
         let batched = || {
@@ -565,15 +598,24 @@ mod tests {
         // are padded (our uploads), else the one-warp kernel.
         assert_eq!(pick(r2, 1, None), bulk());
         assert_eq!(pick(r2, 3, None), bulk());
-        assert_eq!(codec_kernel(r2, 1, true, false, None), warp());
-        assert_eq!(codec_kernel(r2, 1, false, true, None), warp());
+        // Documents that leave its 64-token blocks partly empty: the one-warp kernel, unless
+        // forced.
+        let partial = |force| codec_kernel(r2, 1, true, (true, false), force);
+        assert_eq!(partial(None), warp());
+        assert_eq!(partial(Some(Kernel::Bulk)), bulk());
+        assert_eq!(codec_kernel(r2, 4, true, (true, false), None), batched());
+        let partly = |tag| codec_kernel((tag, 0, 128), 1, true, (true, false), None);
+        assert!(matches!(partly(2), Some(CodecKernel::Warp(_))), "int8");
+        assert!(matches!(partly(3), Some(CodecKernel::Bulk(_))), "fp8");
+        assert_eq!(codec_kernel(r2, 1, true, (false, true), None), warp());
+        assert_eq!(codec_kernel(r2, 1, false, (true, true), None), warp());
         assert_eq!(pick(r2, 4, None), batched());
-        assert_eq!(codec_kernel(r2, 4, true, false, None), batched());
+        assert_eq!(codec_kernel(r2, 4, true, (false, true), None), batched());
         assert!(matches!(
             pick((2, 0, 128), 4, None),
             Some(CodecKernel::Batched(_))
         ));
-        assert_eq!(codec_kernel(r2, 32, false, true, None), warp());
+        assert_eq!(codec_kernel(r2, 32, false, (true, true), None), warp());
         for (tag, name) in [(2, "int8"), (3, "fp8")] {
             assert_eq!(
                 pick((tag, 0, 128), 3, None),
@@ -619,7 +661,7 @@ mod tests {
             Some(CodecKernel::Warp(_))
         ));
         assert!(matches!(
-            codec_kernel((3, 0, 64), 1, false, true, None),
+            codec_kernel((3, 0, 64), 1, false, (true, true), None),
             Some(CodecKernel::Warp(_))
         ));
         assert!(matches!(
@@ -635,7 +677,10 @@ mod tests {
             Some(CodecKernel::Warp(_))
         ));
         assert_eq!(pick(r2, 9, Some(Kernel::Bulk)), bulk());
-        assert_eq!(codec_kernel(r2, 1, true, false, Some(Kernel::Bulk)), warp());
+        assert_eq!(
+            codec_kernel(r2, 1, true, (false, true), Some(Kernel::Bulk)),
+            warp()
+        );
         assert_eq!(pick(r2, 1, Some(Kernel::Wgmma)), batched());
         assert_eq!(pick(r2, 32, Some(Kernel::Mma)), warp());
         // The lookup-table kernel: pq only, when forced.

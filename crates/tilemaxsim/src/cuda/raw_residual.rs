@@ -83,7 +83,7 @@ pub(super) fn kernel(
         shape,
         blocks,
         batched_ok && aligned,
-        false,
+        (false, false),
         force,
     ))
 }

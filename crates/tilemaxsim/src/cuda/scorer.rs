@@ -624,7 +624,7 @@ impl CudaScorer {
             (tag, param, codes.dim),
             queries.blocks,
             batched_ok,
-            true,
+            (true, codes.whole_blocks),
             self.force,
         )
         .ok_or_else(|| {
