@@ -192,7 +192,7 @@ pub(super) fn codec_kernel(
 /// 120.9, U[32,256] 78.9 / 117.9, U[8,180] 81.2 / 164.7; int8: 128 181.8 / 164.2, but 80 195.8
 /// / 253.5, U[32,256] 135.4 / 142.0, U[8,180] 196.0 / 211.7. fp8 keeps the bulk-copy kernel:
 /// U[32,256] 147.5 / 124.9, U[8,180] 201.6 / 185.2, 80 210.5 / 221.3. BENCHMARKS.md, "The
-/// bulk-copy codec kernel at other lengths").
+/// bulk-copy codec kernel at other document lengths").
 pub(super) fn whole_blocks(offsets: &[usize]) -> bool {
     offsets.windows(2).all(|w| {
         let n = w[1] - w[0];
