@@ -83,7 +83,7 @@ pub fn compress_in_chunks(
         }
         CodecSpec::Pq(opts) => {
             let idx = PqCodec::training_sample(corpus.num_tokens(), opts, seed);
-            let sample = job.rows_f32(&idx);
+            let sample = job.tokens.gather_f32(&idx);
             let pq = PqCodec::train_on_sample(&sample, d, opts, seed, progress)?;
             let codes = job.pq(&pq, progress)?;
             (Codec::Pq(pq), codes, None)
@@ -190,11 +190,6 @@ impl Job<'_> {
             .zip(idx.par_iter())
             .for_each(|(dst, &i)| dst.copy_from_slice(&all[i * rb..(i + 1) * rb]));
         out
-    }
-
-    /// Rows `idx` as f32 on the host.
-    fn rows_f32(&self, idx: &[usize]) -> Vec<f32> {
-        self.tokens.gather_f32(idx)
     }
 
     /// Input bytes (rows of the corpus's dtype) on the device.
@@ -355,7 +350,7 @@ impl Job<'_> {
             .clone_dtoh(&held_ids)
             .map_err(drv("ids download"))?;
         ids_h.truncate(plan.heldout.len());
-        let codec = placeholder.with_buckets(&self.rows_f32(&plan.heldout), &ids_h)?;
+        let codec = placeholder.with_buckets(&self.tokens.gather_f32(&plan.heldout), &ids_h)?;
         // Every token.
         let rb = codec.row_bytes();
         let cutoffs = self
@@ -417,7 +412,7 @@ impl Job<'_> {
             .map_err(drv("codes download"))?[0];
         if bad != u64::MAX {
             let row = bad as usize;
-            let x = self.rows_f32(&[row]);
+            let x = self.tokens.gather_f32(&[row]);
             let norm = x.iter().map(|v| v * v).sum::<f32>().sqrt();
             return Err(not_unit(corpus, row, norm));
         }
@@ -443,7 +438,7 @@ impl Job<'_> {
             .map(|i| plan.sample.get(i).copied().unwrap_or(0))
             .collect();
         progress("k-means sample", 0, n);
-        let mut cents = self.centroids(&self.rows_f32(&start))?;
+        let mut cents = self.centroids(&self.tokens.gather_f32(&start))?;
         if n == 0 {
             return self
                 .stream

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaFunction, CudaModule};
 
 use super::codes::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
-use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS};
+use super::plan::{Kernel, MMA_DIMS, SPAN_HALF_MAX_DIM, WG_DIMS, WIDE_DIMS};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -112,8 +112,8 @@ impl Kernels {
                 }
                 for chunks in 1..=MMA_DIMS.len() {
                     for (align, tag) in [(8, 'a'), (4, 'd'), (2, 'w'), (1, 'u')] {
-                        // HALF is instantiated up to three chunks (`span_half`).
-                        let halves: &[(bool, &str)] = if chunks < 4 {
+                        // HALF is instantiated up to SPAN_HALF_MAX_DIM (`span_half`).
+                        let halves: &[(bool, &str)] = if chunks * 32 <= SPAN_HALF_MAX_DIM {
                             &[(false, ""), (true, "h")]
                         } else {
                             &[(false, "")]

@@ -252,8 +252,12 @@ pub(super) fn span_row_align(dim: usize) -> usize {
 /// there only). H100, f16 U[32,256]: d = 48 94.6% of the read ceiling against 84.8%, d = 77
 /// 90.4% against 87.6%, d = 16 41.6% against 38.8% (BENCHMARKS.md, "Any d", run 7).
 pub(super) fn span_half(dim: usize) -> bool {
-    (1..=96).contains(&dim) && (dim - 1) % 32 < 16
+    (1..=SPAN_HALF_MAX_DIM).contains(&dim) && (dim - 1) % 32 < 16
 }
+
+/// The widest d of the HALF instantiations (three chunks; kernels/span.cu:
+/// INSTANTIATE_SPAN_ANY).
+pub(super) const SPAN_HALF_MAX_DIM: usize = 96;
 
 /// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 128).
 pub(super) const SPAN_ANY_MAX_DIM: usize = 128;
