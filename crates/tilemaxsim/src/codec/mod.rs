@@ -642,9 +642,6 @@ impl CompressedCorpus {
     }
 }
 
-/// Tokens assigned to centroids per progress report while compressing.
-const ASSIGN_CHUNK: usize = 1 << 16;
-
 impl CodecSpec {
     /// Check the options against the corpus's `dim`, before any work.
     pub fn check(&self, dim: usize) -> Result<()> {
@@ -670,7 +667,7 @@ pub(crate) fn check_unit(corpus: &Corpus, tokens: &[f32]) -> Result<()> {
 }
 
 /// [`check_unit`] of rows `first..` of the corpus's tokens, given as `tokens`.
-fn check_unit_from(corpus: &Corpus, tokens: &[f32], first: usize) -> Result<()> {
+pub(crate) fn check_unit_from(corpus: &Corpus, tokens: &[f32], first: usize) -> Result<()> {
     match tokens
         .par_chunks_exact(corpus.dim())
         .map(|x| x.iter().map(|v| v * v).sum::<f32>().sqrt())
@@ -680,49 +677,6 @@ fn check_unit_from(corpus: &Corpus, tokens: &[f32], first: usize) -> Result<()> 
         Some((row, norm)) => Err(not_unit(corpus, first + row, norm)),
         None => Ok(()),
     }
-}
-
-/// The residual codec trained and every token encoded on the CPU, `ASSIGN_CHUNK` tokens at a
-/// time: no f32 copy of the corpus is made (k-means reads its sample's rows), so a memory-mapped
-/// corpus larger than RAM is read through, as on the GPU. Returns the codec, the codes and each
-/// token's centroid.
-fn compress_residual(
-    corpus: &Corpus,
-    opts: &ResidualOptions,
-    seed: u64,
-    progress: Progress<'_>,
-) -> Result<(ResidualCodec, Vec<u8>, Vec<u32>)> {
-    let (d, t) = (corpus.dim(), corpus.num_tokens());
-    let m = corpus.tokens();
-    let chunks = || {
-        (0..t)
-            .step_by(ASSIGN_CHUNK)
-            .map(move |s| s..(s + ASSIGN_CHUNK).min(t))
-    };
-    progress("check norms", 0, t);
-    for range in chunks() {
-        let x = m.rows_range(range.clone()).to_f32_vec();
-        check_unit_from(corpus, &x, range.start)?;
-        progress("check norms", range.end, t);
-    }
-    let rows = |idx: &[usize]| m.gather_f32(idx);
-    let r = ResidualCodec::train(&rows, corpus.offsets(), d, opts, seed, progress)?;
-    let rb = r.row_bytes();
-    let mut ids = Vec::with_capacity(t);
-    let mut codes = vec![0u8; t * rb];
-    progress("encode", 0, t);
-    for range in chunks() {
-        let x = m.rows_range(range.clone()).to_f32_vec();
-        let part = r.assign(&x);
-        codes[range.start * rb..range.end * rb]
-            .par_chunks_mut(rb)
-            .zip(x.par_chunks_exact(d))
-            .zip(part.par_iter())
-            .for_each(|((row, tok), &id)| r.encode_residual(tok, id, row));
-        ids.extend(part);
-        progress("encode", range.end, t);
-    }
-    Ok((r, codes, ids))
 }
 
 /// The error of a token (`row` of the corpus's tokens) that the residual codec cannot take:
@@ -756,7 +710,7 @@ pub fn compress(
     // PQ, int8 and fp8 take the corpus as f32 rows in memory; the residual codec reads through.
     let (codec, codes, aux) = match spec {
         CodecSpec::Residual(opts) => {
-            let (r, codes, ids) = compress_residual(corpus, opts, seed, progress)?;
+            let (r, codes, ids) = residual::compress(corpus, opts, seed, progress)?;
             (Codec::Residual(r), codes, Some(ids))
         }
         CodecSpec::Pq(opts) => {

@@ -10,11 +10,15 @@
 //! token's bit stream, and stream bit `s` is bit `7 − s mod 8` of byte `s / 8` (most
 //! significant bit first). A token's row is `⌈d·nbits / 8⌉` bytes (PLAID needs d·nbits to be
 //! a multiple of 8; ours pads the last byte with zero bits otherwise).
+//!
+//! Training follows colbert-ai (`TrainingPlan`, `ResidualCodec::train`); [`compress`] trains
+//! and encodes a corpus on the CPU a chunk of tokens at a time.
 
 use half::f16;
 use rayon::prelude::*;
 
 use super::kmeans::{self, sample_indices};
+use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 
 /// The parameters of a residual codec: `K` coarse centroids (f16, L2-normalized when trained
@@ -291,6 +295,52 @@ impl ResidualCodec {
             .collect();
         ResidualCodec::new(self.nbits, dim, self.centroids, cutoffs, weights)
     }
+}
+
+/// Tokens per chunk of the CPU's compression (read, checked, assigned and encoded together).
+const ASSIGN_CHUNK: usize = 1 << 16;
+
+/// The residual codec trained and every token encoded on the CPU, `ASSIGN_CHUNK` tokens at a
+/// time: no f32 copy of the corpus is made (k-means reads its sample's rows), so a memory-mapped
+/// corpus larger than RAM is read through, as on the GPU. Returns the codec, the codes and each
+/// token's centroid.
+pub(crate) fn compress(
+    corpus: &Corpus,
+    opts: &ResidualOptions,
+    seed: u64,
+    progress: super::Progress<'_>,
+) -> Result<(ResidualCodec, Vec<u8>, Vec<u32>)> {
+    let (d, t) = (corpus.dim(), corpus.num_tokens());
+    let m = corpus.tokens();
+    let chunks = || {
+        (0..t)
+            .step_by(ASSIGN_CHUNK)
+            .map(move |s| s..(s + ASSIGN_CHUNK).min(t))
+    };
+    progress("check norms", 0, t);
+    for range in chunks() {
+        let x = m.rows_range(range.clone()).to_f32_vec();
+        super::check_unit_from(corpus, &x, range.start)?;
+        progress("check norms", range.end, t);
+    }
+    let rows = |idx: &[usize]| m.gather_f32(idx);
+    let r = ResidualCodec::train(&rows, corpus.offsets(), d, opts, seed, progress)?;
+    let rb = r.row_bytes();
+    let mut ids = Vec::with_capacity(t);
+    let mut codes = vec![0u8; t * rb];
+    progress("encode", 0, t);
+    for range in chunks() {
+        let x = m.rows_range(range.clone()).to_f32_vec();
+        let part = r.assign(&x);
+        codes[range.start * rb..range.end * rb]
+            .par_chunks_mut(rb)
+            .zip(x.par_chunks_exact(d))
+            .zip(part.par_iter())
+            .for_each(|((row, tok), &id)| r.encode_residual(tok, id, row));
+        ids.extend(part);
+        progress("encode", range.end, t);
+    }
+    Ok((r, codes, ids))
 }
 
 /// Documents whose tokens k-means may draw from, of `n`: `1 + 16·sqrt(120·n)` at most, as
