@@ -12,7 +12,7 @@
 // numbered in run order and take slot n % SPAN_SLOTS: the 16th crossing document after n
 // starts at least 15 chunks (3 tiles) past n's last chunk, so a slot is reset before reuse.
 //
-// Any d ≤ 128 (maxsim_span_any_*): the instantiation for KCH = ceil(d / 32) chunks of 32, with
+// Any d ≤ 256 (maxsim_span_any_*): the instantiation for KCH = ceil(d / 32) chunks of 32, with
 // rows d wide in memory and in shared memory; the dimensions past d are zeros on chip (the
 // query's A fragments and the document's B fragments are masked), never in the stored data.
 // d % 8 = 0 keeps rows 16-byte aligned (MODE 1: 16-byte loads). Other d (MODE 2-4): the copy
@@ -20,7 +20,12 @@
 // the rows' alignment allows (load_b), and the corpus's last bytes past its last 16-byte
 // boundary are copied by thread 0.
 //
-// HALF (d ≤ 96 whose last chunk of 32 holds at most 16 dimensions: (d - 1) % 32 < 16): the last
+// Past four chunks (d > 128) the tile's B fragments are read a chunk at a time, so registers
+// hold the query's fragments (16 a chunk), the accumulators and one chunk's B; maxsim_bulk_any
+// splits d over the warps instead and sums their partial products through shared memory, which
+// does not shrink with d (3.8 bytes of shared-memory traffic per byte read at d = 136).
+//
+// HALF (d whose last chunk of 32 holds at most 16 dimensions: (d - 1) % 32 < 16): the last
 // chunk's K order is dims c*4 .. c*4 + 3 for the first k16 product, so the second one would
 // multiply zeros only; it is skipped, with its loads and its A fragment (d = 16 does one
 // product a tile column, not two).
@@ -236,7 +241,31 @@ __device__ __forceinline__ void maxsim_span_impl(
             const int head = MODE >= 2 ? (int)(((t0 + (i64)k * SPAN_TILE) * D) & 7) : 0;
             const u16* buf = ring + (i64)s * STAGE + head + wib * 32 * D;
             float acc[4][2][4];
-            {
+            if (KCH > 4) {
+                // A chunk at a time: one chunk's B fragments live at once.
+#pragma unroll
+                for (int t = 0; t < 4; ++t)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch) {
+                    const bool half = HALF && ch == KCH - 1;
+                    V4 b[4];
+#pragma unroll
+                    for (int t = 0; t < 4; ++t)
+                        b[t] = half ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
+                                    : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+#pragma unroll
+                    for (int t = 0; t < 4; ++t)
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t].x, b[t].y);
+                            if (!half) Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t].z, b[t].w);
+                        }
+                }
+            } else {
                 // Columns past the run's end hold whatever the stage held before; no document
                 // range covers them.
                 V4 b[4][KCH];
@@ -321,14 +350,16 @@ __device__ __forceinline__ void maxsim_span_impl(
 #endif
 }
 
-// Blocks an SM the register budget is set for: 3, and SPAN_K1_BLOCKS at one chunk (d ≤ 32),
+// Blocks an SM the register budget is set for: 3; SPAN_K1_BLOCKS at one chunk (d ≤ 32),
 // where a chunk's work is small and more warps hide its latencies (four blocks, 121 registers,
-// left the schedulers idle half the cycles at d = 16).
+// left the schedulers idle half the cycles at d = 16); 2 past five chunks, where the query's
+// fragments alone take 96-128 registers and two 2-stage tiles of d > 160 fill shared memory.
 #ifndef SPAN_K1_BLOCKS
 #define SPAN_K1_BLOCKS 6
 #endif
+#define SPAN_BLOCKS(KCH) ((KCH) == 1 ? SPAN_K1_BLOCKS : (KCH) <= 5 ? 3 : 2)
 #define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \
-    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, (KCH) == 1 ? SPAN_K1_BLOCKS : 3) NAME(                          \
+    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, SPAN_BLOCKS(KCH)) NAME(                          \
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
         int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
@@ -350,8 +381,14 @@ INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4, 0, false)
     INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##u##S, BF, K, 2, H) \
     INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##w##S, BF, K, 3, H) \
     INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##d##S, BF, K, 4, H)
-// HALF only up to three chunks (d ≤ 96): at d = 100 it measured 93.5% of the read ceiling
-// against 93.2% without, too little for eight more kernels to compile at first start.
+// Five to eight chunks (d = 129-256 but 256): rows 16-byte aligned (d % 8 = 0, every d a model
+// ships), with and without HALF, and halves (any other d). plan.rs: span_any_instances.
+#define INSTANTIATE_SPAN_WIDE_K(T, BF, K)                           \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##a, BF, K, 1, false) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##ah, BF, K, 1, true) \
+    INSTANTIATE_SPAN(maxsim_span_any_##T##_k##K##u, BF, K, 2, false)
+// HALF only up to three chunks at d ≤ 128 (d ≤ 96): at d = 100 it measured 93.5% of the read
+// ceiling against 93.2% without, too little for eight more kernels to compile at first start.
 #define INSTANTIATE_SPAN_ANY(T, BF)                  \
     INSTANTIATE_SPAN_ANY_KH(T, BF, 1, false, /**/) \
     INSTANTIATE_SPAN_ANY_KH(T, BF, 2, false, /**/) \
@@ -359,6 +396,10 @@ INSTANTIATE_SPAN(maxsim_span_bf16_d128, true, 4, 0, false)
     INSTANTIATE_SPAN_ANY_KH(T, BF, 4, false, /**/) \
     INSTANTIATE_SPAN_ANY_KH(T, BF, 1, true, h)     \
     INSTANTIATE_SPAN_ANY_KH(T, BF, 2, true, h)     \
-    INSTANTIATE_SPAN_ANY_KH(T, BF, 3, true, h)
+    INSTANTIATE_SPAN_ANY_KH(T, BF, 3, true, h)     \
+    INSTANTIATE_SPAN_WIDE_K(T, BF, 5)              \
+    INSTANTIATE_SPAN_WIDE_K(T, BF, 6)              \
+    INSTANTIATE_SPAN_WIDE_K(T, BF, 7)              \
+    INSTANTIATE_SPAN_WIDE_K(T, BF, 8)
 INSTANTIATE_SPAN_ANY(f16, false)
 INSTANTIATE_SPAN_ANY(bf16, true)

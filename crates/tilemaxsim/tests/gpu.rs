@@ -409,12 +409,12 @@ fn raw_device_memory_in_every_layout() {
             // f32 queries against bf16 (maxsim_bulk_split; f16 corpora need the host's range
             // check of the queries, which device memory does not get).
             || (qdtype == DType::F32 && dtype == DType::BF16 && [64, 128].contains(&dim) && short && sm90);
-        // Other d ≤ 128: maxsim_span_any (sm_90+) over every document, not a candidate list.
+        // Other d < 256: maxsim_span_any (sm_90+) over every document, not a candidate list.
         let any_d = dtype == qdtype
             && dtype != DType::F32
             && short
-            && dim <= 128
-            && !dim.is_multiple_of(32)
+            && dim < 256
+            && ![32, 64, 96, 128].contains(&dim)
             && sm90;
         let doc_row = |c: &'_ Corpus, j: usize, t: usize| -> Vec<u8> {
             let o = c.offsets()[j] + t;

@@ -1,7 +1,8 @@
-//! The spanning kernel at d ≤ 128 that is no multiple of 32 (`maxsim_span_any`), against the
-//! float64 reference on the device: every alignment its rows can have (d % 8 = 0, d % 4 = 0,
-//! even, odd), a last 32-wide chunk of d with at most 16 dimensions and with more, both 16-bit
-//! dtypes, at its own shape and at forced stages and runs, on
+//! The spanning kernel at d ≤ 256 that no `maxsim_bulk` instantiation takes
+//! (`maxsim_span_any`), against the float64 reference on the device: every alignment its rows
+//! can have (d % 8 = 0, d % 4 = 0, even, odd), a last 32-wide chunk of d with at most 16
+//! dimensions and with more, one to eight chunks, both 16-bit dtypes, at its own shape and at
+//! forced stages, runs and kernels (`maxsim_bulk_any` past 128 where it also applies), on
 //! 1-token, chunk-crossing and very long documents, outputs poisoned before each run. Without a
 //! usable GPU the test prints a notice and passes.
 #![cfg(feature = "cuda")]
@@ -20,25 +21,41 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         eprintln!("NOTICE: maxsim_span_any needs sm_90; test skipped");
         return;
     }
-    let shaped = |stages, group| {
+    let forced = || {
         CudaScorer::new(0)
             .expect("GPU")
             .force_kernel(Some(Kernel::Bulk))
-            .bulk_shape(stages, group)
-            .unwrap()
     };
-    let scorers = [
+    let shaped = |stages, group| forced().bulk_shape(stages, group).unwrap();
+    // Past 128, stages of 128 d-wide rows: at most three fit an SM's shared memory.
+    let narrow = [
         ("own shape", gpu),
         ("1 stage, 3 per block", shaped(1, 3)),
         ("6 stages, 5 per block", shaped(6, 5)),
         ("4 stages, 64 per block", shaped(4, 64)),
     ];
+    let wide = [
+        ("own shape", CudaScorer::new(0).expect("GPU")),
+        ("1 stage, 3 per block", shaped(1, 3)),
+        ("3 stages, 5 per block", shaped(3, 5)),
+        (
+            "spanning, 2 stages, 64 per block",
+            shaped(2, 64).bulk_spans(Some(true)),
+        ),
+        (
+            "maxsim_bulk_any where it applies",
+            forced().bulk_spans(Some(false)),
+        ),
+    ];
     let mut r = rng(127);
-    // d % 8 = 0 (16, 48, 80, 112), d % 4 = 0 (12, 100), even (6, 18, 126), odd (1, 3, 17, 33,
-    // 77, 113, 127). One k16 product in the last chunk (1 to 16, 33, 48, 77, 80) and two (17,
-    // 18, 100, 112, 113, 126, 127).
+    // d % 8 = 0 (16, 48, 80, 112, 136, 144, 160, 200, 224, 248), d % 4 = 0 (12, 100), even (6,
+    // 18, 126), odd (1, 3, 17, 33, 77, 113, 127, 129, 255; and 202, 250 past 128, read as
+    // halves). One k16 product in the last chunk (1 to 16, 33, 48, 77, 80, 136, 144, 200) and two
+    // (the rest). Past 128 the rows of 16 bytes also go to `maxsim_bulk_any` when forced, or by
+    // default where two spanning blocks do not fit an SM (248).
     let dims = [
-        1usize, 3, 6, 12, 16, 17, 18, 33, 48, 77, 80, 100, 112, 113, 126, 127,
+        1usize, 3, 6, 12, 16, 17, 18, 33, 48, 77, 80, 100, 112, 113, 126, 127, 129, 136, 144, 160,
+        200, 202, 224, 248, 250, 255,
     ];
     for (case, &dim) in dims.iter().enumerate() {
         let dtype = [DType::F16, DType::BF16][case % 2];
@@ -59,7 +76,8 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         let queries = matrices(&qs, dim);
         let exp = Expected::new(&queries, &corpus);
         let all: Vec<usize> = (0..corpus.len()).collect();
-        for (name, scorer) in &scorers {
+        let scorers = if dim > 128 { &wide[..] } else { &narrow[..] };
+        for (name, scorer) in scorers {
             let label = format!("{name}: d={dim} {dtype} {n_docs} docs");
             let dq = scorer.upload_queries(&queries, dim).unwrap();
             let dc = scorer.upload(&corpus).unwrap();

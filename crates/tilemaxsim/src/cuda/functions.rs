@@ -7,11 +7,11 @@ use cudarc::driver::{CudaFunction, CudaModule};
 
 use super::codes::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
-use super::plan::{Kernel, MMA_DIMS, SPAN_HALF_MAX_DIM, WG_DIMS, WIDE_DIMS};
+use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS, span_any_instances};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
-/// `maxsim_span_any`'s key: dtype, 32-wide chunks of d, the rows' alignment in halves, HALF.
+/// `maxsim_span_any`'s key: dtype, then `span_any_key`'s chunks, alignment and HALF.
 pub(super) type SpanAnyKey = (DType, usize, usize, bool);
 
 /// The functions of one compiled program, per family; the tables are keyed by what selects
@@ -35,8 +35,8 @@ pub(super) struct Kernels {
     pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
-    /// (dtype, 32-wide chunks of d, the rows' alignment in halves: `span_row_align`, one k16
-    /// product in the last chunk: `span_half`) → `maxsim_span_any`, any d ≤ 128 (sm_90+).
+    /// (dtype, then `span_any_key`: 32-wide chunks of d, the rows' alignment in halves, one k16
+    /// product in the last chunk) → `maxsim_span_any`, any d ≤ 256 (sm_90+).
     pub(super) span_any: Vec<(SpanAnyKey, CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
@@ -110,19 +110,16 @@ impl Kernels {
                 for dim in MMA_DIMS {
                     span.push(((dtype, dim), f(&format!("maxsim_span_{dtype}_d{dim}"))?));
                 }
-                for chunks in 1..=MMA_DIMS.len() {
-                    for (align, tag) in [(8, 'a'), (4, 'd'), (2, 'w'), (1, 'u')] {
-                        // HALF is instantiated up to SPAN_HALF_MAX_DIM (`span_half`).
-                        let halves: &[(bool, &str)] = if chunks * 32 <= SPAN_HALF_MAX_DIM {
-                            &[(false, ""), (true, "h")]
-                        } else {
-                            &[(false, "")]
-                        };
-                        for &(half, h) in halves {
-                            let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}{h}");
-                            span_any.push(((dtype, chunks, align, half), f(&name)?));
-                        }
-                    }
+                for (chunks, align, half) in span_any_instances() {
+                    let tag = match align {
+                        8 => 'a',
+                        4 => 'd',
+                        2 => 'w',
+                        _ => 'u',
+                    };
+                    let h = if half { "h" } else { "" };
+                    let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}{h}");
+                    span_any.push(((dtype, chunks, align, half), f(&name)?));
                 }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
                     bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));

@@ -441,8 +441,11 @@ mod tests {
         // maxsim_ring: f32_queries_split_into_high_and_low_halves).
         let f = vec![0.5f32; dim];
         assert!(query_blocks(&[queries[0], Matrix::new(&f[..], dim).unwrap()], dim).is_none());
-        let odd = vec![f16::ONE; 202];
-        assert!(query_blocks(&[Matrix::new(&odd[..], 202).unwrap()], 202).is_none());
+        let odd = vec![f16::ONE; 258];
+        assert!(query_blocks(&[Matrix::new(&odd[..], 258).unwrap()], 258).is_none());
+        // Any d up to 256 (maxsim_span_any) packs.
+        let any = vec![f16::ONE; 202];
+        assert!(query_blocks(&[Matrix::new(&any[..], 202).unwrap()], 202).is_some());
         // A multiple of 8 past 128 (maxsim_bulk_any) packs; past 1024 it does not.
         let wide = vec![f16::ONE; 200];
         assert!(query_blocks(&[Matrix::new(&wide[..], 200).unwrap()], 200).is_some());

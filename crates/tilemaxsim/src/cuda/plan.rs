@@ -240,27 +240,55 @@ pub(super) fn span_stage_halves(dim: usize) -> usize {
 
 /// The alignment of `maxsim_span_any`'s rows in halves (8, 4, 2 or 1: the largest dividing
 /// d), which picks its loads (kernels/span.cu: MODE 1, 4, 3, 2).
-pub(super) fn span_row_align(dim: usize) -> usize {
+fn span_row_align(dim: usize) -> usize {
     [8, 4, 2]
         .into_iter()
         .find(|a| dim.is_multiple_of(*a))
         .unwrap_or(1)
 }
 
-/// Whether `maxsim_span_any` runs one k16 product in the last 32-wide chunk of d, not two
-/// (kernels/span.cu: HALF): where that chunk holds at most 16 dimensions, at d ≤ 96 (instantiated
-/// there only). H100, f16 U[32,256]: d = 48 94.6% of the read ceiling against 84.8%, d = 77
-/// 90.4% against 87.6%, d = 16 41.6% against 38.8% (BENCHMARKS.md, "Any d", run 7).
-pub(super) fn span_half(dim: usize) -> bool {
-    (1..=SPAN_HALF_MAX_DIM).contains(&dim) && (dim - 1) % 32 < 16
+/// `maxsim_span_any`'s instantiations (kernels/span.cu: INSTANTIATE_SPAN_ANY), as (32-wide
+/// chunks of d, the rows' alignment in halves, HALF: one k16 product in the last chunk):
+/// - up to four chunks (d ≤ 128), every alignment, HALF up to SPAN_HALF_MAX_DIM;
+/// - five to eight (d ≤ 256), 16-byte rows with and without HALF, and halves for other d.
+pub(super) fn span_any_instances() -> Vec<(usize, usize, bool)> {
+    let mut all = Vec::new();
+    for chunks in 1..=4 {
+        for align in [8, 4, 2, 1] {
+            all.push((chunks, align, false));
+            if chunks * 32 <= SPAN_HALF_MAX_DIM {
+                all.push((chunks, align, true));
+            }
+        }
+    }
+    for chunks in 5..=SPAN_ANY_MAX_DIM / 32 {
+        all.extend([(chunks, 8, false), (chunks, 8, true), (chunks, 1, false)]);
+    }
+    all
 }
 
-/// The widest d of the HALF instantiations (three chunks; kernels/span.cu:
-/// INSTANTIATE_SPAN_ANY).
-pub(super) const SPAN_HALF_MAX_DIM: usize = 96;
+/// The `maxsim_span_any` instantiation that scores d (a key of `span_any_instances`): the
+/// widest loads instantiated for its rows' alignment, and HALF where the last 32-wide chunk
+/// holds at most 16 dimensions and it is instantiated. H100, f16 U[32,256], HALF: d = 48 94.6%
+/// of the read ceiling against 84.8%, d = 77 90.4% against 87.6%, d = 16 41.6% against 38.8%
+/// (BENCHMARKS.md, "Any d", run 7).
+pub(super) fn span_any_key(dim: usize) -> (usize, usize, bool) {
+    let chunks = dim.div_ceil(32);
+    let align = match span_row_align(dim) {
+        a if chunks > 4 && a < 8 => 1,
+        a => a,
+    };
+    let half = dim > 0 && (dim - 1) % 32 < 16 && (chunks > 4 || chunks * 32 <= SPAN_HALF_MAX_DIM);
+    (chunks, align, half && (align == 8 || chunks <= 4))
+}
 
-/// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 128).
-pub(super) const SPAN_ANY_MAX_DIM: usize = 128;
+/// The widest d of the HALF instantiations at d ≤ 128 (three chunks; kernels/span.cu:
+/// INSTANTIATE_SPAN_ANY).
+const SPAN_HALF_MAX_DIM: usize = 96;
+
+/// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 256; at 256 itself
+/// `maxsim_bulk`'s wide instantiation).
+pub(super) const SPAN_ANY_MAX_DIM: usize = 256;
 
 /// Threads per block of the tensor-core kernels (kernels/mma.cu: MMA_THREADS, bulk.cu: BULK_THREADS:
 /// four warps; GEMM_THREADS: eight; maxsim_ring: `ring_layout`; kernels/wgmma.cu: WG_THREADS,
@@ -442,9 +470,9 @@ pub(super) fn choose_kernel(force: Option<Kernel>, s: LaunchShape) -> Kernel {
         };
     }
     if !MMA_DIMS.contains(&s.dim) {
-        // Other d ≤ 128: `maxsim_span_any` (sm_90+, zero-padded on chip) when every document is
-        // scored (`launch_bulk` hands a candidate list to the general kernel); multiples of 8
-        // past 128: `maxsim_bulk_any` (any documents).
+        // Other d ≤ 256: `maxsim_span_any` (sm_90+, zero-padded on chip) when every document is
+        // scored (`kernel_to_run` hands a candidate list to the general kernel); multiples of 8
+        // past 128: `maxsim_bulk_any` as well (any documents).
         let any_ok =
             bulk_ok && (s.dim <= SPAN_ANY_MAX_DIM || wide_any_bound(s.dim).is_some()) && !s.f32;
         return match force {
@@ -730,7 +758,10 @@ mod tests {
         assert_eq!(auto(shape(None, 1, 128, true)), Tiled);
         assert_eq!(auto(shape(Some(1), 1, 200, true)), Bulk);
         assert_eq!(auto(shape(Some(1), 1, 200, false)), Tiled);
-        assert_eq!(auto(shape(Some(1), 1, 202, true)), Tiled);
+        // Any d up to 256: `maxsim_span_any` (every document) where `maxsim_bulk_any` cannot.
+        assert_eq!(auto(shape(Some(1), 1, 202, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 255, true)), Bulk);
+        assert_eq!(auto(shape(Some(1), 1, 258, true)), Tiled);
         assert_eq!(auto(shape(Some(2), 1, 200, true)), Tiled);
         assert_eq!(wide_any_bound(200), Some(256));
         assert_eq!(wide_any_bound(1016), Some(1024));
@@ -871,11 +902,25 @@ mod tests {
 
     #[test]
     fn one_k16_product_where_the_last_chunk_holds_at_most_16_dimensions() {
-        let half: Vec<usize> = (1..=128).filter(|&d| span_half(d)).collect();
+        let half = |d| span_any_key(d).2;
+        let halves: Vec<usize> = (1..=128).filter(|&d| half(d)).collect();
         let expect: Vec<usize> = (1..=96).filter(|d| (1..=16).contains(&(d % 32))).collect();
-        assert_eq!(half, expect);
-        assert!(span_half(16) && span_half(48) && span_half(77) && span_half(80));
-        assert!(!span_half(17) && !span_half(100) && !span_half(127) && !span_half(0));
+        assert_eq!(halves, expect);
+        assert!(half(16) && half(48) && half(77) && half(80));
+        assert!(!half(17) && !half(100) && !half(127));
+        // Past 128: 16-byte rows only (the only rows instantiated with HALF there).
+        assert!(half(136) && half(144) && half(200) && half(240));
+        assert!(!half(129) && !half(152) && !half(250));
+        // Every d from 1 to 255 has its instantiation; odd alignments past 128 read halves.
+        let all = span_any_instances();
+        for d in 1..SPAN_ANY_MAX_DIM {
+            assert!(all.contains(&span_any_key(d)), "d = {d}");
+        }
+        assert_eq!(span_any_key(100), (4, 4, false));
+        assert_eq!(span_any_key(126), (4, 2, false));
+        assert_eq!(span_any_key(200), (7, 8, true));
+        assert_eq!(span_any_key(204), (7, 1, false));
+        assert_eq!(all.len(), 4 * 4 + 3 * 4 + 4 * 3);
         // The run's offsets fit the launch's bound on documents per run.
         assert_eq!(SPAN_RUN_MAX, 64);
         assert_eq!(

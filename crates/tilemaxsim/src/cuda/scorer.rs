@@ -20,7 +20,7 @@ use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
     BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, QBLOCK,
     SPAN_ANY_MAX_DIM, bulk_dim, bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok,
-    ring_layout,
+    ring_layout, wide_any_bound,
 };
 use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
@@ -166,8 +166,8 @@ impl CudaScorer {
     }
 
     /// The kernel `enqueue` runs: `kernel_for`'s choice, but with a candidate list at a d
-    /// only `maxsim_span_any` takes (≤ 128, no multiple of 32; it scores every document) the
-    /// general kernel.
+    /// only `maxsim_span_any` takes (≤ 256, neither a `maxsim_bulk` nor a `maxsim_bulk_any` d;
+    /// it scores every document) the general kernel.
     fn kernel_to_run(
         &self,
         queries: &DeviceQueries,
@@ -176,7 +176,10 @@ impl CudaScorer {
     ) -> Kernel {
         match self.kernel_for(queries, corpus) {
             Kernel::Bulk
-                if corpus.dim <= SPAN_ANY_MAX_DIM && !bulk_dim(corpus.dim) && candidates =>
+                if corpus.dim <= SPAN_ANY_MAX_DIM
+                    && !bulk_dim(corpus.dim)
+                    && wide_any_bound(corpus.dim).is_none()
+                    && candidates =>
             {
                 Kernel::Tiled
             }

@@ -1,7 +1,7 @@
 //! `maxsim_bulk` (kernels/bulk.cu): one query's 128-token document tiles brought in by the
 //! copy engine, runs of tasks per block; over every document of a packed corpus with tiles cut
-//! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for d ≤ 128 that no
-//! other tensor-core kernel takes).
+//! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
+//! d ≤ 256).
 
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -11,9 +11,9 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
-    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_RUN_MAX, bulk_any_smem, bulk_dim,
-    bulk_group, bulk_smem, bulk_split_smem, bulk_stages, span_half, span_row_align, span_smem,
-    wide_any_bound, wide_dim,
+    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM, SPAN_RUN_MAX,
+    bulk_any_smem, bulk_dim, bulk_group, bulk_smem, bulk_split_smem, bulk_stages, span_any_key,
+    span_smem, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -37,14 +37,11 @@ impl Launch for Bulk {
         if corpus.dtype == DType::F32 || queries.dtype == DType::F32 {
             return self.launch_split(gpu, queries, corpus, t);
         }
+        if t.doc_index == 0 && self.spans(gpu, corpus)? {
+            return self.launch_span(gpu, queries, corpus, t);
+        }
         if let Some(bound) = wide_any_bound(corpus.dim) {
             return self.launch_any(gpu, queries, corpus, t, bound);
-        }
-        let spans = t.doc_index == 0
-            && !wide_dim(corpus.dim)
-            && (!bulk_dim(corpus.dim) || self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
-        if spans {
-            return self.launch_span(gpu, queries, corpus, t);
         }
         let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
@@ -70,6 +67,32 @@ impl Launch for Bulk {
 }
 
 impl Bulk {
+    /// Whether every document is scored by `maxsim_span` (tiles cut across documents):
+    /// - d with a `maxsim_bulk` instantiation up to 128: as `span` says, else where documents
+    ///   leave whole-document tiles partly empty (`DocLengths::spans_pay`);
+    /// - d up to 256 that `maxsim_bulk_any` takes too (multiples of 8 past 128): as `span` says,
+    ///   else where two spanning blocks fit an SM (two stages of d-wide 128-token tiles; d past
+    ///   about 220 leaves one, and `maxsim_bulk_any` runs);
+    /// - any other d up to 256: always (no other tensor-core kernel takes it); past: never.
+    fn spans(&self, gpu: &GpuContext, corpus: &DeviceCorpus) -> Result<bool> {
+        let dim = corpus.dim;
+        if wide_dim(dim) || dim > SPAN_ANY_MAX_DIM {
+            return Ok(false);
+        }
+        if bulk_dim(dim) {
+            return Ok(self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
+        }
+        if wide_any_bound(dim).is_none() {
+            return Ok(true);
+        }
+        if let Some(span) = self.span {
+            return Ok(span);
+        }
+        let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let func = span_any_function(gpu, corpus)?;
+        Ok(gpu.blocks_per_sm(func, BULK_THREADS, span_smem(stages, dim))? >= 2)
+    }
+
     /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks: runs of
     /// `bulk_group` tasks a block (at most `run`) and `stages` stages unless the shape is
     /// fixed, `smem(stages)` bytes a block; with the stages and the run as the kernels take
@@ -187,18 +210,7 @@ impl Bulk {
         let func = if bulk_dim(dim) {
             kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
         } else {
-            let key = (
-                corpus.dtype,
-                dim.div_ceil(32),
-                span_row_align(dim),
-                span_half(dim),
-            );
-            let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
-            &found
-                .ok_or_else(|| {
-                    Error::Argument(format!("no spanning kernel for {} d = {dim}", corpus.dtype))
-                })?
-                .1
+            span_any_function(gpu, corpus)?
         };
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
@@ -241,4 +253,17 @@ impl Bulk {
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_span launch"))?;
         Ok(())
     }
+}
+
+/// The `maxsim_span_any` instantiation for the corpus's dtype and d (`span_any_key`).
+fn span_any_function<'g>(gpu: &'g GpuContext, corpus: &DeviceCorpus) -> Result<&'g CudaFunction> {
+    let (chunks, align, half) = span_any_key(corpus.dim);
+    let key = (corpus.dtype, chunks, align, half);
+    let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
+    Ok(&found
+        .ok_or_else(|| {
+            let (dtype, dim) = (corpus.dtype, corpus.dim);
+            Error::Argument(format!("no spanning kernel for {dtype} d = {dim}"))
+        })?
+        .1)
 }
