@@ -298,7 +298,9 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
         const int ntok = w.ntok();
         mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
         const u16* buf = ring + (i64)s * STAGE + wib * DW;
-        // ANY: this lane's 8-dimension pieces past d read the next row (or stale data): zeros.
+        // ANY: this lane's 8-dimension pieces past d are zeros, not read: past the row lies
+        // the next row, and past the last stage's last row the barriers and the partials other
+        // warps write (compute-sanitizer racecheck flagged those reads, 2026-11-27).
         float* pw_part = part + ((i & 1) * BULK_WARPS + wib) * TOK * RS;
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
@@ -307,8 +309,8 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
             for (int ch = 0; ch < KQ; ++ch) {
-                V4 b = *(const V4*)(buf + (t * 8 + g) * RD + ch * 32 + c * 8);
-                if (ANY && wib * DW + ch * 32 + c * 8 >= dim) b = V4{0u, 0u, 0u, 0u};
+                const bool in_d = !ANY || wib * DW + ch * 32 + c * 8 < dim;
+                const V4 b = in_d ? *(const V4*)(buf + (t * 8 + g) * RD + ch * 32 + c * 8) : V4{0u, 0u, 0u, 0u};
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
                     Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
