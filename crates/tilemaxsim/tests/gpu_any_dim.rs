@@ -92,3 +92,41 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         }
     }
 }
+
+/// Stages too many for a spanning block past 128: a multiple of 8 runs on `maxsim_bulk_any`
+/// (its tiles are 32 tokens), another d is refused with an error that names the shape.
+#[test]
+fn stages_only_the_bulk_tiles_fit_fall_back_or_are_refused() {
+    let Some(gpu) = gpu() else { return };
+    if gpu.info().compute_capability.0 < 9 {
+        eprintln!("NOTICE: maxsim_span_any needs sm_90; test skipped");
+        return;
+    }
+    let six = CudaScorer::new(0)
+        .expect("GPU")
+        .force_kernel(Some(Kernel::Bulk))
+        .bulk_shape(6, 5)
+        .unwrap();
+    let mut r = rng(152);
+    for (dim, runs) in [(152usize, true), (202, false)] {
+        let lens: Vec<usize> = (0..50).map(|_| r.random_range(1..300)).collect();
+        let corpus = random_corpus(&mut r, &lens, dim, DType::F16, 1.0);
+        let qs = [random_query(&mut r, 20, dim, DType::F16, 1.0)];
+        let queries = matrices(&qs, dim);
+        let mut out = poisoned(corpus.len());
+        let got = six.score_into(&queries, &corpus, Docs::All, &mut out);
+        if runs {
+            got.unwrap_or_else(|e| panic!("d = {dim}: {e}"));
+            let all: Vec<usize> = (0..corpus.len()).collect();
+            Expected::new(&queries, &corpus).assert_close(&format!("d = {dim}"), 0, &all, &out);
+        } else {
+            let e = got
+                .expect_err("six spanning stages at d = 202 do not fit")
+                .to_string();
+            assert!(
+                e.contains("stages of the spanning kernel"),
+                "d = {dim}: {e}"
+            );
+        }
+    }
+}

@@ -89,8 +89,12 @@ impl Bulk {
             return Ok(span);
         }
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
+        let smem = span_smem(stages, dim);
+        if smem > gpu.info.smem_per_block {
+            return Ok(false); // a fixed shape whose stages fit only `maxsim_bulk_any`'s tiles
+        }
         let func = span_any_function(gpu, corpus)?;
-        Ok(gpu.blocks_per_sm(func, BULK_THREADS, span_smem(stages, dim))? >= 2)
+        Ok(gpu.blocks_per_sm(func, BULK_THREADS, smem)? >= 2)
     }
 
     /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks: runs of
@@ -216,6 +220,13 @@ impl Bulk {
         let tasks = (queries.len * t.n) as u64;
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
         let smem = span_smem(stages, corpus.dim);
+        if smem > gpu.info.smem_per_block {
+            return Err(Error::Argument(format!(
+                "{stages} stages of the spanning kernel at d = {dim} need {smem} bytes of shared \
+                 memory, more than this GPU's {} a block (fewer stages: bulk_shape, TILEMAXSIM_BULK)",
+                gpu.info.smem_per_block
+            )));
+        }
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let group = self.stages_group.map_or_else(
             || bulk_group(tasks, resident, corpus.lengths.span_run(dim, &gpu.tuning)),
