@@ -14,13 +14,20 @@ use rand::Rng;
 use tilemaxsim::cuda::{CudaScorer, Kernel};
 use tilemaxsim::{DType, Docs, OwnedElements, Scorer};
 
-#[test]
-fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
-    let Some(gpu) = gpu() else { return };
+/// The GPU's scorer where it has the bulk copies `maxsim_span_any` needs (sm_90+); else a
+/// notice, and the test passes.
+fn sm90() -> Option<CudaScorer> {
+    let gpu = gpu()?;
     if gpu.info().compute_capability.0 < 9 {
         eprintln!("NOTICE: maxsim_span_any needs sm_90; test skipped");
-        return;
+        return None;
     }
+    Some(gpu)
+}
+
+#[test]
+fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
+    let Some(gpu) = sm90() else { return };
     let forced = || {
         CudaScorer::new(0)
             .expect("GPU")
@@ -97,13 +104,8 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
 /// (its tiles are 32 tokens), another d is refused with an error that names the shape.
 #[test]
 fn stages_only_the_bulk_tiles_fit_fall_back_or_are_refused() {
-    let Some(gpu) = gpu() else { return };
-    if gpu.info().compute_capability.0 < 9 {
-        eprintln!("NOTICE: maxsim_span_any needs sm_90; test skipped");
-        return;
-    }
-    let six = CudaScorer::new(0)
-        .expect("GPU")
+    let Some(gpu) = sm90() else { return };
+    let six = gpu
         .force_kernel(Some(Kernel::Bulk))
         .bulk_shape(6, 5)
         .unwrap();
