@@ -7,6 +7,7 @@
 //! - every centroid probed and every candidate rescored equals exhaustive search on the GPU,
 //!   with and without the exact stage;
 //! - fewer probes agree with the CPU's IVF stages;
+//! - codes streamed per batch give the resident codes' hits, on one GPU and sharded;
 //! - queries of one to three 32-row blocks in one batch, 1-token and 300-token documents, bad
 //!   input, and an nprobe over the GPU's limit (the CPU stages, with a notice).
 //!
@@ -19,7 +20,7 @@ use common::*;
 use tilemaxsim::codec::{Codec, ResidualOptions};
 use tilemaxsim::cuda::{GpuIvfSearch, MAX_GPU_NPROBE, ShardedIvfSearch};
 use tilemaxsim::index::{BuildOptions, Index, IndexSearch, Probe, Source, build};
-use tilemaxsim::{DType, Device, Hit, Matrix, OwnedElements, SearchOptions, Searcher};
+use tilemaxsim::{DType, Device, Hit, Matrix, OwnedElements, Residency, SearchOptions, Searcher};
 
 /// An index of `docs` documents (1 to 60 tokens, one of 300) at d with K centroids, in `dir`.
 fn index(dir: &std::path::Path, docs: usize, dim: usize, centroids: usize) -> Index {
@@ -79,7 +80,8 @@ fn slack(v: f64) -> f64 {
 }
 
 fn ivf_gpu<'a>(index: &'a Index, nprobe: usize, ndocs: usize) -> GpuIvfSearch<'a> {
-    GpuIvfSearch::new(index.codes(), index.ivf(), Probe { nprobe, ndocs }, 0).unwrap()
+    let probe = Probe { nprobe, ndocs };
+    GpuIvfSearch::new(index.codes(), index.ivf(), probe, 0, Residency::Resident).unwrap()
 }
 
 #[test]
@@ -313,7 +315,8 @@ fn bad_input_and_probes_over_the_limit() {
                 nprobe: 0,
                 ndocs: 5
             },
-            0
+            0,
+            Residency::Auto
         )
         .is_err()
     );
@@ -395,19 +398,20 @@ fn documents_sharded_over_gpus_score_as_one_gpu() {
             ndocs: docs,
         },
         0,
+        Residency::Resident,
     )
     .unwrap()
     .search(&qs, docs)
     .unwrap();
     for (nprobe, ndocs) in [(k, docs), (3, 120), (1, 30)] {
         let probe = Probe { nprobe, ndocs };
-        let one = GpuIvfSearch::new(index.codes(), index.ivf(), probe, 0)
+        let one = GpuIvfSearch::new(index.codes(), index.ivf(), probe, 0, Residency::Resident)
             .unwrap()
             .search(&qs, 10)
             .unwrap();
         for devices in &layouts {
             let label = format!("nprobe {nprobe}, ndocs {ndocs}, devices {devices:?}");
-            let s = ShardedIvfSearch::new(index.codes(), probe, devices).unwrap();
+            let s = ShardedIvfSearch::new(index.codes(), probe, devices, Residency::Auto).unwrap();
             assert_eq!(s.shards().len(), devices.len(), "{label}");
             assert!(s.name().contains("documents sharded"), "{}", s.name());
             let got = s.search(&qs, 10).unwrap();
@@ -464,8 +468,91 @@ fn documents_sharded_over_gpus_score_as_one_gpu() {
                 nprobe: 4,
                 ndocs: 10
             },
-            &[]
+            &[],
+            Residency::Auto
         )
         .is_err()
+    );
+}
+
+#[test]
+fn streamed_codes_give_the_resident_hits() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (docs, dim, k) = (500, 128, 32);
+    let index = index(dir.path(), docs, dim, k);
+    let owned = queries(23, dim);
+    let qs = matrices(&owned, dim);
+    let open = |probe, residency| {
+        GpuIvfSearch::new(index.codes(), index.ivf(), probe, 0, residency).unwrap()
+    };
+    // Every document's score on its codes (resident): what a streamed search must give it.
+    let every = Probe {
+        nprobe: k,
+        ndocs: docs,
+    };
+    let all = open(every, Residency::Resident).search(&qs, docs).unwrap();
+    for (nprobe, ndocs) in [(k, docs), (3, 120), (1, 30), (2, 1)] {
+        let probe = Probe { nprobe, ndocs };
+        let label = format!("nprobe {nprobe}, ndocs {ndocs}");
+        let resident = open(probe, Residency::Resident);
+        let streamed = open(probe, Residency::Stream);
+        assert!(!resident.streamed() && streamed.streamed(), "{label}");
+        assert!(streamed.name().contains("streamed"), "{}", streamed.name());
+        // The first stages read the same centroid ids either way.
+        assert_eq!(
+            streamed.first_stages(&qs).unwrap(),
+            resident.first_stages(&qs).unwrap(),
+            "{label}"
+        );
+        for top in [1, 10] {
+            let (a, b) = (
+                streamed.search(&qs, top).unwrap(),
+                resident.search(&qs, top).unwrap(),
+            );
+            assert_same_scores(&format!("{label}, k = {top}"), &qs, &a, &b);
+            for (q, hits) in a.iter().enumerate() {
+                for h in hits {
+                    let want = all[q].iter().find(|x| x.doc == h.doc).expect("a document");
+                    assert_same_scores(&label, &qs[q..=q], &[vec![*h]], &[vec![*want]]);
+                }
+            }
+        }
+    }
+    // Sharded, each shard streamed: every centroid probed gives one resident GPU's hits.
+    let sharded = ShardedIvfSearch::new(index.codes(), every, &[0, 0], Residency::Stream).unwrap();
+    let one = open(every, Residency::Resident).search(&qs, 10).unwrap();
+    assert_same_scores(
+        "sharded, streamed",
+        &qs,
+        &sharded.search(&qs, 10).unwrap(),
+        &one,
+    );
+    // Through the index, with the exact stage.
+    let how = IndexSearch {
+        nprobe: Some(4),
+        ndocs: Some(60),
+        rerank_k: Some(20),
+        ..Default::default()
+    };
+    let searcher = |residency| {
+        let options = SearchOptions {
+            residency,
+            ..Default::default()
+        };
+        let (s, notice) = index.searcher(Device::Cuda(0), &how, &options).unwrap();
+        assert!(notice.is_none(), "{notice:?}");
+        s
+    };
+    let (st, re) = (searcher(Residency::Stream), searcher(Residency::Resident));
+    assert!(st.name().contains("streamed"), "{}", st.name());
+    assert!(!re.name().contains("streamed"), "{}", re.name());
+    assert_same_scores(
+        "through the index",
+        &qs,
+        &st.search(&qs, 10).unwrap(),
+        &re.search(&qs, 10).unwrap(),
     );
 }

@@ -180,8 +180,8 @@ fn the_library_imports_run_one_way() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let edges = check(&root);
     // The GPU engine's layers: the scorer chooses and sequences; below it nothing names it
-    // but the searchers (exact, compressed, IVF over residual codes, the exact second stage),
-    // which search with it.
+    // but the searchers (exact, compressed, IVF over residual codes and where it holds them, the
+    // exact second stage), which search with it.
     let scorer = names(&["cuda", "scorer"]);
     for (from, to) in &edges {
         if to.contains(&scorer) {
@@ -189,6 +189,7 @@ fn the_library_imports_run_one_way() {
                 from == &names(&["cuda", "index"])
                     || from == &names(&["cuda", "codes_index"])
                     || from == &names(&["cuda", "ivf"])
+                    || from == &names(&["cuda", "ivf_codes"])
                     || from == &names(&["cuda", "rerank"])
                     || !from.starts_with(&names(&["cuda"])),
                 "{} imports the scorer",

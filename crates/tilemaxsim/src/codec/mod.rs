@@ -21,6 +21,7 @@ pub(crate) mod kmeans;
 pub mod plaid;
 pub(crate) mod pq;
 pub(crate) mod residual;
+mod subset;
 mod torch_pt;
 
 pub use format::is_compressed_file;
@@ -473,47 +474,6 @@ impl CompressedCorpus {
     /// the file records that its codes were scanned when written.
     pub fn check_finite(&self) -> Result<()> {
         self.check_codes(None, true)
-    }
-
-    /// Documents `range` as a compressed corpus of their own, indexed from 0 (a shard, as
-    /// [`Corpus::slice`] makes one of an exact corpus): the codec, ids and what is known of the
-    /// values kept; a memory-mapped corpus shares its map (no copy), an owned one is copied.
-    pub fn slice(&self, range: std::ops::Range<usize>) -> Result<Self> {
-        crate::corpus::check_shard(&range, self.len())?;
-        let (first, last) = (self.offsets[range.start], self.offsets[range.end]);
-        let rb = self.codec.row_bytes(self.dim);
-        let codes = match &self.codes {
-            Bytes::Owned(v) => Bytes::Owned(v[first * rb..last * rb].to_vec()),
-            Bytes::Mapped { map, start, .. } => Bytes::Mapped {
-                map: Arc::clone(map),
-                start: start + first * rb,
-                len: (last - first) * rb,
-            },
-        };
-        let aux = self.aux.as_ref().map(|a| match a {
-            Words::Owned(v) => Words::Owned(v[first..last].to_vec()),
-            // Still 4-byte aligned: whole words past an aligned start.
-            Words::Mapped { map, start, .. } => Words::Mapped {
-                map: Arc::clone(map),
-                start: start + first * 4,
-                len: last - first,
-            },
-        });
-        Ok(CompressedCorpus {
-            codec: self.codec.clone(),
-            dim: self.dim,
-            offsets: self.offsets[range.clone()]
-                .iter()
-                .chain(std::iter::once(&last))
-                .map(|&o| o - first)
-                .collect(),
-            doc_ids: self.doc_ids.as_ref().map(|ids| ids[range].to_vec()),
-            codes,
-            aux,
-            finite: self.finite,
-            fp8_table: self.fp8_table.clone(),
-            rerank_k: self.rerank_k,
-        })
     }
 
     /// Record the depth `k'` of exact reranking for this corpus (kept in its file).

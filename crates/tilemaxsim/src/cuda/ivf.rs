@@ -8,28 +8,31 @@
 //! 5. the `ndocs` best by that score (the top-k kernels), rescored on their codes by the fused
 //!    residual kernel; the best `k` are the hits.
 //!
+//! The codes are held on the GPU (resident) or streamed: only the first stages' arrays stay
+//! there and each batch's candidates are uploaded to be rescored (`ivf_codes.rs`).
+//!
 //! These are PLAID's stages and the CPU's (`index::probe`), which use f32 centroid scores: near
 //! ties may probe or keep other candidates there. With `nprobe` ≥ K every document is a
 //! candidate (stages 2–3 are skipped), and with `ndocs` ≥ N every one is rescored: the hits are
-//! exhaustive search's. The codes are held in the GPU's memory (resident).
+//! exhaustive search's.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 
-use super::codes::{CodecQueries, DeviceCodes};
+use super::codes::CodecQueries;
 use super::context::GpuContext;
 use super::device::drv;
+use super::ivf_codes::HeldCodes;
 use super::launch::codec as codec_launch;
-use super::rerank::rescore_lists;
 use super::scorer::CudaScorer;
 use crate::codec::{Codec, CompressedCorpus};
 use crate::error::{Error, Result};
 use crate::index::{Ivf, Probe};
 use crate::matrix::Matrix;
 use crate::scorer::{Scorer, check_queries};
-use crate::search::Searcher;
+use crate::search::{Residency, Searcher};
 use crate::topk::Hit;
 
 /// The most centroids a query row probes on the GPU below K (`IVF_MAX_PROBE` of the kernels);
@@ -57,7 +60,7 @@ pub struct GpuIvfSearch<'a> {
     probe: Probe,
     num_centroids: usize,
     scorer: CudaScorer,
-    device_codes: DeviceCodes,
+    held: HeldCodes,
     /// The IVF as compressed rows: `[K + 1]` offsets, the lists' documents.
     ivf_offsets: CudaSlice<i64>,
     ivf_docs: CudaSlice<u32>,
@@ -72,16 +75,18 @@ struct Staged {
 }
 
 impl<'a> GpuIvfSearch<'a> {
-    /// Upload `codes` (residual, with `ivf`'s centroids) and `ivf` to GPU `ordinal`. Fails with
-    /// an argument error where the GPU stages do not apply (`nprobe` in `MAX_GPU_NPROBE + 1 ..
-    /// K`, or a d no fused residual kernel reads), so the caller can run them on the CPU.
+    /// Upload `codes` (residual, with `ivf`'s centroids; held as `residency` says) and `ivf`
+    /// to GPU `ordinal`. Fails with an argument error where the GPU stages do not apply
+    /// (`nprobe` in `MAX_GPU_NPROBE + 1 .. K`, or a d no fused residual kernel reads), so the
+    /// caller can run them on the CPU.
     pub fn new(
         codes: &'a CompressedCorpus,
         ivf: &Ivf,
         probe: Probe,
         ordinal: usize,
+        residency: Residency,
     ) -> Result<Self> {
-        Self::with_codes(Cow::Borrowed(codes), ivf, probe, ordinal)
+        Self::with_codes(Cow::Borrowed(codes), ivf, probe, ordinal, residency)
     }
 
     /// [`GpuIvfSearch::new`] of codes it may own (a shard's slice).
@@ -90,6 +95,7 @@ impl<'a> GpuIvfSearch<'a> {
         ivf: &Ivf,
         probe: Probe,
         ordinal: usize,
+        residency: Residency,
     ) -> Result<Self> {
         let Codec::Residual(r) = codes.codec() else {
             return Err(Error::Argument(
@@ -121,22 +127,9 @@ impl<'a> GpuIvfSearch<'a> {
             )));
         }
         let scorer = CudaScorer::new(ordinal)?;
-        let device_codes = scorer
-            .upload_codes(&codes, 0..codes.len())
-            .map_err(|e| match e {
-                Error::OutOfMemory(m) => Error::OutOfMemory(format!(
-                    "{m}: IVF search holds the segment's codes on cuda:{ordinal}, and they do \
-                     not fit (--exhaustive streams them; --device cpu runs every stage there)"
-                )),
-                e => e,
-            })?;
-        if !device_codes.fused() {
-            return Err(Error::Argument(format!(
-                "no fused residual kernel reads d = {} at {} bits",
-                codes.dim(),
-                r.nbits()
-            )));
-        }
+        // A pass's approximate scores and candidate bitmaps.
+        let pass_bytes = APPROX_PER_PASS * 4 + APPROX_PER_PASS / 8;
+        let held = HeldCodes::new(&scorer, &codes, residency, pass_bytes)?;
         let stream = &scorer.gpu().stream;
         let (offsets, docs) = ivf.csr();
         let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
@@ -152,7 +145,7 @@ impl<'a> GpuIvfSearch<'a> {
             probe,
             num_centroids: k,
             scorer,
-            device_codes,
+            held,
             ivf_offsets,
             ivf_docs,
         })
@@ -161,6 +154,11 @@ impl<'a> GpuIvfSearch<'a> {
     /// The GPU it runs on, by name.
     pub fn gpu_name(&self) -> String {
         self.scorer.name()
+    }
+
+    /// Whether the codes are streamed per batch (else resident).
+    pub fn streamed(&self) -> bool {
+        self.held.streamed_codes()
     }
 
     fn all_probed(&self) -> bool {
@@ -173,7 +171,7 @@ impl<'a> GpuIvfSearch<'a> {
     fn stage(&self, queries: &[Matrix<'_>], cq: &CodecQueries, poison: bool) -> Result<Staged> {
         let gpu = self.scorer.gpu();
         let stream = &gpu.stream;
-        let view = self.device_codes.view(stream);
+        let view = self.held.view(stream);
         // SAFETY: the upload's centroids; queries uploaded for these codes.
         let cs = unsafe { codec_launch::centroid_scores(gpu, stream, cq, &view) }?;
         let mut qblocks = vec![0i32];
@@ -241,6 +239,7 @@ impl<'a> GpuIvfSearch<'a> {
             words as i32,
             n as i32,
         );
+        let (ids, offsets) = self.held.ids();
         let mut b = stream.launch_builder(&gpu.kernels.ivf.interaction);
         b.arg(&cs)
             .arg(&k32)
@@ -248,8 +247,8 @@ impl<'a> GpuIvfSearch<'a> {
             .arg(&bitmap)
             .arg(&all)
             .arg(&w32)
-            .arg(&self.device_codes.aux)
-            .arg(&self.device_codes.offsets)
+            .arg(ids)
+            .arg(offsets)
             .arg(&n32)
             .arg(&mut approx);
         // SAFETY: `cs` holds blocks × K × 32 scores, `qb` Q + 1 block offsets, the bitmap Q ×
@@ -266,9 +265,7 @@ impl<'a> GpuIvfSearch<'a> {
     /// approximate score.
     pub fn first_stages(&self, queries: &[Matrix<'_>]) -> Result<FirstStages> {
         check_queries(queries, self.codes.dim())?;
-        let cq = self
-            .scorer
-            .upload_codec_queries(queries, &self.device_codes)?;
+        let cq = self.held.upload_queries(&self.scorer, queries)?;
         let s = self.stage(queries, &cq, true)?;
         let stream = &self.scorer.gpu().stream;
         let approx = stream.clone_dtoh(&s.approx).map_err(drv("IVF download"))?;
@@ -310,9 +307,7 @@ impl<'a> GpuIvfSearch<'a> {
     /// One group of queries: stages 1–4, the `ndocs` best candidates of each, rescored.
     fn search_group(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
         let n = self.codes.len();
-        let cq = self
-            .scorer
-            .upload_codec_queries(queries, &self.device_codes)?;
+        let cq = self.held.upload_queries(&self.scorer, queries)?;
         let s = self.stage(queries, &cq, false)?;
         let keep = self.probe.ndocs.max(k).min(n);
         let stream = &self.scorer.gpu().stream;
@@ -346,14 +341,8 @@ impl<'a> GpuIvfSearch<'a> {
                 docs
             })
             .collect();
-        rescore_lists(&self.scorer, &lists, k, |q, docs, out| {
-            let one = self
-                .scorer
-                .upload_codec_queries(&queries[q..=q], &self.device_codes)?;
-            self.scorer
-                .score_codes_views(&one, &self.device_codes, docs, out)?;
-            Ok(one)
-        })
+        self.held
+            .rescore(&self.scorer, &self.codes, queries, &lists, k)
     }
 }
 
@@ -445,8 +434,13 @@ fn position_row(p: usize) -> usize {
 
 impl Searcher for GpuIvfSearch<'_> {
     fn name(&self) -> String {
+        let held = if self.streamed() {
+            ", codes streamed per batch"
+        } else {
+            ""
+        };
         self.probe
-            .searcher_name(&format!("with every stage on {}", self.scorer.name()))
+            .searcher_name(&format!("with every stage on {}{held}", self.scorer.name()))
     }
 
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {

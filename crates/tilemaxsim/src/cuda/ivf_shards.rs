@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::index::{Ivf, Probe};
 use crate::matrix::Matrix;
 use crate::scorer::check_queries;
-use crate::search::Searcher;
+use crate::search::{Residency, Searcher};
 use crate::topk::{Hit, merge_top_k};
 
 pub struct ShardedIvfSearch<'a> {
@@ -34,8 +34,13 @@ pub struct ShardedIvfSearch<'a> {
 impl ShardedIvfSearch<'_> {
     /// Split `codes` (residual, with their centroid ids) over `devices` (one shard each; a
     /// device may be named twice), building each shard's IVF and uploading it on its own
-    /// thread. Errors as [`GpuIvfSearch::new`]'s.
-    pub fn new(codes: &CompressedCorpus, probe: Probe, devices: &[usize]) -> Result<Self> {
+    /// thread; each holds its codes as `residency` says. Errors as [`GpuIvfSearch::new`]'s.
+    pub fn new(
+        codes: &CompressedCorpus,
+        probe: Probe,
+        devices: &[usize],
+        residency: Residency,
+    ) -> Result<Self> {
         let Codec::Residual(r) = codes.codec() else {
             return Err(Error::Argument(
                 "IVF search needs a residual (PLAID) corpus".into(),
@@ -62,7 +67,8 @@ impl ShardedIvfSearch<'_> {
             };
             let part = codes.slice(docs)?;
             let ivf = Ivf::build(part.aux().unwrap_or_default(), part.offsets(), k)?;
-            let search = GpuIvfSearch::with_codes(Cow::Owned(part), &ivf, probe, ordinal)?;
+            let search =
+                GpuIvfSearch::with_codes(Cow::Owned(part), &ivf, probe, ordinal, residency)?;
             Ok((first, search))
         })?;
         Ok(ShardedIvfSearch {

@@ -41,6 +41,7 @@ mod device;
 mod functions;
 mod index;
 mod ivf;
+mod ivf_codes;
 mod ivf_shards;
 mod launch;
 mod memory;

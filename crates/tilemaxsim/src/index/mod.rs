@@ -36,7 +36,7 @@ use crate::codec::{Codec, CodecKind, CompressedCorpus, ResidualCodec, check_unit
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::OwnedElements;
-use crate::search::{Rerank, SearchOptions, Searcher, reranked, searcher_for};
+use crate::search::{Rerank, Residency, SearchOptions, Searcher, reranked, searcher_for};
 use crate::{Device, scorer_for};
 
 pub const MANIFEST: &str = "index.json";
@@ -488,7 +488,7 @@ impl Index {
         };
         let mut notice = None;
         if !devices.is_empty() {
-            match gpu_ivf(codes, ivf, probe, &devices) {
+            match gpu_ivf(codes, ivf, probe, &devices, options.residency) {
                 Ok(first) => {
                     let (searcher, second) = reranked(first, codes, options.rerank, device)?;
                     return Ok((searcher, second));
@@ -524,10 +524,15 @@ fn gpu_ivf<'a>(
     ivf: &Ivf,
     probe: Probe,
     devices: &[usize],
+    residency: Residency,
 ) -> Result<Box<dyn Searcher + 'a>> {
     Ok(match devices {
-        [ordinal] => Box::new(crate::cuda::GpuIvfSearch::new(codes, ivf, probe, *ordinal)?),
-        _ => Box::new(crate::cuda::ShardedIvfSearch::new(codes, probe, devices)?),
+        [ordinal] => Box::new(crate::cuda::GpuIvfSearch::new(
+            codes, ivf, probe, *ordinal, residency,
+        )?),
+        _ => Box::new(crate::cuda::ShardedIvfSearch::new(
+            codes, probe, devices, residency,
+        )?),
     })
 }
 
@@ -537,6 +542,7 @@ fn gpu_ivf<'a>(
     _ivf: &Ivf,
     _probe: Probe,
     devices: &[usize],
+    _residency: Residency,
 ) -> Result<Box<dyn Searcher + 'a>> {
     Err(Error::DeviceUnavailable(format!(
         "{devices:?}: this build has no CUDA engine (feature `cuda` off)"

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use tilemaxsim::index::{Index, IndexSearch};
-use tilemaxsim::{Device, Rerank, SearchOptions};
+use tilemaxsim::{Device, Rerank, Residency, SearchOptions};
 
 use crate::commands::search::{RunArgs, search_and_write};
 use crate::load;
@@ -40,6 +40,11 @@ pub struct IndexSearchArgs {
     /// device). Each holds its part and runs every stage on it; the hits are merged.
     #[arg(long)]
     devices: Option<String>,
+    /// How each GPU holds its codes: auto (resident when they fit, else streamed), resident,
+    /// or stream (only each token's centroid id on the GPU; each batch's candidates uploaded
+    /// to be rescored; with --exhaustive, every code in chunks).
+    #[arg(long, default_value = "auto")]
+    residency: Residency,
     #[command(flatten)]
     check: load::CheckArgs,
 }
@@ -67,6 +72,7 @@ pub fn run(a: IndexSearchArgs) -> Result<()> {
             candidates: a.rerank_k.unwrap_or(index.defaults().rerank_k),
         }),
         devices,
+        residency: a.residency,
         ..Default::default()
     };
     let how = IndexSearch {
