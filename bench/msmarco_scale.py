@@ -8,14 +8,19 @@ are random 2-bit codes. Queries: 32 tokens near the centroids of one random docu
 
 Then: `tilemaxsim index build` of that file (the IVF over 600M tokens, the codes written), and
 `index search --device cuda` with IVF (batches of 1 and 32) and exhaustively (batch 32) on the
-codes, all resident on the GPU; recall@10 of IVF against exhaustive search on the same codes.
+codes resident on the GPU, then IVF with the codes streamed (`--residency stream`: only each
+token's centroid id on the GPU, each batch's candidates uploaded); recall@10 of IVF against
+exhaustive search on the same codes; the GPU memory each search process used at most
+(`nvidia-smi`, polled every 200 ms).
 fast-plaid is not run here: it builds from the f16 tokens (150 GB).
 
 usage: python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work /tmp/msmarco [--docs 8800000] [--centroids 262144]
+       [--only-streamed]
 """
 
 import argparse
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -118,6 +123,21 @@ def run(cmd, log):
     return r, time.time() - t
 
 
+def run_watched(cmd, log):
+    """`run`, with the most GPU memory in use while it ran (GB; nvidia-smi every 200 ms, GPU 0)."""
+    if shutil.which("nvidia-smi") is None:
+        return (*run(cmd, log), 0.0)
+    poll = subprocess.Popen(["nvidia-smi", "-i", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0],
+                             "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-lms", "200"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        r, wall = run(cmd, log)
+    finally:
+        poll.terminate()
+    used = [int(x) for x in poll.communicate()[0].split() if x.isdigit()]
+    return r, wall, max(used, default=0) / 1024
+
+
 def read_run(path):
     out = {}
     for line in pathlib.Path(path).read_text().splitlines():
@@ -135,6 +155,7 @@ def main():
     p.add_argument("--queries", type=int, default=256)
     p.add_argument("--device", default="cuda")
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--only-streamed", action="store_true", help="exhaustive (the reference) and the streamed rows only")
     a = p.parse_args()
     w = pathlib.Path(a.work)
     shutil.rmtree(w, ignore_errors=True)
@@ -156,17 +177,23 @@ def main():
     src.unlink()
     size = sum(f.stat().st_size for f in index.iterdir())
     print(f"index: {size / 1e9:.2f} GB on disk\n")
-    print("| search | batch | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exhaustive |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| search | batch | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exhaustive | GPU memory at most (GB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    ivf8, ivf4 = ["--nprobe", "8", "--ndocs", "4096"], ["--nprobe", "4", "--ndocs", "1024"]
+    stream = ["--residency", "stream"]
     rows = [("exhaustive", 32, ["--exhaustive"]),
-            ("IVF nprobe=8 ndocs=4096", 32, ["--nprobe", "8", "--ndocs", "4096"]),
-            ("IVF nprobe=8 ndocs=4096", 1, ["--nprobe", "8", "--ndocs", "4096"]),
-            ("IVF nprobe=4 ndocs=1024", 32, ["--nprobe", "4", "--ndocs", "1024"])]
+            ("IVF nprobe=8 ndocs=4096", 32, ivf8),
+            ("IVF nprobe=8 ndocs=4096", 1, ivf8),
+            ("IVF nprobe=4 ndocs=1024", 32, ivf4),
+            ("IVF nprobe=8 ndocs=4096, codes streamed", 32, ivf8 + stream),
+            ("IVF nprobe=8 ndocs=4096, codes streamed", 1, ivf8 + stream),
+            ("IVF nprobe=4 ndocs=1024, codes streamed", 32, ivf4 + stream)]
+    rows = [r for r in rows if not a.only_streamed or "streamed" in r[0] or r[0] == "exhaustive"]
     exact = None
     for label, batch, flags in rows:
         name = re.sub(r"\W+", "_", label) + f"_b{batch}"
         out = w / f"{name}.trec"
-        r, wall = run([a.bin, "index", "search", "--index", index, "--queries", w / "queries.safetensors",
+        r, wall, gb = run_watched([a.bin, "index", "search", "--index", index, "--queries", w / "queries.safetensors",
                        "-k", "10", "--device", a.device, "--batch", str(batch), "--rerank-k", "0", *flags,
                        "--out", out], w / f"{name}.log")
         got = read_run(out)
@@ -176,7 +203,8 @@ def main():
         qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
         p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
         p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
-        print(f"| {label} | {batch} | {qps:.1f} | {p50:.2f} | {p99:.2f} | {rec:.4f} |  ({wall:.1f} s wall with the upload)")
+        print(f"| {label} | {batch} | {qps:.1f} | {p50:.2f} | {p99:.2f} | {rec:.4f} | {gb:.1f} |  ({wall:.1f} s wall "
+              "with the upload)", flush=True)
 
 
 if __name__ == "__main__":
