@@ -14,6 +14,8 @@
 //! Training follows colbert-ai (`TrainingPlan`, `ResidualCodec::train`); [`compress`] trains
 //! and encodes a corpus on the CPU a chunk of tokens at a time.
 
+use std::sync::Arc;
+
 use half::f16;
 use rayon::prelude::*;
 
@@ -27,7 +29,8 @@ use crate::error::{Error, Result};
 pub struct ResidualCodec {
     nbits: u32,
     dim: usize,
-    centroids: Vec<f16>,
+    /// Shared: a codec is cloned with every slice or gather of its corpus.
+    centroids: Arc<[f16]>,
     cutoffs: Vec<f32>,
     weights: Vec<f32>,
     /// Per packed byte value, the bucket weight of each of its `8 / nbits` dimensions.
@@ -125,7 +128,7 @@ impl ResidualCodec {
         Ok(ResidualCodec {
             nbits,
             dim,
-            centroids,
+            centroids: centroids.into(),
             cutoffs,
             weights,
             table,
@@ -293,7 +296,7 @@ impl ResidualCodec {
         let weights = (0..buckets)
             .map(|i| quantile(&residuals, (i as f64 + 0.5) / buckets as f64))
             .collect();
-        ResidualCodec::new(self.nbits, dim, self.centroids, cutoffs, weights)
+        ResidualCodec::new(self.nbits, dim, self.centroids.to_vec(), cutoffs, weights)
     }
 }
 

@@ -240,17 +240,47 @@ pub struct DeviceCodes {
     pub(super) offsets: CudaSlice<i64>,
     /// Residual: each token's inverse reconstruction norm (filled by `residual_inv_norms`).
     pub(super) inv_norm: Option<CudaSlice<f32>>,
-    /// Residual: the centroids, f16 `[K][d]`.
-    pub(super) centroids: Option<CudaSlice<u16>>,
-    /// The fused kernel's table: the residual's f16 pairs by 2·nbits code bits, the pq
-    /// codebooks as f16 `[M][256][d / M]` (pairs in words); one word otherwise.
-    pub(super) table: CudaSlice<u32>,
-    /// The decoder's values: the residual's bucket weights or the pq codebooks (f32).
-    pub(super) values: CudaSlice<f32>,
+    pub(super) tables: Arc<CodecTables>,
     /// Where no fused kernel reads this codec at this d: the tokens decoded to f32 once at
     /// upload, scored by the exact kernels.
     pub(super) decoded: Option<DeviceCorpus>,
     pub(super) bytes: usize,
+}
+
+/// A codec's parameters on the device, shared by every upload of one corpus's documents (a
+/// streamed IVF search uploads each batch's candidates with the tables it holds).
+pub(super) struct CodecTables {
+    /// Residual: the centroids, f16 `[K][d]`.
+    pub(super) centroids: Option<CudaSlice<u16>>,
+    /// The fused kernel's table: the residual's f16 pairs by 2·nbits code bits, the pq
+    /// codebooks as f16 `[M][256][d / M]` (pairs in words); one word otherwise.
+    table: CudaSlice<u32>,
+    /// The decoder's values: the residual's bucket weights or the pq codebooks (f32).
+    values: CudaSlice<f32>,
+}
+
+impl CodecTables {
+    /// `codec`'s tables uploaded on `stream`.
+    pub(super) fn upload(stream: &Arc<CudaStream>, codec: &Codec) -> Result<Arc<Self>> {
+        let up = drv("codec upload");
+        let (table, values, centroids) = match codec {
+            Codec::Residual(r) => {
+                let cent: Vec<u16> = r.centroids().iter().map(|x| x.to_bits()).collect();
+                (
+                    residual_pair_table(r.nbits(), r.bucket_weights()),
+                    r.bucket_weights().to_vec(),
+                    Some(stream.clone_htod(&cent).map_err(&up)?),
+                )
+            }
+            Codec::Pq(p) => (pq_table(p.codebooks()), p.codebooks().to_vec(), None),
+            Codec::Int8 | Codec::Fp8 => (vec![0u32], vec![0f32], None),
+        };
+        Ok(Arc::new(CodecTables {
+            centroids,
+            table: stream.clone_htod(&table).map_err(&up)?,
+            values: stream.clone_htod(&values).map_err(&up)?,
+        }))
+    }
 }
 
 /// What the codec kernels read of a compressed corpus in device memory, as addresses: a
@@ -298,9 +328,13 @@ impl DeviceCodes {
             aux: self.aux.device_ptr(stream).0,
             offsets: self.offsets.device_ptr(stream).0,
             inv_norm: opt(self.inv_norm.as_ref().map(|c| c.device_ptr(stream).0)),
-            centroids: opt(self.centroids.as_ref().map(|c| c.device_ptr(stream).0)),
-            table: self.table.device_ptr(stream).0,
-            values: self.values.device_ptr(stream).0,
+            centroids: opt(self
+                .tables
+                .centroids
+                .as_ref()
+                .map(|c| c.device_ptr(stream).0)),
+            table: self.tables.table.device_ptr(stream).0,
+            values: self.tables.values.device_ptr(stream).0,
         }
     }
 
@@ -325,12 +359,14 @@ impl DeviceCodes {
         self.decoded.is_none()
     }
 
-    /// Copy documents `docs` of a compressed corpus to the GPU. The residual codec's inverse
-    /// norms and a decoded copy (no fused kernel) are the scorer's to fill.
+    /// Copy documents `docs` of a compressed corpus to the GPU, with the codec's `tables`
+    /// (`None`: uploaded here; else the caller's upload of this corpus's codec). The residual
+    /// codec's inverse norms and a decoded copy (no fused kernel) are the scorer's to fill.
     pub(super) fn upload(
         stream: &Arc<CudaStream>,
         corpus: &CompressedCorpus,
         docs: Range<usize>,
+        tables: Option<&Arc<CodecTables>>,
     ) -> Result<Self> {
         Docs::Range(docs.clone()).check_len(corpus.len())?;
         let codec = corpus.codec().clone();
@@ -367,24 +403,19 @@ impl DeviceCodes {
             .map(|&o| (o - first) as i64)
             .collect();
         let offsets = stream.clone_htod(&rel).map_err(up("code upload"))?;
-        let (table, values, centroids, inv_norm) = match &codec {
-            Codec::Residual(r) => {
-                let cent: Vec<u16> = r.centroids().iter().map(|x| x.to_bits()).collect();
-                (
-                    residual_pair_table(r.nbits(), r.bucket_weights()),
-                    r.bucket_weights().to_vec(),
-                    Some(stream.clone_htod(&cent).map_err(up("codec upload"))?),
-                    // Filled by residual_inv_norms; four more (zeros) for the bulk-copy
-                    // kernels' rounded-up copies, as the words above.
-                    Some(
-                        stream
-                            .alloc_zeros::<f32>(last - first + 4)
-                            .map_err(up("codec upload"))?,
-                    ),
-                )
-            }
-            Codec::Pq(p) => (pq_table(p.codebooks()), p.codebooks().to_vec(), None, None),
-            Codec::Int8 | Codec::Fp8 => (vec![0u32], vec![0f32], None, None),
+        // Filled by residual_inv_norms; four more (zeros) for the bulk-copy kernels'
+        // rounded-up copies, as the words above.
+        let inv_norm = match &codec {
+            Codec::Residual(_) => Some(
+                stream
+                    .alloc_zeros::<f32>(last - first + 4)
+                    .map_err(up("codec upload"))?,
+            ),
+            _ => None,
+        };
+        let tables = match tables {
+            Some(t) => Arc::clone(t),
+            None => CodecTables::upload(stream, &codec)?,
         };
         Ok(DeviceCodes {
             whole_blocks: whole_blocks(&corpus.offsets()[docs.start..=docs.end]),
@@ -395,9 +426,7 @@ impl DeviceCodes {
             aux,
             offsets,
             inv_norm,
-            centroids,
-            table: stream.clone_htod(&table).map_err(up("codec upload"))?,
-            values: stream.clone_htod(&values).map_err(up("codec upload"))?,
+            tables,
             decoded: None,
             bytes: code_bytes.len()
                 + if codec.has_aux() {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::codes::{CodecQueries, CodesView, DeviceCodes, fused_kernel};
+use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, fused_kernel};
 use super::device::drv;
 use super::index::HEADROOM;
 use super::rerank::rescore_lists;
@@ -36,8 +36,8 @@ pub(super) struct FirstStageArrays {
     aux: CudaSlice<u32>,
     /// The documents' token offsets.
     offsets: CudaSlice<i64>,
-    /// f16 `[K][d]`.
-    centroids: CudaSlice<u16>,
+    /// The codec's tables (the centroids among them), shared with each batch's upload.
+    tables: Arc<CodecTables>,
     num_centroids: usize,
     dim: usize,
     tokens: usize,
@@ -123,11 +123,10 @@ impl HeldCodes {
             stream.memcpy_htod(ids, &mut aux).map_err(up)?;
         }
         let offsets: Vec<i64> = codes.offsets().iter().map(|&o| o as i64).collect();
-        let cent: Vec<u16> = r.centroids().iter().map(|x| x.to_bits()).collect();
         Ok(HeldCodes::Streamed(FirstStageArrays {
             aux,
             offsets: stream.clone_htod(&offsets).map_err(up)?,
-            centroids: stream.clone_htod(&cent).map_err(up)?,
+            tables: CodecTables::upload(stream, codes.codec())?,
             num_centroids: r.num_centroids(),
             dim: codes.dim(),
             tokens: codes.num_tokens(),
@@ -163,7 +162,11 @@ impl HeldCodes {
                 aux: s.aux.device_ptr(stream).0,
                 offsets: s.offsets.device_ptr(stream).0,
                 inv_norm: 0,
-                centroids: s.centroids.device_ptr(stream).0,
+                centroids: s
+                    .tables
+                    .centroids
+                    .as_ref()
+                    .map_or(0, |c| c.device_ptr(stream).0),
                 table: 0,
                 values: 0,
             },
@@ -204,7 +207,7 @@ impl HeldCodes {
         };
         match self {
             HeldCodes::Resident(d) => on(d, lists),
-            HeldCodes::Streamed(_) => {
+            HeldCodes::Streamed(s) => {
                 let mut union: Vec<usize> = lists.iter().flatten().map(|&j| j as usize).collect();
                 union.sort_unstable();
                 union.dedup();
@@ -212,7 +215,7 @@ impl HeldCodes {
                     return Ok(vec![Vec::new(); lists.len()]);
                 }
                 let part = codes.gather(&union)?;
-                let device = scorer.upload_codes(&part, 0..part.len())?;
+                let device = scorer.upload_codes_with(&part, 0..part.len(), Some(&s.tables))?;
                 let local: Vec<Vec<i64>> = lists
                     .iter()
                     .map(|l| {

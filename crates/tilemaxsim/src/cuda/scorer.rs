@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
-use super::codes::{CodecKernel, CodecQueries, DeviceCodes, codec_kernel, codec_tag, fused_kernel};
+use super::codes::{
+    CodecKernel, CodecQueries, CodecTables, DeviceCodes, codec_kernel, codec_tag, fused_kernel,
+};
 use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};
@@ -523,8 +525,18 @@ impl CudaScorer {
         corpus: &CompressedCorpus,
         docs: std::ops::Range<usize>,
     ) -> Result<DeviceCodes> {
+        self.upload_codes_with(corpus, docs, None)
+    }
+
+    /// [`Self::upload_codes`] with the codec's tables already on this GPU (`None`: uploaded).
+    pub(super) fn upload_codes_with(
+        &self,
+        corpus: &CompressedCorpus,
+        docs: std::ops::Range<usize>,
+        tables: Option<&std::sync::Arc<CodecTables>>,
+    ) -> Result<DeviceCodes> {
         let stream = &self.gpu.stream;
-        let codes = DeviceCodes::upload(stream, corpus, docs.clone())?;
+        let codes = DeviceCodes::upload(stream, corpus, docs.clone(), tables)?;
         if let Some(inv) = &codes.inv_norm {
             let out = inv.device_ptr(stream).0;
             // SAFETY: the upload's own buffers (ids below K, checked when the corpus was built
