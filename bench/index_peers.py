@@ -5,15 +5,18 @@ and 256 queries of 32 tokens, each drawn around the tokens of one document.
 - exact top-10: `tilemaxsim search --device cuda` on the f16 corpus (the reference for recall);
 - tilemaxsim: `index build --device cuda --no-exact` (residual nbits = 2) timed end to end, then
   `index search --device cuda` with IVF (every stage on the GPU) at several nprobe / ndocs,
-  including fast-plaid's defaults (8 / 4096), and exhaustive, on the codes alone; and IVF with
-  its top 100 reranked exactly against the f16 corpus (`--rerank`); batches of 1 and 32;
+  including fast-plaid's defaults (8 / 4096), and exhaustive, on the codes alone; IVF with the
+  codes streamed (`--residency stream`); and IVF with its top 100 reranked exactly against the
+  f16 corpus (`--rerank`); batches of 1 and 32;
 - fast-plaid: `create(nbits=2)` (its defaults) timed with the GPU synchronized, then
   `search(top_k=10, n_ivf_probe=8, n_full_scores=4096)`: one call per query, and calls of 32.
 
 For each: build seconds, index bytes, queries/s, latency per call (p50, p99), recall@10 against
 exact search. Markdown on stdout; logs under --work.
 With --devices 0,1 also IVF (8 / 4096) and exhaustive search with the documents split over those GPUs.
+With --only "fast-plaid's,exhaustive" only the searches whose label holds one of those.
 usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256] [--devices 0,1]
+       [--only LABELS]
 """
 
 import argparse
@@ -34,6 +37,7 @@ OURS = [
     ("IVF nprobe=4 ndocs=1024", ["--nprobe", "4", "--ndocs", "1024"]),
     ("IVF nprobe=2 ndocs=256", ["--nprobe", "2", "--ndocs", "256"]),
     ("exhaustive", ["--exhaustive"]),
+    ("IVF nprobe=8 ndocs=4096, codes streamed", ["--nprobe", "8", "--ndocs", "4096", "--residency", "stream"]),
     (
         "IVF nprobe=8 ndocs=4096, top 100 reranked exactly",
         [
@@ -105,12 +109,13 @@ def main():
     p.add_argument("--len", type=int, default=80)
     p.add_argument("--queries", type=int, default=256)
     p.add_argument("--skip-peer", action="store_true")
+    p.add_argument("--only", help="our searches whose label contains one of these (comma-separated)")
     p.add_argument(
         "--devices",
         help="also search with the index's documents split over these GPUs (e.g. 0,1)",
     )
     a = p.parse_args()
-    ours = list(OURS)
+    ours = [r for r in OURS if not a.only or any(k in r[0] for k in a.only.split(","))]
     if a.devices:
         ours += [
             (f"{label} on GPUs {a.devices}", [*flags, "--devices", a.devices])

@@ -62,19 +62,42 @@ __device__ __forceinline__ void argmax_merge(float& v, int& i, float ov, int oi)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Fold a half tile's accumulators (rows g and g + 8 of the warp's 16, centroid columns
-// col0 + 8j + 2c and + 1) into the rows' running argmax, with each column's bias added.
-__device__ __forceinline__ void argmax_fold_half(float (&bv)[2], int (&bi)[2], const float (&d)[32],
+// col0 + 8j + 2c and + 1) into the rows' running argmax, with each column's bias added, maximum
+// first: each row's largest value of the half tile, and its column looked for only when it
+// beats the running best (a few times a row over K centroids), so the common case costs an add
+// and a max a value. Ties keep the lower column (the earlier tile, then the lower column).
+__device__ __forceinline__ void argmax_fold_half(float (&bv)[2], int (&bi)[2], float (&d)[32],
                                                  const float* __restrict__ bias, int col0, int c) {
+    float m0 = NEG_INF, m1 = NEG_INF;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-        const int col = col0 + 8 * j + 2 * c;
-        const float2 b = __ldg((const float2*)(bias + col));
-        const float v0 = d[4 * j] + b.x, v1 = d[4 * j + 1] + b.y;
-        const float v2 = d[4 * j + 2] + b.x, v3 = d[4 * j + 3] + b.y;
-        if (v0 > bv[0]) { bv[0] = v0; bi[0] = col; }
-        if (v1 > bv[0]) { bv[0] = v1; bi[0] = col + 1; }
-        if (v2 > bv[1]) { bv[1] = v2; bi[1] = col; }
-        if (v3 > bv[1]) { bv[1] = v3; bi[1] = col + 1; }
+        const float2 b = __ldg((const float2*)(bias + col0 + 8 * j + 2 * c));
+        d[4 * j] += b.x;
+        d[4 * j + 1] += b.y;
+        d[4 * j + 2] += b.x;
+        d[4 * j + 3] += b.y;
+        m0 = fmaxf(m0, fmaxf(d[4 * j], d[4 * j + 1]));
+        m1 = fmaxf(m1, fmaxf(d[4 * j + 2], d[4 * j + 3]));
+    }
+    if (m0 > bv[0]) {
+        int at = 0;
+#pragma unroll
+        for (int j = 7; j >= 0; --j) {
+            if (d[4 * j + 1] == m0) at = 8 * j + 1;
+            if (d[4 * j] == m0) at = 8 * j;
+        }
+        bv[0] = m0;
+        bi[0] = col0 + at + 2 * c;
+    }
+    if (m1 > bv[1]) {
+        int at = 0;
+#pragma unroll
+        for (int j = 7; j >= 0; --j) {
+            if (d[4 * j + 3] == m1) at = 8 * j + 1;
+            if (d[4 * j + 2] == m1) at = 8 * j;
+        }
+        bv[1] = m1;
+        bi[1] = col0 + at + 2 * c;
     }
 }
 #endif

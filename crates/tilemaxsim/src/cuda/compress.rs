@@ -11,12 +11,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, CudaViewMut, LaunchConfig, PinnedHostSlice, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut, LaunchConfig, PushKernelArg};
 use half::f16;
 use rayon::prelude::*;
 
+use super::compress_stage::{Rows, Stager};
 use super::context::GpuContext;
 use super::device::drv;
 use super::launch::stride_grid;
@@ -127,6 +126,11 @@ impl Job<'_> {
         self.dim * self.tokens.dtype().size()
     }
 
+    /// The tokens' bytes, rows of `bytes_per_row`.
+    fn input(&self) -> &[u8] {
+        self.tokens.elements().as_bytes()
+    }
+
     /// Rows per chunk: at most `chunk_bytes` of input, a multiple of 32 (at least 32).
     fn chunk_rows(&self) -> usize {
         (self.chunk_bytes / self.bytes_per_row().max(1) / 32).max(1) * 32
@@ -144,38 +148,40 @@ impl Job<'_> {
     /// A stager for chunks of up to `rows` rows.
     fn stager(&self, rows: usize) -> Result<Stager> {
         let bytes = rows.min(self.chunk_rows()).max(1) * self.bytes_per_row();
-        // SAFETY: the pinned buffer is only read where `Stager::send` wrote it first.
-        let pinned = unsafe { self.gpu.ctx.alloc_pinned::<u8>(bytes) }
-            .map_err(drv("pinned staging buffer"))?;
-        // SAFETY: the device buffer is only read where `Stager::send` copied rows.
-        let raw = unsafe { self.stream.alloc::<u8>(bytes) }.map_err(drv("token buffer"))?;
-        Ok(Stager { pinned, raw })
+        Stager::new(self.gpu, bytes)
     }
 
     /// Every chunk of tokens through the GPU: `enqueue(rows, raw)` enqueues a chunk's kernels
-    /// (its input `raw`: the rows in the corpus's dtype) and returns its outputs on the device,
-    /// `collect(rows, outputs)` downloads them. The host copies chunk i + 1 into pinned memory
-    /// while the GPU works on chunk i; chunk i's outputs come back once chunk i + 1 is sent.
+    /// on the job's stream (its input `raw`: the rows in the corpus's dtype) and returns its
+    /// outputs on the device; `collect(rows, outputs, stream)` downloads them on `stream` (the
+    /// stager's copy stream, after the chunk's kernels). While the GPU works on chunk i, the
+    /// host downloads chunk i - 1's outputs and stages chunk i + 1, whose copy to the device
+    /// runs beside chunk i's kernels.
     fn encode_chunks<O>(
         &self,
         progress: Progress<'_>,
         mut enqueue: impl FnMut(&std::ops::Range<usize>, &CudaSlice<u8>) -> Result<O>,
-        mut collect: impl FnMut(&std::ops::Range<usize>, O) -> Result<()>,
+        mut collect: impl FnMut(&std::ops::Range<usize>, O, &Arc<CudaStream>) -> Result<()>,
     ) -> Result<()> {
         let t = self.tokens.rows();
+        let rb = self.bytes_per_row();
         let mut stager = self.stager(t)?;
-        let mut pending: Option<(std::ops::Range<usize>, O)> = None;
+        let mut pending = None;
         progress(ENCODE, 0, t);
         for range in self.chunks() {
-            stager.send(self, Rows::Range(range.clone()))?;
-            if let Some((r, out)) = pending.take() {
-                collect(&r, out)?;
+            let raw = stager.send(self.stream, self.input(), rb, Rows::Range(range.clone()))?;
+            let out = enqueue(&range, raw)?;
+            let done = stager.used(self.stream)?;
+            if let Some((r, out, done)) = pending.take() {
+                stager.after(&done)?;
+                collect(&r, out, stager.copy())?;
                 progress(ENCODE, r.end, t);
             }
-            pending = Some((range.clone(), enqueue(&range, &stager.raw)?));
+            pending = Some((range, out, done));
         }
-        if let Some((r, out)) = pending {
-            collect(&r, out)?;
+        if let Some((r, out, done)) = pending {
+            stager.after(&done)?;
+            collect(&r, out, stager.copy())?;
             progress(ENCODE, r.end, t);
         }
         Ok(())
@@ -397,12 +403,10 @@ impl Job<'_> {
                     .map_err(drv("residual_encode launch"))?;
                 Ok((dev_codes, dev_ids))
             },
-            |range, (dev_codes, dev_ids)| {
-                self.stream
-                    .memcpy_dtoh(&dev_codes, &mut codes[range.start * rb..range.end * rb])
+            |range, (dev_codes, dev_ids), copy| {
+                copy.memcpy_dtoh(&dev_codes, &mut codes[range.start * rb..range.end * rb])
                     .map_err(drv("codes download"))?;
-                self.stream
-                    .memcpy_dtoh(&dev_ids, &mut ids[range.clone()])
+                copy.memcpy_dtoh(&dev_ids, &mut ids[range.clone()])
                     .map_err(drv("ids download"))
             },
         )?;
@@ -450,12 +454,14 @@ impl Job<'_> {
         let mut pts = unsafe { self.stream.alloc::<u16>(n.div_ceil(32) * 32 * d) }
             .map_err(drv("k-means sample"))?;
         let mut stager = self.stager(n)?;
-        let step = self.chunk_rows();
+        let (step, rb) = (self.chunk_rows(), self.bytes_per_row());
         for (i, part) in plan.sample.chunks(step).enumerate() {
-            stager.send(self, Rows::List(part))?;
+            let raw = stager.send(self.stream, self.input(), rb, Rows::List(part))?;
             let at = i * step * d;
-            self.to_f16_into(&stager.raw, part.len(), &mut pts.slice_mut(at..))?;
+            self.to_f16_into(raw, part.len(), &mut pts.slice_mut(at..))?;
+            stager.used(self.stream)?;
         }
+        self.stream.synchronize().map_err(drv("k-means sample"))?;
         drop(stager);
         progress(LLOYD, 0, iters);
         let mut ids = self.stream.alloc_zeros::<u32>(n).map_err(drv("ids"))?;
@@ -555,9 +561,8 @@ impl Job<'_> {
                 unsafe { b.launch(cfg) }.map_err(drv("pq_encode launch"))?;
                 Ok(out)
             },
-            |range, out| {
-                self.stream
-                    .memcpy_dtoh(&out, &mut codes[range.start * m..range.end * m])
+            |range, out, copy| {
+                copy.memcpy_dtoh(&out, &mut codes[range.start * m..range.end * m])
                     .map_err(drv("codes download"))
             },
         )?;
@@ -590,68 +595,13 @@ impl Job<'_> {
                     .map_err(drv("scaled encode launch"))?;
                 Ok((out, sc))
             },
-            |range, (out, sc)| {
-                self.stream
-                    .memcpy_dtoh(&out, &mut codes[range.start * d..range.end * d])
+            |range, (out, sc), copy| {
+                copy.memcpy_dtoh(&out, &mut codes[range.start * d..range.end * d])
                     .map_err(drv("codes download"))?;
-                self.stream
-                    .memcpy_dtoh(&sc, &mut scales[range.clone()])
+                copy.memcpy_dtoh(&sc, &mut scales[range.clone()])
                     .map_err(drv("scales download"))
             },
         )?;
         Ok((codes, scales.into_iter().map(f32::to_bits).collect()))
-    }
-}
-
-/// Rows to send: a range of the corpus's rows, or a list of them (in that order).
-enum Rows<'r> {
-    Range(std::ops::Range<usize>),
-    List(&'r [usize]),
-}
-
-/// Rows on their way to the device: a pinned host buffer the host copies them into (in
-/// parallel) and the device buffer they are copied to, both reused chunk after chunk.
-struct Stager {
-    pinned: PinnedHostSlice<u8>,
-    raw: CudaSlice<u8>,
-}
-
-impl Stager {
-    /// Copy `rows` of `job`'s tokens to the front of `raw`, and return once the copy is done
-    /// (after the stream's work before it: the last chunk's kernels, which read `raw`), so the
-    /// next `send` may refill the pinned buffer at once.
-    fn send(&mut self, job: &Job<'_>, rows: Rows<'_>) -> Result<()> {
-        let rb = job.bytes_per_row();
-        let all = job.tokens.elements().as_bytes();
-        let n = match &rows {
-            Rows::Range(r) => r.len(),
-            Rows::List(idx) => idx.len(),
-        };
-        let bytes = n * rb;
-        if bytes == 0 {
-            return Ok(());
-        }
-        let buf = &mut self
-            .pinned
-            .as_mut_slice()
-            .map_err(drv("pinned staging buffer"))?[..bytes];
-        match rows {
-            Rows::Range(r) => {
-                const PIECE: usize = 1 << 20;
-                buf.par_chunks_mut(PIECE)
-                    .zip(all[r.start * rb..r.end * rb].par_chunks(PIECE))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            }
-            Rows::List(idx) => buf
-                .par_chunks_mut(rb)
-                .zip(idx.par_iter())
-                .for_each(|(d, &i)| d.copy_from_slice(&all[i * rb..(i + 1) * rb])),
-        }
-        job.stream
-            .memcpy_htod(&*buf, &mut self.raw.slice_mut(..bytes))
-            .map_err(drv("token upload"))?;
-        // From pinned memory the copy is asynchronous: wait for it (and for the kernels before
-        // it, the last readers of `raw`) before the pinned buffer is refilled.
-        job.gpu.synchronize()
     }
 }

@@ -36,6 +36,7 @@ mod codes;
 mod codes_index;
 mod compile;
 mod compress;
+mod compress_stage;
 mod context;
 mod device;
 mod functions;
