@@ -521,8 +521,15 @@ fn streamed_codes_give_the_resident_hits() {
             }
         }
     }
-    // Sharded, each shard streamed: every centroid probed gives one resident GPU's hits.
-    let sharded = ShardedIvfSearch::new(index.codes(), every, &[0, 0], Residency::Stream).unwrap();
+    // Sharded, each shard streamed (over every GPU when there are several, else one GPU named
+    // twice): every centroid probed gives one resident GPU's hits.
+    let gpus = tilemaxsim::cuda::devices().map_or(1, |d| d.len());
+    let devices: Vec<usize> = if gpus > 1 {
+        (0..gpus).collect()
+    } else {
+        vec![0, 0]
+    };
+    let sharded = ShardedIvfSearch::new(index.codes(), every, &devices, Residency::Stream).unwrap();
     let one = open(every, Residency::Resident).search(&qs, 10).unwrap();
     assert_same_scores(
         "sharded, streamed",
