@@ -324,12 +324,23 @@ fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
         TensorView::new(dt, shape, bytes)
             .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
     }
-    let off = le_bytes(&c.offsets, |o| (o as i64).to_le_bytes().to_vec());
+    let off: Vec<u8> = c
+        .offsets
+        .iter()
+        .flat_map(|&o| (o as i64).to_le_bytes())
+        .collect();
     let ids = c.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
-    let aux_bytes: Vec<u8> = c
-        .aux()
-        .map(|a| le_bytes(a, |w| w.to_le_bytes().to_vec()))
-        .unwrap_or_default();
+    // The per-token words (a word a token: the largest array after the codes) as they lie on
+    // a little-endian machine, converted elsewhere.
+    let aux_bytes: std::borrow::Cow<'_, [u8]> = match c.aux() {
+        Some(a) if cfg!(target_endian = "little") => bytemuck::cast_slice(a).into(),
+        Some(a) => a
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+            .into(),
+        None => Vec::new().into(),
+    };
     let mut meta: HashMap<String, String> = [FORMAT, VERSION]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
