@@ -37,11 +37,7 @@ impl CompressedCorpus {
         Ok(CompressedCorpus {
             codec: self.codec.clone(),
             dim: self.dim,
-            offsets: self.offsets[range.clone()]
-                .iter()
-                .chain(std::iter::once(&last))
-                .map(|&o| o - first)
-                .collect(),
+            offsets: crate::corpus::shard_offsets(&self.offsets, range.clone()),
             doc_ids: self.doc_ids.as_ref().map(|ids| ids[range].to_vec()),
             codes,
             aux,

@@ -144,6 +144,15 @@ pub(crate) fn check_shard(range: &std::ops::Range<usize>, len: usize) -> Result<
     Ok(())
 }
 
+/// The offsets of documents `range` (checked by `check_shard`) as a corpus of their own, from 0.
+pub(crate) fn shard_offsets(offsets: &[usize], range: std::ops::Range<usize>) -> Vec<usize> {
+    let first = offsets[range.start];
+    offsets[range.start..=range.end]
+        .iter()
+        .map(|&o| o - first)
+        .collect()
+}
+
 /// Check that `offsets` pack `rows` token rows into documents of at least one token each.
 pub(crate) fn check_offsets(offsets: &[usize], rows: usize) -> Result<()> {
     let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
@@ -426,11 +435,7 @@ impl Corpus {
         Ok(Corpus {
             storage,
             dim: self.dim,
-            offsets: self.offsets[range.clone()]
-                .iter()
-                .chain(std::iter::once(&last))
-                .map(|&o| o - first)
-                .collect(),
+            offsets: shard_offsets(&self.offsets, range.clone()),
             doc_ids: self.doc_ids.as_ref().map(|ids| ids[range].to_vec()),
             finite: self.finite.clone(),
         })

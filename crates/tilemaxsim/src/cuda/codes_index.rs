@@ -15,8 +15,7 @@ use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 
 use super::codes::{CodecQueries, DeviceCodes};
-use super::device::drv;
-use super::index::{HEADROOM, plan_chunks, spawn_shards, split_by_tokens};
+use super::index::{plan_chunks, spawn_shards, split_by_tokens};
 use super::memory::grow;
 use super::scorer::CudaScorer;
 use crate::codec::CompressedCorpus;
@@ -87,13 +86,9 @@ impl Shard {
         let offsets = corpus.offsets();
         // Codes, the residual's inverse norms, offsets.
         let bytes = (offsets[docs.end] - offsets[docs.start]) * (row + 4) + docs.len() * 8;
-        let fits = || -> Result<bool> {
-            let (free, _) = scorer
-                .gpu()
-                .ctx
-                .mem_get_info()
-                .map_err(drv("memory info"))?;
-            Ok(bytes + SCORES_PER_PASS.min(docs.len() * 64) * 4 + HEADROOM <= free)
+        let fits = || {
+            let pass = SCORES_PER_PASS.min(docs.len() * 64) * 4;
+            scorer.gpu().fits(bytes + pass)
         };
         let upload = || {
             scorer

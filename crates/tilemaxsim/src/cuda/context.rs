@@ -49,6 +49,9 @@ pub(super) enum TaskCounter<'a> {
     Own(CudaSlice<u64>),
 }
 
+/// Device memory left free beside what a searcher holds resident.
+const HEADROOM: usize = 1 << 30;
+
 impl GpuContext {
     /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the
     /// cache).
@@ -82,6 +85,13 @@ impl GpuContext {
             task_counter,
             occupancy: Mutex::new(Occupancy::default()),
         })
+    }
+
+    /// Whether `bytes` more fit in the GPU's free memory with `HEADROOM` to spare (the test a
+    /// searcher makes before holding a corpus resident).
+    pub(super) fn fits(&self, bytes: usize) -> Result<bool> {
+        let (free, _) = self.ctx.mem_get_info().map_err(drv("memory info"))?;
+        Ok(bytes + HEADROOM <= free)
     }
 
     pub(super) fn synchronize(&self) -> Result<()> {

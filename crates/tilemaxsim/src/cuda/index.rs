@@ -25,8 +25,6 @@ use crate::topk::{Hit, merge_top_k};
 /// Scores held at once per shard and pass: queries are scored in blocks of at most this many
 /// `Q × docs` floats.
 const SCORES_PER_PASS: usize = 1 << 26;
-/// Device memory left free beside a resident shard.
-pub(super) const HEADROOM: usize = 1 << 30;
 
 /// A corpus ready for repeated top-k search on one or more GPUs.
 pub struct GpuIndex<'c> {
@@ -294,16 +292,9 @@ impl Shard {
         let row = corpus.dim() * corpus.dtype().size();
         let offsets = corpus.offsets();
         let bytes = (offsets[docs.end] - offsets[docs.start]) * row;
-        let fits = || -> Result<bool> {
-            let (free, _) = scorer
-                .gpu()
-                .ctx
-                .mem_get_info()
-                .map_err(drv("memory info"))?;
-            Ok(
-                bytes + docs.len() * 8 + SCORES_PER_PASS.min(docs.len() * 64) * 4 + HEADROOM
-                    <= free,
-            )
+        let fits = || {
+            let pass = SCORES_PER_PASS.min(docs.len() * 64) * 4;
+            scorer.gpu().fits(bytes + docs.len() * 8 + pass)
         };
         let resident = match o.residency {
             _ if docs.is_empty() => None,

@@ -129,7 +129,7 @@ impl<'a> GpuIvfSearch<'a> {
         let scorer = CudaScorer::new(ordinal)?;
         // A pass's approximate scores and candidate bitmaps.
         let pass_bytes = APPROX_PER_PASS * 4 + APPROX_PER_PASS / 8;
-        let held = HeldCodes::new(&scorer, &codes, residency, pass_bytes)?;
+        let held = HeldCodes::new(&scorer, &codes, r, residency, pass_bytes)?;
         let stream = &scorer.gpu().stream;
         let (offsets, docs) = ivf.csr();
         let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();

@@ -15,10 +15,9 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
 use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, fused_kernel};
 use super::device::drv;
-use super::index::HEADROOM;
 use super::rerank::rescore_lists;
 use super::scorer::CudaScorer;
-use crate::codec::{Codec, CompressedCorpus};
+use crate::codec::{CompressedCorpus, ResidualCodec};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
 use crate::search::Residency;
@@ -45,20 +44,17 @@ pub(super) struct FirstStageArrays {
 }
 
 impl HeldCodes {
-    /// `codes` (residual, with centroid ids) held on `scorer`'s GPU as `residency` says, given
-    /// that a pass of the first stages holds `pass_bytes` of buffers. An argument error where no
-    /// fused residual kernel reads the codes (the caller runs the stages on the CPU).
+    /// `codes` (of residual codec `r`, with centroid ids) held on `scorer`'s GPU as `residency`
+    /// says, given that a pass of the first stages holds `pass_bytes` of buffers. An argument
+    /// error where no fused residual kernel reads the codes (the caller runs the stages on the
+    /// CPU).
     pub(super) fn new(
         scorer: &CudaScorer,
         codes: &CompressedCorpus,
+        r: &ResidualCodec,
         residency: Residency,
         pass_bytes: usize,
     ) -> Result<Self> {
-        let Codec::Residual(r) = codes.codec() else {
-            return Err(Error::Argument(
-                "IVF search needs a residual (PLAID) corpus".into(),
-            ));
-        };
         if fused_kernel(codes.codec(), codes.dim()).is_none() {
             return Err(Error::Argument(format!(
                 "no fused residual kernel reads d = {} at {} bits",
@@ -67,16 +63,11 @@ impl HeldCodes {
             )));
         }
         let ordinal = scorer.info().ordinal;
-        let fits = || -> Result<bool> {
-            let (free, _) = scorer
-                .gpu()
-                .ctx
-                .mem_get_info()
-                .map_err(drv("memory info"))?;
+        let fits = || {
             // Codes, ids, inverse norms, offsets.
             let row = codes.codec().row_bytes(codes.dim()) + 8;
             let bytes = codes.num_tokens() * row + codes.len() * 8;
-            Ok(bytes + pass_bytes + HEADROOM <= free)
+            scorer.gpu().fits(bytes + pass_bytes)
         };
         let resident = || {
             scorer
@@ -92,22 +83,17 @@ impl HeldCodes {
         };
         match residency {
             Residency::Resident => resident(),
-            Residency::Stream => Self::streamed(scorer, codes),
-            Residency::Auto if !fits()? => Self::streamed(scorer, codes),
+            Residency::Stream => Self::streamed(scorer, codes, r),
+            Residency::Auto if !fits()? => Self::streamed(scorer, codes, r),
             Residency::Auto => match resident() {
-                Err(Error::OutOfMemory(_)) => Self::streamed(scorer, codes),
+                Err(Error::OutOfMemory(_)) => Self::streamed(scorer, codes, r),
                 held => held,
             },
         }
     }
 
-    /// The first stages' arrays of `codes` uploaded.
-    fn streamed(scorer: &CudaScorer, codes: &CompressedCorpus) -> Result<Self> {
-        let Codec::Residual(r) = codes.codec() else {
-            return Err(Error::Argument(
-                "IVF search needs a residual (PLAID) corpus".into(),
-            ));
-        };
+    /// The first stages' arrays of `codes` (of residual codec `r`) uploaded.
+    fn streamed(scorer: &CudaScorer, codes: &CompressedCorpus, r: &ResidualCodec) -> Result<Self> {
         let ordinal = scorer.info().ordinal;
         let up = |e| match drv("IVF upload")(e) {
             Error::OutOfMemory(m) => Error::OutOfMemory(format!(
