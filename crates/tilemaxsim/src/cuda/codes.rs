@@ -383,26 +383,7 @@ impl DeviceCodes {
                 code_bytes
             })
             .map_err(up("code upload"))?;
-        // Four words past the last: the bulk-copy kernels copy scales from 16-byte boundaries
-        // (kernels/codec_bulk.cu), so a tile's rounded-up end may reach three words past it.
-        // The words go straight into the zeroed, longer buffer (no padded copy on the host).
-        let aux = match corpus.aux() {
-            Some(a) if last > first => {
-                stream
-                    .alloc_zeros::<u32>(last - first + 4)
-                    .and_then(|mut d| {
-                        stream.memcpy_htod(&a[first..last], &mut d)?;
-                        Ok(d)
-                    })
-            }
-            _ => stream.alloc_zeros::<u32>(4),
-        }
-        .map_err(up("code upload"))?;
-        let rel: Vec<i64> = offsets[docs.start..=docs.end]
-            .iter()
-            .map(|&o| (o - first) as i64)
-            .collect();
-        let offsets = stream.clone_htod(&rel).map_err(up("code upload"))?;
+        let (aux, offsets) = upload_words(stream, corpus, docs.clone())?;
         // Filled by residual_inv_norms; four more (zeros) for the bulk-copy kernels'
         // rounded-up copies, as the words above.
         let inv_norm = match &codec {
@@ -437,6 +418,36 @@ impl DeviceCodes {
             codec,
         })
     }
+}
+
+/// Documents `docs` of `corpus`: their per-token words (centroid ids, scales) and their
+/// offsets from 0, as the codec kernels read them. Four zero words follow the last: the
+/// bulk-copy kernels copy scales from 16-byte boundaries (kernels/codec_bulk.cu), so a tile's
+/// rounded-up end may reach three words past it. The words go straight into the zeroed, longer
+/// buffer (no padded copy on the host).
+pub(super) fn upload_words(
+    stream: &Arc<CudaStream>,
+    corpus: &CompressedCorpus,
+    docs: Range<usize>,
+) -> Result<(CudaSlice<u32>, CudaSlice<i64>)> {
+    let offsets = corpus.offsets();
+    let (first, last) = (offsets[docs.start], offsets[docs.end]);
+    let up = drv("code upload");
+    let words = match corpus.aux() {
+        Some(a) if last > first => stream
+            .alloc_zeros::<u32>(last - first + 4)
+            .and_then(|mut d| {
+                stream.memcpy_htod(&a[first..last], &mut d)?;
+                Ok(d)
+            }),
+        _ => stream.alloc_zeros::<u32>(4),
+    }
+    .map_err(&up)?;
+    let rel: Vec<i64> = offsets[docs.start..=docs.end]
+        .iter()
+        .map(|&o| (o - first) as i64)
+        .collect();
+    Ok((words, stream.clone_htod(&rel).map_err(&up)?))
 }
 
 /// The residual kernels' table: for each value of 2·nbits code bits (a pair of dimensions,

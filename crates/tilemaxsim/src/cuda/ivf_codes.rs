@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, fused_kernel};
-use super::device::drv;
+use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, fused_kernel, upload_words};
 use super::rerank::rescore_lists;
 use super::scorer::CudaScorer;
 use crate::codec::{CompressedCorpus, ResidualCodec};
@@ -95,23 +94,17 @@ impl HeldCodes {
     /// The first stages' arrays of `codes` (of residual codec `r`) uploaded.
     fn streamed(scorer: &CudaScorer, codes: &CompressedCorpus, r: &ResidualCodec) -> Result<Self> {
         let ordinal = scorer.info().ordinal;
-        let up = |e| match drv("IVF upload")(e) {
+        let stream = &scorer.gpu().stream;
+        let (aux, offsets) = upload_words(stream, codes, 0..codes.len()).map_err(|e| match e {
             Error::OutOfMemory(m) => Error::OutOfMemory(format!(
                 "{m}: streamed IVF search holds each token's centroid id on cuda:{ordinal}, and \
                  they do not fit (shard the index over more GPUs, or search with --device cpu)"
             )),
             e => e,
-        };
-        let stream = &scorer.gpu().stream;
-        let ids = codes.aux().unwrap_or_default();
-        let mut aux = stream.alloc_zeros::<u32>(ids.len() + 4).map_err(up)?;
-        if !ids.is_empty() {
-            stream.memcpy_htod(ids, &mut aux).map_err(up)?;
-        }
-        let offsets: Vec<i64> = codes.offsets().iter().map(|&o| o as i64).collect();
+        })?;
         Ok(HeldCodes::Streamed(FirstStageArrays {
             aux,
-            offsets: stream.clone_htod(&offsets).map_err(up)?,
+            offsets,
             tables: CodecTables::upload(stream, codes.codec())?,
             num_centroids: r.num_centroids(),
             dim: codes.dim(),
