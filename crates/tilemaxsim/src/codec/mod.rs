@@ -26,7 +26,7 @@ mod torch_pt;
 
 pub use format::is_compressed_file;
 pub use pq::{PQ_CENTROIDS, PqCodec, PqOptions};
-pub use residual::{ResidualCodec, ResidualOptions, plaid_num_centroids};
+pub use residual::{Buckets, ResidualCodec, ResidualOptions, plaid_num_centroids};
 
 use std::sync::Arc;
 

@@ -356,7 +356,11 @@ impl Job<'_> {
             .clone_dtoh(&held_ids)
             .map_err(drv("ids download"))?;
         ids_h.truncate(plan.heldout.len());
-        let codec = placeholder.with_buckets(&self.tokens.gather_f32(&plan.heldout), &ids_h)?;
+        let codec = placeholder.with_buckets(
+            &self.tokens.gather_f32(&plan.heldout),
+            &ids_h,
+            opts.buckets,
+        )?;
         // Every token.
         let rb = codec.row_bytes();
         let cutoffs = self

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use clap::builder::TypedValueParser;
 use tilemaxsim::Device;
-use tilemaxsim::codec::{CodecSpec, PqOptions, ResidualOptions, plaid_num_centroids};
+use tilemaxsim::codec::{Buckets, CodecSpec, PqOptions, ResidualOptions, plaid_num_centroids};
 
 use super::show;
 
@@ -42,6 +42,10 @@ pub struct CompressArgs {
     /// k-means iterations (default: 4 for residual as colbert-ai/fast-plaid, 10 for PQ).
     #[arg(long)]
     kmeans_iters: Option<usize>,
+    /// Residual: how the bucket cutoffs and weights are fitted to the held-out residuals.
+    /// lloyd-max: the least squared error; quantiles: colbert-ai's and fast-plaid's.
+    #[arg(long, default_value = "lloyd-max")]
+    buckets: Buckets,
     /// Seed of the k-means sampling and seeding (the same seed gives the same file).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -84,6 +88,7 @@ pub fn run(a: CompressArgs) -> Result<()> {
             nbits: a.nbits,
             centroids: a.centroids,
             kmeans_iters: a.kmeans_iters.unwrap_or(4),
+            buckets: a.buckets,
             ..Default::default()
         }),
         CodecName::Pq => CodecSpec::Pq(PqOptions {

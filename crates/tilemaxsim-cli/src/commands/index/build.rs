@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::builder::TypedValueParser;
-use tilemaxsim::codec::{ResidualOptions, plaid::import_plaid};
+use tilemaxsim::codec::{Buckets, ResidualOptions, plaid::import_plaid};
 use tilemaxsim::index::{BuildOptions, Defaults, Probe, Source, build};
 use tilemaxsim::{AnyCorpus, CorpusKind, Device};
 
@@ -38,6 +38,10 @@ pub struct BuildArgs {
     /// k-means iterations (4, as colbert-ai and fast-plaid).
     #[arg(long, default_value_t = 4)]
     kmeans_iters: usize,
+    /// How the residual bucket cutoffs and weights are fitted to the held-out residuals.
+    /// lloyd-max: the least squared error; quantiles: colbert-ai's and fast-plaid's.
+    #[arg(long, default_value = "lloyd-max")]
+    buckets: Buckets,
     /// Seed of the k-means sampling and seeding (the same seed gives the same index).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -74,6 +78,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
             nbits: a.nbits,
             centroids: a.centroids,
             kmeans_iters: a.kmeans_iters,
+            buckets: a.buckets,
             ..Default::default()
         },
         seed: a.seed,
