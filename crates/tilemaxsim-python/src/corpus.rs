@@ -255,7 +255,7 @@ impl Corpus {
     /// corpus searched on its codes, reranked exactly against this one when `rerank_k` is given.
     /// Trained and encoded on `device` (default: this corpus's device, so a corpus on a GPU
     /// compresses there).
-    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, seed=0, rerank_k=None, normalize=false, device=None))]
+    #[pyo3(signature = (codec, *, nbits=2, centroids=None, m=16, kmeans_iters=None, buckets="lloyd-max", seed=0, rerank_k=None, normalize=false, device=None))]
     #[allow(clippy::too_many_arguments)]
     fn compress(
         &self,
@@ -265,6 +265,7 @@ impl Corpus {
         centroids: Option<usize>,
         m: usize,
         kmeans_iters: Option<usize>,
+        buckets: &str,
         seed: u64,
         rerank_k: Option<usize>,
         normalize: bool,
@@ -281,6 +282,7 @@ impl Corpus {
                 nbits,
                 centroids,
                 kmeans_iters: kmeans_iters.unwrap_or(4),
+                buckets: buckets.parse().map_err(to_py)?,
                 ..Default::default()
             }),
             "pq" => CodecSpec::Pq(PqOptions {

@@ -9,14 +9,21 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use tilemaxsim::codec::ResidualOptions;
 use tilemaxsim::index::{BuildOptions, Defaults, IndexSearch, Probe, Source, build};
-use tilemaxsim::{CorpusKind, Device, SearchOptions, Searcher};
+use tilemaxsim::{CorpusKind, Device, Residency, SearchOptions, Searcher};
 
 use crate::corpus::{Corpus, search_queries};
 use crate::errors::to_py;
 
 /// A searcher and the settings it was made for.
 type Kept = Option<(
-    (bool, Option<usize>, Option<usize>, Option<usize>, String),
+    (
+        bool,
+        Option<usize>,
+        Option<usize>,
+        Option<usize>,
+        String,
+        Residency,
+    ),
     Box<dyn Searcher + 'static>,
 )>;
 
@@ -73,7 +80,7 @@ impl Index {
     /// Build an index of `corpus` (exact: compressed on `device`; or residual codes) in `path`
     /// (new or empty), keeping the exact tokens of an exact corpus unless `keep_exact` is off.
     #[staticmethod]
-    #[pyo3(signature = (corpus, path, *, nbits=2, centroids=None, kmeans_iters=4, seed=0, device="auto", keep_exact=true, nprobe=None, ndocs=None, rerank_k=None))]
+    #[pyo3(signature = (corpus, path, *, nbits=2, centroids=None, kmeans_iters=4, buckets="lloyd-max", seed=0, device="auto", keep_exact=true, nprobe=None, ndocs=None, rerank_k=None))]
     #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
@@ -82,6 +89,7 @@ impl Index {
         nbits: u32,
         centroids: Option<usize>,
         kmeans_iters: usize,
+        buckets: &str,
         seed: u64,
         device: &str,
         keep_exact: bool,
@@ -96,6 +104,7 @@ impl Index {
                 nbits,
                 centroids,
                 kmeans_iters,
+                buckets: buckets.parse().map_err(to_py)?,
                 ..Default::default()
             },
             seed,
@@ -125,7 +134,7 @@ impl Index {
     /// The `k` best documents of each query (`[A, Lq, d]` host memory, query i its first
     /// `query_lengths[i]` rows): flat scores and indices, `A × min(k, N)` each (NaN and -1
     /// past a query's hits: IVF may find fewer than k).
-    #[pyo3(signature = (queries, query_lengths, k, *, nprobe=None, ndocs=None, rerank_k=None, exhaustive=false, device="cpu"))]
+    #[pyo3(signature = (queries, query_lengths, k, *, nprobe=None, ndocs=None, rerank_k=None, exhaustive=false, device="cpu", residency="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -138,9 +147,18 @@ impl Index {
         rerank_k: Option<usize>,
         exhaustive: bool,
         device: &str,
+        residency: &str,
     ) -> PyResult<(Vec<f32>, Vec<i64>)> {
         let parsed: Device = device.parse().map_err(to_py)?;
-        let key = (exhaustive, nprobe, ndocs, rerank_k, device.to_string());
+        let residency: Residency = residency.parse().map_err(to_py)?;
+        let key = (
+            exhaustive,
+            nprobe,
+            ndocs,
+            rerank_k,
+            device.to_string(),
+            residency,
+        );
         let how = IndexSearch {
             exhaustive,
             nprobe,
@@ -159,7 +177,11 @@ impl Index {
                 // searcher is dropped before it (field order, and here before a new one).
                 let index: &'static tilemaxsim::index::Index =
                     unsafe { &*(st.inner.as_ref() as *const tilemaxsim::index::Index) };
-                let (s, _) = index.searcher(parsed, &how, &SearchOptions::default())?;
+                let options = SearchOptions {
+                    residency,
+                    ..SearchOptions::default()
+                };
+                let (s, _) = index.searcher(parsed, &how, &options)?;
                 st.searcher = Some((key, s));
             }
             match st.searcher.as_ref() {

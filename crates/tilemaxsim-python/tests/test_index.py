@@ -61,6 +61,12 @@ def test_create_search_reopen(tmp_path):
     every = on_device.search(Q, top_k=20, exhaustive=True, rerank_k=0)
     for a, b in zip(full, every):
         np.testing.assert_allclose([s for _, s in a], [s for _, s in b], rtol=1e-3, atol=0.02)
+    # The codes held resident or streamed (on a GPU each batch's candidates are uploaded; on
+    # the CPU the choice changes nothing): the same hits and scores.
+    for residency in ("resident", "stream"):
+        held = on_device.search(Q, top_k=20, n_ivf_probe=16, n_full_scores=150, rerank_k=0, residency=residency)
+        assert [[d for d, _ in h] for h in held] == [[d for d, _ in h] for h in full], residency
+        np.testing.assert_array_equal([[s for _, s in h] for h in held], [[s for _, s in h] for h in full])
     # A list of queries of different lengths, and one query [Lq, d].
     ragged = [torch.from_numpy(unit(rng, n, 32)) for n in (1, 7, 31)]
     assert len(index.search(ragged, top_k=3)) == 3
@@ -107,6 +113,10 @@ def test_errors(tmp_path):
         index.search(unit(rng, 3, 16)[None], top_k=0)
     with pytest.raises(ValueError):
         index.search(unit(rng, 3, 16)[None], n_ivf_probe=0)
+    with pytest.raises(ValueError, match="expected auto, resident or stream"):
+        index.search(unit(rng, 3, 16)[None], residency="gpu")
+    with pytest.raises(ValueError, match="lloyd-max or quantiles"):
+        tilemaxsim.Index(tmp_path / "bad3").create(documents_embeddings=docs, n_centroids=4, buckets="mean")
     with pytest.raises(ValueError):
         tilemaxsim.Index(tmp_path / "bad").create(documents_embeddings=[])
     with pytest.raises(ValueError):

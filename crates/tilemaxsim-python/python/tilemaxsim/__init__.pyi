@@ -50,6 +50,7 @@ class Corpus:
         centroids: int | None = None,
         m: int = 16,
         kmeans_iters: int | None = None,
+        buckets: str = "lloyd-max",
         seed: int = 0,
         rerank_k: int | None = None,
         normalize: bool = False,
@@ -96,6 +97,7 @@ class Index:
         nbits: int = 2,
         n_centroids: int | None = None,
         kmeans_niters: int = 4,
+        buckets: str = "lloyd-max",
         seed: int = 0,
         keep_exact: bool = True,
         doc_ids: Sequence[str] | None = None,
@@ -113,6 +115,7 @@ class Index:
         rerank_k: int | None = None,
         exhaustive: bool = False,
         q_mask: Array | None = None,
+        residency: str = "auto",
     ) -> list[list[tuple[int, float]]]: ...
     def add(
         self, documents_embeddings: Sequence[Array] | Corpus, *, doc_ids: Sequence[str] | None = None

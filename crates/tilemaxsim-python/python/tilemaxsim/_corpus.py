@@ -93,6 +93,7 @@ class Corpus:
         centroids=None,
         m=16,
         kmeans_iters=None,
+        buckets="lloyd-max",
         seed=0,
         rerank_k=None,
         normalize=False,
@@ -106,7 +107,9 @@ class Corpus:
         them): `normalize=True` scales every token to unit L2 norm first. Training and encoding
         run on `device` (`"cpu"`, `"cuda"`, `"cuda:N"`, `"auto"`; default: this corpus's
         device, so a corpus on a GPU compresses there); a seed gives the same codes twice on the
-        same device."""
+        same device. The residual bucket cutoffs and weights are fitted by `buckets`:
+        `"lloyd-max"` (the least squared error, the default) or `"quantiles"` (colbert-ai's and
+        fast-plaid's)."""
         return type(self)(
             self._native.compress(
                 codec,
@@ -114,6 +117,7 @@ class Corpus:
                 centroids=centroids,
                 m=m,
                 kmeans_iters=kmeans_iters,
+                buckets=buckets,
                 seed=seed,
                 rerank_k=rerank_k,
                 normalize=normalize,

@@ -54,6 +54,7 @@ class Index:
         nbits=2,
         n_centroids=None,
         kmeans_niters=4,
+        buckets="lloyd-max",
         seed=0,
         keep_exact=True,
         doc_ids=None,
@@ -61,7 +62,9 @@ class Index:
         n_full_scores=None,
         rerank_k=None,
     ):
-        """Build the index from a list of `[Ld_i, d]` documents (or a `Corpus`); returns self."""
+        """Build the index from a list of `[Ld_i, d]` documents (or a `Corpus`); returns self.
+        `buckets` fits the residual bucket cutoffs and weights: `"lloyd-max"` (the least squared
+        error, the default) or `"quantiles"` (colbert-ai's and fast-plaid's)."""
         if self._native is not None:
             raise ValueError(f"{self._path}: already holds an index; an index is built in a new or empty directory")
         corpus = _as_corpus(documents_embeddings, doc_ids)
@@ -72,6 +75,7 @@ class Index:
             nbits=int(nbits),
             centroids=n_centroids,
             kmeans_iters=int(kmeans_niters),
+            buckets=buckets,
             seed=int(seed),
             device=build_device,
             keep_exact=bool(keep_exact),
@@ -91,10 +95,13 @@ class Index:
         rerank_k=None,
         exhaustive=False,
         q_mask=None,
+        residency="auto",
     ):
         """The `top_k` best documents of each query: `[[(document, score), ...], ...]`.
         `queries_embeddings`: `[A, Lq, d]` (or one query `[Lq, d]`, or a list of queries of any
-        lengths). IVF search may find fewer than `top_k` documents for a query."""
+        lengths). IVF search may find fewer than `top_k` documents for a query. On a GPU the
+        codes are held `residency="auto"` (resident when they fit its free memory, else
+        streamed: each batch's candidates uploaded), `"resident"` or `"stream"`."""
         if self._native is None:
             raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
         if top_k < 1:
@@ -119,6 +126,7 @@ class Index:
             rerank_k=rerank_k,
             exhaustive=bool(exhaustive),
             device=device,
+            residency=residency,
         )
         kk = min(int(top_k), len(self))
         out = []

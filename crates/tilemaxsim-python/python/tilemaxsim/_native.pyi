@@ -87,6 +87,7 @@ class Corpus:
         centroids: int | None = None,
         m: int = 16,
         kmeans_iters: int | None = None,
+        buckets: str = "lloyd-max",
         seed: int = 0,
         rerank_k: int | None = None,
         normalize: bool = False,
@@ -146,6 +147,7 @@ class Index:
         nbits: int = 2,
         centroids: int | None = None,
         kmeans_iters: int = 4,
+        buckets: str = "lloyd-max",
         seed: int = 0,
         device: str = "auto",
         keep_exact: bool = True,
@@ -164,6 +166,7 @@ class Index:
         rerank_k: int | None = None,
         exhaustive: bool = False,
         device: str = "cpu",
+        residency: str = "auto",
     ) -> tuple[list[float], list[int]]: ...
     def add(self, corpus: Corpus) -> tuple[int, int]: ...
     def refresh(self) -> bool: ...
