@@ -15,8 +15,12 @@ For each: build seconds, index bytes, queries/s, latency per call (p50, p99), re
 exact search. Markdown on stdout; logs under --work.
 With --devices 0,1 also IVF (8 / 4096) and exhaustive search with the documents split over those GPUs.
 With --only "fast-plaid's,exhaustive" only the searches whose label holds one of those.
+With --seeds 0,1,2 and --peer-seeds 42,1,2 one build (and its searches) per seed on each side,
+and a summary of recall over the seeds; with --buckets lloyd-max,quantiles our builds with each
+bucket fit (ours by default: Lloyd-Max; quantiles: colbert-ai's and fast-plaid's).
 usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256] [--devices 0,1]
-       [--only LABELS]
+       [--only LABELS] [--seeds 0,1,2] [--peer-seeds 42,1,2] [--kmeans-iters 4] [--batches 1,32]
+       [--buckets lloyd-max,quantiles]
 """
 
 import argparse
@@ -101,6 +105,166 @@ def du(path):
     return sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
 
 
+def ours_rows(a, w, cpath, qpath, exact, ours, seed, fit):
+    """Our index built with k-means seed `seed` and bucket fit `fit` (timed end to end), then
+    each of `ours` searched at each batch size."""
+    rows = []
+    index = w / "index"
+    shutil.rmtree(index, ignore_errors=True)
+    r, build_s = run(
+        [
+            a.bin,
+            "index",
+            "build",
+            "--corpus",
+            cpath,
+            "--no-exact",
+            "--nbits",
+            "2",
+            "--seed",
+            str(seed),
+            "--buckets",
+            fit,
+            "--kmeans-iters",
+            str(a.kmeans_iters),
+            "--device",
+            "cuda",
+            "-o",
+            index,
+        ],
+        w / f"build_{fit}_seed{seed}.log",
+    )
+    print(
+        f"tilemaxsim build ({fit}, seed {seed}): {build_s:.2f} s wall; {r.stderr.strip().splitlines()[-1]}",
+        flush=True,
+    )
+    tag = f", {fit} buckets" if "," in a.buckets else ""
+    ours_bytes = du(index)
+    for label, flags in ours:
+        flags = [str(cpath) if f == "{corpus}" else f for f in flags]
+        for batch in a.batches:
+            name = re.sub(r"\W+", "_", label) + f"_b{batch}_{fit}_seed{seed}"
+            out = w / f"{name}.trec"
+            r, _ = run(
+                [
+                    a.bin,
+                    "index",
+                    "search",
+                    "--index",
+                    index,
+                    "--queries",
+                    qpath,
+                    "-k",
+                    "10",
+                    "--device",
+                    "cuda",
+                    "--batch",
+                    str(batch),
+                    *(flags if "--rerank" in flags else ["--rerank-k", "0", *flags]),
+                    "--out",
+                    out,
+                ],
+                w / f"{name}.log",
+            )
+            notice = [line for line in r.stderr.splitlines() if line.startswith("notice")]
+            qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
+            p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
+            p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
+            rows.append(
+                (
+                    f"tilemaxsim {label}{tag}",
+                    seed,
+                    batch,
+                    build_s,
+                    ours_bytes,
+                    qps,
+                    p50,
+                    p99,
+                    recall(read_run(out), exact),
+                    "; ".join(notice),
+                )
+            )
+            emit(rows[-1])
+    return rows
+
+
+def peer_rows(a, w, x, q, exact, seed):
+    """fast-plaid's index created with `seed` (timed with the GPU synchronized), then searched
+    at its defaults (8 probes, 4096 full scores) at batches of 1 and 32."""
+    from fast_plaid import search
+
+    rows = []
+    fp = w / "fast-plaid"
+    shutil.rmtree(fp, ignore_errors=True)
+    docs = list(x.view(a.docs, a.len, 128).unbind(0))
+    torch.cuda.synchronize()
+    t = time.time()
+    plaid = search.FastPlaid(index=str(fp), device="cuda")
+    plaid.create(documents_embeddings=docs, nbits=2, seed=seed)
+    torch.cuda.synchronize()
+    fp_build = time.time() - t
+    fp_bytes = du(fp)
+    print(f"fast-plaid build (seed {seed}): {fp_build:.2f} s", flush=True)
+    del docs
+    for batch in a.batches:
+        plaid.search(queries_embeddings=q[:batch], top_k=10, show_progress=False)  # warm
+        lat, got = [], {}
+        t0 = time.time()
+        for s in range(0, a.queries, batch):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            res = plaid.search(
+                queries_embeddings=q[s : s + batch],
+                top_k=10,
+                n_ivf_probe=8,
+                n_full_scores=4096,
+                show_progress=False,
+            )
+            torch.cuda.synchronize()
+            lat.append(time.perf_counter() - t)
+            for i, hits in enumerate(res):
+                got[str(s + i)] = [str(d) for d, _ in hits]
+        total = time.time() - t0
+        lat.sort()
+        rows.append(
+            (
+                "fast-plaid 1.7.0 nprobe=8 n_full_scores=4096",
+                seed,
+                batch,
+                fp_build,
+                fp_bytes,
+                a.queries / total,
+                pct(lat, 0.5),
+                pct(lat, 0.99),
+                recall(got, exact),
+                "",
+            )
+        )
+        emit(rows[-1])
+    return rows
+
+
+def emit(row):
+    """One row as it is measured (the table at the end repeats it)."""
+    name, seed, batch, _b, _size, qps, p50, _p99, rec, _note = row
+    print(f"  {name}, seed {seed}, batch {batch}: {qps:.1f} queries/s, p50 {p50:.2f} ms, recall {rec:.4f}", flush=True)
+
+
+def summary(rows):
+    """Per search and batch over the seeds: recall mean, min, max; queries/s and build median."""
+    groups = {}
+    for name, _seed, batch, b, _size, qps, _p50, _p99, rec, _note in rows:
+        groups.setdefault((name, batch), []).append((rec, qps, b))
+    print("\n| search | batch | seeds | recall@10 mean | min | max | queries/s (median) | build s (median) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (name, batch), v in groups.items():
+        recs = [r for r, _, _ in v]
+        print(
+            f"| {name} | {batch} | {len(v)} | {statistics.mean(recs):.4f} | {min(recs):.4f} | {max(recs):.4f} "
+            f"| {statistics.median(q for _, q, _ in v):.1f} | {statistics.median(b for _, _, b in v):.2f} |"
+        )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=".dev/tilemaxsim")
@@ -109,12 +273,22 @@ def main():
     p.add_argument("--len", type=int, default=80)
     p.add_argument("--queries", type=int, default=256)
     p.add_argument("--skip-peer", action="store_true")
+    p.add_argument("--seeds", default="0", help="our k-means seeds, one build each (comma-separated)")
+    p.add_argument("--peer-seeds", default="42", help="fast-plaid's seeds, one create each (its default 42)")
+    p.add_argument("--kmeans-iters", type=int, default=4, help="our Lloyd iterations (both default to 4)")
+    p.add_argument(
+        "--buckets",
+        default="lloyd-max",
+        help="our residual bucket fits, one build each (comma-separated: lloyd-max, quantiles)",
+    )
+    p.add_argument("--batches", default="1,32", help="search batch sizes (comma-separated)")
     p.add_argument("--only", help="our searches whose label contains one of these (comma-separated)")
     p.add_argument(
         "--devices",
         help="also search with the index's documents split over these GPUs (e.g. 0,1)",
     )
     a = p.parse_args()
+    a.batches = [int(b) for b in a.batches.split(",")]
     ours = [r for r in OURS if not a.only or any(k in r[0] for k in a.only.split(","))]
     if a.devices:
         ours += [
@@ -166,134 +340,22 @@ def main():
     exact = read_run(w / "exact.trec")
 
     rows = []
-    index = w / "index"
-    shutil.rmtree(index, ignore_errors=True)
-    r, build_s = run(
-        [
-            a.bin,
-            "index",
-            "build",
-            "--corpus",
-            cpath,
-            "--no-exact",
-            "--nbits",
-            "2",
-            "--device",
-            "cuda",
-            "-o",
-            index,
-        ],
-        w / "build.log",
-    )
-    print(
-        f"tilemaxsim build: {build_s:.2f} s wall; {r.stderr.strip().splitlines()[-1]}"
-    )
-    ours_bytes = du(index)
-    for label, flags in ours:
-        flags = [str(cpath) if f == "{corpus}" else f for f in flags]
-        for batch in (1, 32):
-            name = re.sub(r"\W+", "_", label) + f"_b{batch}"
-            out = w / f"{name}.trec"
-            r, _ = run(
-                [
-                    a.bin,
-                    "index",
-                    "search",
-                    "--index",
-                    index,
-                    "--queries",
-                    qpath,
-                    "-k",
-                    "10",
-                    "--device",
-                    "cuda",
-                    "--batch",
-                    str(batch),
-                    *(flags if "--rerank" in flags else ["--rerank-k", "0", *flags]),
-                    "--out",
-                    out,
-                ],
-                w / f"{name}.log",
-            )
-            notice = [
-                line for line in r.stderr.splitlines() if line.startswith("notice")
-            ]
-            qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
-            p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
-            p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
-            rows.append(
-                (
-                    f"tilemaxsim {label}",
-                    batch,
-                    build_s,
-                    ours_bytes,
-                    qps,
-                    p50,
-                    p99,
-                    recall(read_run(out), exact),
-                    "; ".join(notice),
-                )
-            )
-
+    for fit in a.buckets.split(","):
+        for seed in [int(v) for v in a.seeds.split(",")]:
+            rows += ours_rows(a, w, cpath, qpath, exact, ours, seed, fit)
     if not a.skip_peer:
-        from fast_plaid import search
-
-        fp = w / "fast-plaid"
-        shutil.rmtree(fp, ignore_errors=True)
-        docs = list(x.view(a.docs, a.len, 128).unbind(0))
-        torch.cuda.synchronize()
-        t = time.time()
-        plaid = search.FastPlaid(index=str(fp), device="cuda")
-        plaid.create(documents_embeddings=docs, nbits=2)
-        torch.cuda.synchronize()
-        fp_build = time.time() - t
-        fp_bytes = du(fp)
-        print(f"fast-plaid build: {fp_build:.2f} s")
-        del docs
-        for batch in (1, 32):
-            plaid.search(
-                queries_embeddings=q[:batch], top_k=10, show_progress=False
-            )  # warm
-            lat, got = [], {}
-            t0 = time.time()
-            for s in range(0, a.queries, batch):
-                torch.cuda.synchronize()
-                t = time.perf_counter()
-                res = plaid.search(
-                    queries_embeddings=q[s : s + batch],
-                    top_k=10,
-                    n_ivf_probe=8,
-                    n_full_scores=4096,
-                    show_progress=False,
-                )
-                torch.cuda.synchronize()
-                lat.append(time.perf_counter() - t)
-                for i, hits in enumerate(res):
-                    got[str(s + i)] = [str(d) for d, _ in hits]
-            total = time.time() - t0
-            lat.sort()
-            rows.append(
-                (
-                    "fast-plaid 1.7.0 nprobe=8 n_full_scores=4096",
-                    batch,
-                    fp_build,
-                    fp_bytes,
-                    a.queries / total,
-                    pct(lat, 0.5),
-                    pct(lat, 0.99),
-                    recall(got, exact),
-                    "",
-                )
-            )
+        for seed in [int(v) for v in a.peer_seeds.split(",")]:
+            rows += peer_rows(a, w, x, q, exact, seed)
 
     print(
-        "\n| search | batch | build s | index MB | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exact | notes |"
+        "\n| search | seed | batch | build s | index MB | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exact | notes |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name, batch, b, size, qps, p50, p99, rec, note in rows:
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, seed, batch, b, size, qps, p50, p99, rec, note in rows:
         print(
-            f"| {name} | {batch} | {b:.2f} | {size / 1e6:.0f} | {qps:.1f} | {p50:.2f} | {p99:.2f} | {rec:.4f} | {note} |"
+            f"| {name} | {seed} | {batch} | {b:.2f} | {size / 1e6:.0f} | {qps:.1f} | {p50:.2f} | {p99:.2f} | {rec:.4f} | {note} |"
         )
+    summary(rows)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ def t(name, fn, n=2000):
     torch.cuda.synchronize()
     print(f"{name:50s} {(t1 - t0) / n * 1e6:8.1f} us/call (host)", flush=True)
 t("torch.empty", lambda: torch.empty((1, 1000), dtype=torch.float32, device=dev))
+t("torch.empty, an int size", lambda: torch.empty(1000, dtype=torch.float32, device=dev))
+t("torch.empty, an int size, device index", lambda: torch.empty(1000, dtype=torch.float32, device=0))
+t("Q.new_empty", lambda: Q.new_empty(1000, dtype=torch.float32))
+from tilemaxsim._arrays import stream_of, dlpack
+t("stream_of(Q)", lambda: stream_of(Q))
+t("dlpack(Q) x3", lambda: (dlpack(Q), dlpack(D), dlpack(out)))
 t("current_stream().cuda_stream", lambda: torch.cuda.current_stream(dev).cuda_stream)
 t("Q.__dlpack__(stream=1)", lambda: Q.__dlpack__(stream=1))
 t("Q.__dlpack__()", lambda: Q.__dlpack__())
