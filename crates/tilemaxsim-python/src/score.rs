@@ -461,7 +461,7 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
 pub fn score(
     py: Python<'_>,
     queries: &Bound<'_, PyAny>,
-    query_lengths: Vec<usize>,
+    query_lengths: Option<Vec<usize>>,
     docs: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
     cu_seqlens: Option<&Bound<'_, PyAny>>,
@@ -484,6 +484,12 @@ pub fn score(
         queries.shape.insert(0, 1);
         queries.strides.insert(0, 0);
     }
+    // No lengths: every query is all of its Lq rows (no list made in Python).
+    let query_lengths = match (query_lengths, &queries.shape[..]) {
+        (Some(l), _) => l,
+        (None, [a, lq, _]) => vec![*lq; *a],
+        (None, _) => Vec::new(),
+    };
     let call = Call {
         queries,
         query_lengths,

@@ -29,6 +29,21 @@ def test_one_query_gives_one_row_and_long_documents(rng):
     np.testing.assert_allclose(got.cpu().numpy(), reference(Q, D)[0], atol=1e-5)
 
 
+def test_native_entry_without_query_lengths_scores_every_row(rng):
+    """The engine's entry with no query lengths (the CUDA fast path's call): each query is all
+    of its rows, a batch [A, Lq, d] or one query [Lq, d]; outputs poisoned first."""
+    from tilemaxsim import _native
+    from tilemaxsim._arrays import stream_of
+
+    Q, D = normalized(rng, 3, 7, 33), normalized(rng, 5, 11, 33)
+    out = torch.full((3, 5), float("nan"), device=DEVICE)
+    _native.score(Q, None, D, out, stream=stream_of(Q))
+    np.testing.assert_allclose(out.cpu().numpy(), reference(Q, D), atol=1e-5, rtol=0)
+    one = torch.full((5,), float("nan"), device=DEVICE)
+    _native.score(Q[1], None, D, one, stream=stream_of(Q))
+    np.testing.assert_allclose(one.cpu().numpy(), reference(Q, D)[1], atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_masks_with_holes_exclude_tokens(rng, dtype):
     Q, D = normalized(rng, 3, 9, 48, dtype=dtype), normalized(rng, 5, 17, 48, dtype=dtype)

@@ -38,12 +38,12 @@ def _fast(Q, D):
     """The common call, CUDA tensors with no options and no gradient, with the fewest Python
     steps (the engine checks shapes and dtypes again): its host time is the call's floor."""
     if Q.ndim == 2:  # one query: the engine takes [Lq, d] as a batch of one, scores [B]
-        a, shape = 1, (D.shape[0],)
+        # (an int size: torch.empty parses it 1 µs faster than a tuple)
+        out = torch.empty(D.shape[0], dtype=torch.float32, device=Q.device)
     else:
-        a = Q.shape[0]
-        shape = (a, D.shape[0])
-    out = torch.empty(shape, dtype=torch.float32, device=Q.device)
-    _native.score(dlpack(Q), [Q.shape[-2]] * a, dlpack(D), dlpack(out), stream=stream_of(Q))
+        out = torch.empty((Q.shape[0], D.shape[0]), dtype=torch.float32, device=Q.device)
+    # No query lengths: each query is all of its Lq rows.
+    _native.score(dlpack(Q), None, dlpack(D), dlpack(out), stream=stream_of(Q))
     return out
 
 

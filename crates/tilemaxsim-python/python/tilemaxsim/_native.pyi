@@ -13,7 +13,7 @@ def cuda_devices() -> list[str]:
 
 def score(
     queries: Any,
-    query_lengths: Sequence[int],
+    query_lengths: Sequence[int] | None,
     docs: Any,
     out: Any,
     *,
@@ -22,7 +22,8 @@ def score(
     pairs: bool = False,
     stream: int = 0,
 ) -> str:
-    """Score DLPack tensors into `out` on their device; returns the kernel that ran."""
+    """Score DLPack tensors into `out` on their device; returns the kernel that ran.
+    `query_lengths` None: every query is all of its rows."""
 
 def train_forward(
     queries: Any,
