@@ -2,7 +2,8 @@
 each), over an index of 300 Cranfield documents: the replicas answer as `tilemaxsim.Index` on
 the same directory does, for lists of queries and padded batches with a mask; an add or delete
 through the searcher, or by another process's `Index` on the directory, is seen by every
-replica's next search; bad input and a directory without an index raise `ValueError`."""
+replica's next search; bad input and a directory without an index raise `ValueError`. And
+`tilemaxsim.ray.serve_index`'s Serve application over the same kind of index, over HTTP."""
 
 import os
 
@@ -86,3 +87,83 @@ def test_replicas_answer_as_the_index_and_take_updates_through_any(cluster, cran
             s.add([np.ones((3, 64), dtype=np.float32) / 8.0])
     with pytest.raises(ValueError, match="no index"):
         IndexSearcher(tmp_path / "none", replicas=1, num_cpus=0.25)
+
+
+def test_serve_app_searches_and_takes_writes_over_http(cluster, cranfield, tmp_path):
+    """`build_index_app` on a real Serve instance over loopback: searches answer as
+    `tilemaxsim.Index` on the directory; adds and deletes (by id and by number) are answered once
+    on disk and seen by every search sent after, whichever replica answers; bad writes are 400
+    and change nothing."""
+    from ray import serve
+
+    from test_ray import _free_port, _http
+    from tilemaxsim.ray.serve_index import build_index_app
+
+    docs, ids, queries = cranfield
+    path = tmp_path / "served"
+    tilemaxsim.Index(path, device="cpu").create(docs[:300], doc_ids=ids[:300], n_centroids=32)
+
+    def search(idx, k=10):
+        body = {"queries": [{"id": f"q{i}", "embeddings": queries[i].tolist()} for i in idx], "k": k}
+        status, got = _http(port, "POST", "/v1/search", body)
+        assert status == 200, got
+        assert [r["id"] for r in got["results"]] == [f"q{i}" for i in idx]
+        return [[(h["index"], h["doc"], h["score"]) for h in r["hits"]] for r in got["results"]]
+
+    def same_as_the_directory(got, idx, k=10):
+        want = tilemaxsim.Index(path, device="cpu").search([queries[i] for i in idx], k)
+        names = tilemaxsim.Index(path, device="cpu").doc_ids
+        assert names is not None
+        assert [[(j, names[j]) for j, _, _ in row] for row in got] == [[(j, names[j]) for j, _ in w] for w in want]
+        for row, w in zip(got, want):
+            np.testing.assert_allclose([s for _, _, s in row], [s for _, s in w], rtol=1e-6)
+
+    def top(doc, k):
+        status, got = _http(port, "POST", "/v1/search", {"queries": [{"embeddings": doc.tolist()}], "k": k})
+        assert status == 200, got
+        return [h["index"] for h in got["results"][0]["hits"]]
+
+    port = _free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    try:
+        serve.run(build_index_app(path, replicas=2, num_cpus=0.25), name="tilemaxsim-index", route_prefix="/")
+        assert _http(port, "GET", "/healthz") == (200, "ok")
+        status, info = _http(port, "GET", "/v1/info")
+        assert status == 200 and info["dim"] == 128 and info["documents"] == 300, info
+        same_as_the_directory(search(range(6)), range(6))
+        # Two documents added with their ids: every search after the answer sees them (four
+        # searches, so both replicas answer at least one with high probability; each reads the log
+        # before it searches either way).
+        add = {"documents": [{"id": ids[300 + i], "embeddings": docs[300 + i].tolist()} for i in range(2)]}
+        status, got = _http(port, "POST", "/v1/index/add", add)
+        assert status == 200, got
+        assert got == {"added": [{"doc": ids[300], "index": 300}, {"doc": ids[301], "index": 301}], "documents": 302}
+        assert all(top(docs[301], 1) == [301] for _ in range(4))
+        # Deletes by id and by number (one of them deleted already).
+        assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[301]]}) == (
+            200,
+            {"deleted": 1, "already": 0, "documents": 301},
+        )
+        assert _http(port, "POST", "/v1/index/delete", {"indices": [301, 0]}) == (
+            200,
+            {"deleted": 1, "already": 1, "documents": 300},
+        )
+        assert all(301 not in top(docs[301], 5) and 0 not in top(docs[0], 5) for _ in range(4))
+        same_as_the_directory(search(range(6)), range(6))
+        # Bad writes: 400 with a message, nothing changed.
+        for route, bad, what in [
+            ("delete", {"ids": ["no such id"]}, "no document has the id"),
+            ("delete", {"indices": [10**6]}, "not a document number"),
+            ("delete", {"ids": [ids[5]], "indices": [5]}, "one of the two"),
+            ("delete", b"{", "not JSON"),
+            ("add", {"documents": []}, "expected"),
+            ("add", {"documents": [{"embeddings": [[0.5] * 64]}]}, "d = 64"),
+            ("add", {"documents": [{"id": "a", "embeddings": [[0.5] * 128]}, {"embeddings": [[0.5] * 128]}]}, "every"),
+            ("add", {"documents": [{"id": "x", "embeddings": (docs[7] * 3).tolist()}]}, ""),
+        ]:
+            status, got = _http(port, "POST", f"/v1/index/{route}", bad)
+            assert status == 400 and what in got["error"], (route, what, status, got)
+        assert _http(port, "GET", "/v1/info")[1]["documents"] == 300
+        assert len(tilemaxsim.Index(path, device="cpu")) == 302
+    finally:
+        serve.shutdown()

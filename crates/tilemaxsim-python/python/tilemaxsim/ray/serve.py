@@ -50,24 +50,25 @@ class ShardsUnavailable(RuntimeError):
     """A shard did not answer (its replica died or is restarting); answered with 503."""
 
 
-def _query(q, i, dim):
-    """One query of a request as float32 `[Lq, d]`, checked."""
+def _query(q, i, dim, what="queries"):
+    """`(id, float32 [L, d])` of one query (or, `what="documents"`, one document) of a request,
+    checked."""
     if not isinstance(q, dict):
-        raise BadRequest(f"queries[{i}]: expected an object with `embeddings` or `embeddings_b64`")
+        raise BadRequest(f"{what}[{i}]: expected an object with `embeddings` or `embeddings_b64`")
     qid = str(q.get("id", i))
     try:
         if "embeddings_b64" in q:
             dtype = _DTYPES.get(str(q.get("dtype", "f32")).lower())
             shape = q.get("shape")
             if dtype is None:
-                raise BadRequest(f"queries[{i}]: dtype {q.get('dtype')!r}: expected f32, f16 or bf16")
+                raise BadRequest(f"{what}[{i}]: dtype {q.get('dtype')!r}: expected f32, f16 or bf16")
             if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(x, int) and x >= 0 for x in shape)):
-                raise BadRequest(f"queries[{i}]: `shape` must be [Lq, d] with `embeddings_b64`")
+                raise BadRequest(f"{what}[{i}]: `shape` must be [Lq, d] with `embeddings_b64`")
             raw = base64.b64decode(q["embeddings_b64"], validate=True)
             size = 4 if dtype == "<f4" else 2
             if len(raw) != shape[0] * shape[1] * size:
                 raise BadRequest(
-                    f"queries[{i}]: {len(raw)} bytes do not fill shape {shape} of "
+                    f"{what}[{i}]: {len(raw)} bytes do not fill shape {shape} of "
                     f"{q.get('dtype', 'f32')} ({shape[0] * shape[1] * size} bytes)"
                 )
             if dtype == "bf16":  # the upper half of a float32
@@ -80,13 +81,13 @@ def _query(q, i, dim):
     except (binascii.Error, TypeError, ValueError) as e:
         if isinstance(e, BadRequest):
             raise
-        raise BadRequest(f"queries[{i}]: embeddings are not a matrix of numbers ({e})") from e
+        raise BadRequest(f"{what}[{i}]: embeddings are not a matrix of numbers ({e})") from e
     if emb.ndim != 2 or emb.shape[0] == 0:
-        raise BadRequest(f"queries[{i}]: expected [Lq, d] embeddings with Lq >= 1, got shape {list(emb.shape)}")
+        raise BadRequest(f"{what}[{i}]: expected [Lq, d] embeddings with Lq >= 1, got shape {list(emb.shape)}")
     if emb.shape[1] != dim:
-        raise BadRequest(f"queries[{i}]: d = {emb.shape[1]}, but the corpus has d = {dim}")
+        raise BadRequest(f"{what}[{i}]: d = {emb.shape[1]}, but the corpus has d = {dim}")
     if not np.isfinite(emb).all():
-        raise BadRequest(f"queries[{i}]: holds a NaN or an infinity")
+        raise BadRequest(f"{what}[{i}]: holds a NaN or an infinity")
     return qid, emb
 
 
@@ -197,11 +198,14 @@ class Ingress:
             return JSONResponse({"error": str(e)}, status_code=400)
         except ShardsUnavailable as e:
             return JSONResponse({"error": str(e)}, status_code=503)
-        results = [
+        return JSONResponse({"results": self._results(ids, hits)})
+
+    def _results(self, ids, hits):
+        """The JSON of each query's hits (`_search_batch`'s answer for it)."""
+        return [
             {"id": qid, "hits": [{"doc": d, "score": float(s)} for d, s in zip(names, scores)]}
             for qid, (scores, names) in zip(ids, hits)
         ]
-        return JSONResponse({"results": results})
 
     async def _submit(self, queries, k):
         """The hits of `queries` (at most a batch), searched in the next batch."""

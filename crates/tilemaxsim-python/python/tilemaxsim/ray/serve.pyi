@@ -9,6 +9,36 @@ class BadRequest(ValueError):
 class ShardsUnavailable(RuntimeError):
     """A shard did not answer (answered with 503)."""
 
+def _query(q: Any, i: int, dim: int, what: str = "queries") -> tuple[str, Any]:
+    """(id, float32 [L, d]) of one query (or document) of a request, checked."""
+
+class Ingress:
+    """The HTTP front: batching, routes, metrics."""
+
+    shards: list[Any]
+    path: str
+    dim: int
+    documents: int
+    requests: int
+    batches: int
+    batch_queries: int
+    shard_seconds: float
+    def __init__(
+        self,
+        shards: Any,
+        ranges: Any,
+        path: str,
+        dim: int,
+        documents: int,
+        max_k: int,
+        max_batch_queries: int,
+        batch_wait_s: float,
+        narrow: str | None = None,
+    ) -> None: ...
+    async def __call__(self, request: Any) -> Any: ...
+    async def _search_batch(self, items: list[tuple[list[Any], int]]) -> list[Any]: ...
+    def _results(self, ids: list[str], hits: list[Any]) -> list[dict[str, Any]]: ...
+
 def parse_request(body: bytes, dim: int, max_k: int) -> tuple[list[str], list[Any], int]:
     """(query ids, [Lq, d] float32 queries, k) of a request body, or BadRequest."""
 
