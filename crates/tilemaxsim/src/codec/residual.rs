@@ -330,7 +330,7 @@ impl ResidualCodec {
     }
 }
 
-/// Lloyd–Max iterations at most (each is a few binary searches; 2-bit fits settle in tens).
+/// Lloyd–Max iterations at most (each is one binary search a bucket over the sorted residuals).
 const LLOYD_MAX_ITERS: usize = 500;
 
 /// The `buckets − 1` cutoffs and `buckets` weights of `sorted` residuals, as `fit` says.
