@@ -17,10 +17,11 @@ With --devices 0,1 also IVF (8 / 4096) and exhaustive search with the documents 
 With --only "fast-plaid's,exhaustive" only the searches whose label holds one of those.
 With --seeds 0,1,2 and --peer-seeds 42,1,2 one build (and its searches) per seed on each side,
 and a summary of recall over the seeds; with --buckets lloyd-max,quantiles our builds with each
-bucket fit (ours by default: Lloyd-Max; quantiles: colbert-ai's and fast-plaid's).
+bucket fit (ours by default: Lloyd-Max; quantiles: colbert-ai's and fast-plaid's). With --xtr
+also xtr-warp-rs 2.1.0 (WARP): `XTRWarp.create(nbits=2)`, searched with its own hyperparameters.
 usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256] [--devices 0,1]
        [--only LABELS] [--seeds 0,1,2] [--peer-seeds 42,1,2] [--kmeans-iters 4] [--batches 1,32]
-       [--buckets lloyd-max,quantiles]
+       [--buckets lloyd-max,quantiles] [--xtr]
 """
 
 import argparse
@@ -244,6 +245,59 @@ def peer_rows(a, w, x, q, exact, seed):
     return rows
 
 
+def xtr_rows(a, w, x, q, exact):
+    """xtr-warp-rs's index (`XTRWarp.create(nbits=2)`, its other defaults) timed with the GPU
+    synchronized, loaded on the GPU, then searched with its own hyperparameters (chosen from
+    the index and k) at each batch size."""
+    from xtr_warp import XTRWarp
+
+    rows = []
+    path = w / "xtr-warp"
+    shutil.rmtree(path, ignore_errors=True)
+    docs = list(x.view(a.docs, a.len, 128).unbind(0))
+    torch.cuda.synchronize()
+    t = time.time()
+    warp = XTRWarp(index=str(path))
+    warp.create(docs, device="cuda", nbits=2, show_progress=False)
+    torch.cuda.synchronize()
+    build = time.time() - t
+    del docs
+    warp.load(device="cuda")
+    size = du(path)
+    print(f"xtr-warp-rs build: {build:.2f} s", flush=True)
+    for batch in a.batches:
+        warp.search(q[:batch], top_k=10, show_progress=False)  # warm
+        lat, got = [], {}
+        t0 = time.time()
+        for s in range(0, a.queries, batch):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            res = warp.search(q[s : s + batch], top_k=10, show_progress=False)
+            torch.cuda.synchronize()
+            lat.append(time.perf_counter() - t)
+            for i, hits in enumerate(res):
+                got[str(s + i)] = [str(d) for d, _ in hits]
+        total = time.time() - t0
+        lat.sort()
+        rows.append(
+            (
+                "xtr-warp-rs 2.1.0 (its search defaults)",
+                42,
+                batch,
+                build,
+                size,
+                a.queries / total,
+                pct(lat, 0.5),
+                pct(lat, 0.99),
+                recall(got, exact),
+                "",
+            )
+        )
+        emit(rows[-1])
+    warp.free()
+    return rows
+
+
 def emit(row):
     """One row as it is measured (the table at the end repeats it)."""
     name, seed, batch, _b, _size, qps, p50, _p99, rec, _note = row
@@ -282,6 +336,7 @@ def main():
         help="our residual bucket fits, one build each (comma-separated: lloyd-max, quantiles)",
     )
     p.add_argument("--batches", default="1,32", help="search batch sizes (comma-separated)")
+    p.add_argument("--xtr", action="store_true", help="also xtr-warp-rs 2.1.0 (create nbits=2, its search defaults)")
     p.add_argument("--only", help="our searches whose label contains one of these (comma-separated)")
     p.add_argument(
         "--devices",
@@ -346,6 +401,8 @@ def main():
     if not a.skip_peer:
         for seed in [int(v) for v in a.peer_seeds.split(",")]:
             rows += peer_rows(a, w, x, q, exact, seed)
+    if a.xtr:
+        rows += xtr_rows(a, w, x, q, exact)
 
     print(
         "\n| search | seed | batch | build s | index MB | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exact | notes |"
