@@ -21,7 +21,7 @@ bucket fit (ours by default: Lloyd-Max; quantiles: colbert-ai's and fast-plaid's
 also xtr-warp-rs 2.1.0 (WARP): `XTRWarp.create(nbits=2)`, searched with its own hyperparameters.
 usage: python3 bench/index_peers.py --bin .dev/tilemaxsim --work /tmp/index-peers [--docs 200000] [--queries 256] [--devices 0,1]
        [--only LABELS] [--seeds 0,1,2] [--peer-seeds 42,1,2] [--kmeans-iters 4] [--batches 1,32]
-       [--buckets lloyd-max,quantiles] [--xtr]
+       [--buckets lloyd-max,quantiles] [--xtr] [--xtr-nprobe 8,32]
 """
 
 import argparse
@@ -265,14 +265,18 @@ def xtr_rows(a, w, x, q, exact):
     warp.load(device="cuda")
     size = du(path)
     print(f"xtr-warp-rs build: {build:.2f} s", flush=True)
-    for batch in a.batches:
-        warp.search(q[:batch], top_k=10, show_progress=False)  # warm
+    settings = [("its search defaults", {})] + [
+        (f"nprobe={n}, no centroid-score threshold", {"nprobe": n, "centroid_score_threshold": 0.0})
+        for n in (int(v) for v in a.xtr_nprobe.split(",") if v)
+    ]
+    for (label, kw), batch in ((st, b) for st in settings for b in a.batches):
+        warp.search(q[:batch], top_k=10, show_progress=False, **kw)  # warm
         lat, got = [], {}
         t0 = time.time()
         for s in range(0, a.queries, batch):
             torch.cuda.synchronize()
             t = time.perf_counter()
-            res = warp.search(q[s : s + batch], top_k=10, show_progress=False)
+            res = warp.search(q[s : s + batch], top_k=10, show_progress=False, **kw)
             torch.cuda.synchronize()
             lat.append(time.perf_counter() - t)
             for i, hits in enumerate(res):
@@ -281,7 +285,7 @@ def xtr_rows(a, w, x, q, exact):
         lat.sort()
         rows.append(
             (
-                "xtr-warp-rs 2.1.0 (its search defaults)",
+                f"xtr-warp-rs 2.1.0 ({label})",
                 42,
                 batch,
                 build,
@@ -337,6 +341,7 @@ def main():
     )
     p.add_argument("--batches", default="1,32", help="search batch sizes (comma-separated)")
     p.add_argument("--xtr", action="store_true", help="also xtr-warp-rs 2.1.0 (create nbits=2, its search defaults)")
+    p.add_argument("--xtr-nprobe", default="", help="with --xtr, also these nprobe (comma-separated), no centroid-score threshold")
     p.add_argument("--only", help="our searches whose label contains one of these (comma-separated)")
     p.add_argument(
         "--devices",
@@ -396,7 +401,7 @@ def main():
 
     rows = []
     for fit in a.buckets.split(","):
-        for seed in [int(v) for v in a.seeds.split(",")]:
+        for seed in [int(v) for v in a.seeds.split(",") if v]:  # --seeds "": none of ours
             rows += ours_rows(a, w, cpath, qpath, exact, ours, seed, fit)
     if not a.skip_peer:
         for seed in [int(v) for v in a.peer_seeds.split(",")]:
