@@ -19,6 +19,7 @@ use memmap2::Mmap;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
+pub(crate) use super::write::write_atomically;
 use super::{Corpus, FiniteCheck, FiniteState, Storage, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, OwnedElements};
@@ -364,30 +365,6 @@ fn save(c: &Corpus, path: &Path) -> Result<()> {
         metadata.insert(VALUES_FINITE.0.to_string(), VALUES_FINITE.1.to_string());
     }
     write_atomically(path, tensors, metadata)
-}
-
-/// Write a safetensors file to a temporary name beside `path`, then rename it over `path`: a
-/// failed write leaves whatever was at `path` as it was.
-pub(crate) fn write_atomically(
-    path: &Path,
-    tensors: Vec<(String, TensorView<'_>)>,
-    metadata: HashMap<String, String>,
-) -> Result<()> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-    let written = safetensors::serialize_to_file(tensors, Some(metadata), &tmp)
-        .map_err(|e| Error::format(path, format!("cannot write: {e}")));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
 }
 
 /// Copy little-endian bytes into an owned, aligned vector of `dtype`.

@@ -11,6 +11,7 @@
 mod any;
 pub(crate) mod format;
 pub mod import;
+mod write;
 
 pub use any::{AnyCorpus, CorpusKind, open};
 pub use format::OpenOptions;

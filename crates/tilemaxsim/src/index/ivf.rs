@@ -74,21 +74,19 @@ impl Ivf {
                 "IVF: centroid {c} already lists document {first_doc} or later"
             )));
         }
-        // Each new document's distinct centroids (the documents in parallel), counted, then
-        // placed. Documents go in ascending order after the listed ones, so every list stays
-        // sorted.
-        let distinct: Vec<Vec<u32>> = (0..n)
-            .into_par_iter()
-            .map(|j| {
-                let mut seen = ids[doc_offsets[j]..doc_offsets[j + 1]].to_vec();
-                seen.sort_unstable();
-                seen.dedup();
-                seen
-            })
+        // The new documents in contiguous parts, a part to a core: each document's distinct
+        // centroids (flattened) and the part's count of each centroid; then every part places
+        // its entries where the parts before it end, so each list stays ascending.
+        let parts = part_ranges(n, num_centroids);
+        let found: Vec<Part> = parts
+            .par_iter()
+            .map(|r| Part::of(ids, doc_offsets, r.clone(), num_centroids))
             .collect();
         let mut counts = vec![0usize; num_centroids];
-        for &c in distinct.iter().flatten() {
-            counts[c as usize] += 1;
+        for part in &found {
+            for (total, &c) in counts.iter_mut().zip(&part.counts) {
+                *total += c as usize;
+            }
         }
         let added: usize = counts.iter().sum();
         if added == 0 {
@@ -106,13 +104,34 @@ impl Ivf {
             self.docs.copy_within(old[c]..old[c + 1], old[c] + shift);
             next[c] = old[c + 1] + shift;
         }
-        for (j, seen) in distinct.iter().enumerate() {
-            for &c in seen {
-                // In range of u32: checked above.
-                self.docs[next[c as usize]] = (first_doc + j) as u32;
-                next[c as usize] += 1;
+        // Where each part's entries of each centroid start.
+        let mut starts = Vec::with_capacity(found.len());
+        for part in &found {
+            starts.push(next.clone());
+            for (n, &c) in next.iter_mut().zip(&part.counts) {
+                *n += c as usize;
             }
         }
+        let out = SharedDocs(self.docs.as_mut_ptr());
+        parts
+            .par_iter()
+            .zip(&found)
+            .zip(starts)
+            .for_each(|((r, part), mut at)| {
+                let mut s = 0;
+                for (k, j) in r.clone().enumerate() {
+                    let e = part.ends[k];
+                    for &c in &part.flat[s..e] {
+                        // SAFETY: part i writes centroid c's entries at starts[i][c] onwards,
+                        // counts_i[c] of them: ranges disjoint between parts and centroids, all
+                        // inside `docs` (resized to hold every new entry above). The document
+                        // number is in range of u32 (checked above).
+                        unsafe { out.write(at[c as usize], (first_doc + j) as u32) };
+                        at[c as usize] += 1;
+                    }
+                    s = e;
+                }
+            });
         Ok(())
     }
 
@@ -245,6 +264,66 @@ impl Ivf {
     }
 }
 
+/// One part of the documents being added: each document's distinct centroids, ascending,
+/// flattened (document k's end at `ends[k]`), and how many of its documents hold each centroid.
+struct Part {
+    flat: Vec<u32>,
+    ends: Vec<usize>,
+    counts: Vec<u32>,
+}
+
+impl Part {
+    fn of(ids: &[u32], doc_offsets: &[usize], docs: std::ops::Range<usize>, k: usize) -> Self {
+        let mut flat = Vec::new();
+        let mut ends = Vec::with_capacity(docs.len());
+        let mut counts = vec![0u32; k];
+        for j in docs {
+            let start = flat.len();
+            flat.extend_from_slice(&ids[doc_offsets[j]..doc_offsets[j + 1]]);
+            flat[start..].sort_unstable();
+            let mut w = start;
+            for i in start..flat.len() {
+                if w == start || flat[i] != flat[w - 1] {
+                    flat[w] = flat[i];
+                    counts[flat[i] as usize] += 1;
+                    w += 1;
+                }
+            }
+            flat.truncate(w);
+            ends.push(w);
+        }
+        Part { flat, ends, counts }
+    }
+}
+
+/// Contiguous parts of `n` documents: a few a core, fewer where K is large (each part counts
+/// every centroid: at most 2^26 counts in all).
+fn part_ranges(n: usize, k: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = (rayon::current_num_threads() * 4)
+        .min((1usize << 26) / k.max(1))
+        .min(n)
+        .max(1);
+    (0..parts)
+        .map(|p| n * p / parts..n * (p + 1) / parts)
+        .collect()
+}
+
+/// The IVF's document array, written by several parts at once (each at places of its own).
+struct SharedDocs(*mut u32);
+
+// SAFETY: the parts write disjoint elements (see `append`), and the array outlives them.
+unsafe impl Send for SharedDocs {}
+unsafe impl Sync for SharedDocs {}
+
+impl SharedDocs {
+    /// # Safety
+    /// `i` must be in bounds and written by no other thread.
+    unsafe fn write(&self, i: usize, v: u32) {
+        // SAFETY: this function's contract.
+        unsafe { *self.0.add(i) = v };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +344,35 @@ mod tests {
             Ivf::build(&ids, &[0, 3, 4], 4).is_err(),
             "offsets short of the tokens"
         );
+    }
+
+    #[test]
+    fn parts_place_every_list_as_a_naive_build() {
+        // 3,000 documents of 1 to 12 tokens over K = 37 (many parts on any machine), against a
+        // set per centroid.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut offsets = vec![0usize];
+        let mut ids = Vec::new();
+        for _ in 0..3000 {
+            let len = rng.random_range(1..=12);
+            ids.extend((0..len).map(|_| rng.random_range(0..37u32)));
+            offsets.push(ids.len());
+        }
+        let ivf = Ivf::build(&ids, &offsets, 37).unwrap();
+        let mut want = vec![std::collections::BTreeSet::new(); 37];
+        for j in 0..3000 {
+            for &c in &ids[offsets[j]..offsets[j + 1]] {
+                want[c as usize].insert(j as u32);
+            }
+        }
+        for (c, set) in want.iter().enumerate() {
+            assert_eq!(
+                ivf.list(c),
+                set.iter().copied().collect::<Vec<_>>(),
+                "centroid {c}"
+            );
+        }
     }
 
     #[test]
