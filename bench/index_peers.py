@@ -209,24 +209,9 @@ def peer_rows(a, w, x, q, exact, seed):
     del docs
     for batch in a.batches:
         plaid.search(queries_embeddings=q[:batch], top_k=10, show_progress=False)  # warm
-        lat, got = [], {}
-        t0 = time.time()
-        for s in range(0, a.queries, batch):
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            res = plaid.search(
-                queries_embeddings=q[s : s + batch],
-                top_k=10,
-                n_ivf_probe=8,
-                n_full_scores=4096,
-                show_progress=False,
-            )
-            torch.cuda.synchronize()
-            lat.append(time.perf_counter() - t)
-            for i, hits in enumerate(res):
-                got[str(s + i)] = [str(d) for d, _ in hits]
-        total = time.time() - t0
-        lat.sort()
+        call = lambda part: plaid.search(  # noqa: E731
+            queries_embeddings=part, top_k=10, n_ivf_probe=8, n_full_scores=4096, show_progress=False
+        )
         rows.append(
             (
                 "fast-plaid 1.7.0 nprobe=8 n_full_scores=4096",
@@ -234,10 +219,7 @@ def peer_rows(a, w, x, q, exact, seed):
                 batch,
                 fp_build,
                 fp_bytes,
-                a.queries / total,
-                pct(lat, 0.5),
-                pct(lat, 0.99),
-                recall(got, exact),
+                *timed_searches(a, q, batch, call, exact),
                 "",
             )
         )
@@ -271,18 +253,7 @@ def xtr_rows(a, w, x, q, exact):
     ]
     for (label, kw), batch in ((st, b) for st in settings for b in a.batches):
         warp.search(q[:batch], top_k=10, show_progress=False, **kw)  # warm
-        lat, got = [], {}
-        t0 = time.time()
-        for s in range(0, a.queries, batch):
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            res = warp.search(q[s : s + batch], top_k=10, show_progress=False, **kw)
-            torch.cuda.synchronize()
-            lat.append(time.perf_counter() - t)
-            for i, hits in enumerate(res):
-                got[str(s + i)] = [str(d) for d, _ in hits]
-        total = time.time() - t0
-        lat.sort()
+        call = lambda part: warp.search(part, top_k=10, show_progress=False, **kw)  # noqa: E731
         rows.append(
             (
                 f"xtr-warp-rs 2.1.0 ({label})",
@@ -290,16 +261,31 @@ def xtr_rows(a, w, x, q, exact):
                 batch,
                 build,
                 size,
-                a.queries / total,
-                pct(lat, 0.5),
-                pct(lat, 0.99),
-                recall(got, exact),
+                *timed_searches(a, q, batch, call, exact),
                 "",
             )
         )
         emit(rows[-1])
     warp.free()
     return rows
+
+
+def timed_searches(a, q, batch, search, exact):
+    """A peer's `search(queries)` over every query in calls of `batch`, each call timed with the
+    GPU synchronized: (queries/s, p50 ms, p99 ms, recall@10 against `exact`)."""
+    lat, got = [], {}
+    t0 = time.time()
+    for s in range(0, a.queries, batch):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        res = search(q[s : s + batch])
+        torch.cuda.synchronize()
+        lat.append(time.perf_counter() - t)
+        for i, hits in enumerate(res):
+            got[str(s + i)] = [str(d) for d, _ in hits]
+    total = time.time() - t0
+    lat.sort()
+    return a.queries / total, pct(lat, 0.5), pct(lat, 0.99), recall(got, exact)
 
 
 def emit(row):
