@@ -27,6 +27,7 @@ as do another process's updates. Bad input is 400, a replica that does not answe
 from __future__ import annotations
 
 import json
+import time
 
 import ray
 from ray import serve
@@ -46,6 +47,8 @@ class _ServeIndex:
             raise self.replica.error
         self.options = dict(options)
         self._ids, self._seen = None, -1
+        # id -> document numbers, extended as documents are added (not rebuilt per delete).
+        self._by_id, self._by_id_upto = {}, 0
 
     def info(self):
         self.replica.index.refresh()
@@ -81,13 +84,14 @@ class _ServeIndex:
         index.refresh()  # other processes' documents can be named too
         n = len(index)
         if ids is not None:
-            by_id = {}
-            for j, name in enumerate(self._names() or [str(j) for j in range(n)]):
-                by_id.setdefault(name, []).append(j)
-            missing = [i for i in ids if i not in by_id]
+            names = self._names()
+            for j in range(self._by_id_upto, n):
+                self._by_id.setdefault(names[j] if names else str(j), []).append(j)
+            self._by_id_upto = n
+            missing = [i for i in ids if i not in self._by_id]
             if missing:
                 raise BadRequest(f"no document has the id {missing[0]!r}")
-            numbers = [j for i in ids for j in by_id[i]]
+            numbers = [j for i in ids for j in self._by_id[i]]
         else:
             bad = [j for j in indices if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < n]
             if bad:
@@ -189,8 +193,6 @@ class IndexIngress(Ingress):
     async def _search_batch(self, items):
         """Every waiting request's queries in one call to one replica, with the largest k of
         the batch; each request takes its first k hits."""
-        import time
-
         flat = [q for queries, _ in items for q in queries]
         k = max(k for _, k in items)
         started = time.perf_counter()
