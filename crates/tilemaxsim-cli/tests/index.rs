@@ -58,12 +58,12 @@ fn index_build_and_search_on_cranfield() {
         log.contains("compressed on cpu") && log.contains("IVF in"),
         "{log}"
     );
-    let search = |name: &str, extra: &[&str]| {
+    let search_in = |at: &Path, name: &str, extra: &[&str]| {
         let run = dir.path().join(format!("{name}.trec"));
         run_ok(
             bin()
                 .args(["index", "search", "--device", "cpu", "-k", "10", "--index"])
-                .arg(&index)
+                .arg(at)
                 .arg("--queries")
                 .arg(data.join("queries.safetensors"))
                 .arg("--query-ids")
@@ -74,6 +74,7 @@ fn index_build_and_search_on_cranfield() {
         );
         ranking(&run)
     };
+    let search = |name: &str, extra: &[&str]| search_in(&index, name, extra);
     let reference = ranking(&data.join("ref_run.trec"));
     let defaults = search("defaults", &[]);
     let r10 = recall_at(&defaults, &reference, 10);
@@ -98,6 +99,34 @@ fn index_build_and_search_on_cranfield() {
     let ivf = search("ivf", &["--rerank-k", "0"]);
     let r10 = recall_at(&ivf, &reference, 10);
     assert!(r10 >= 0.85, "recall@10 of IVF on the codes: {r10}");
+
+    // Deletes, then a compaction: the compacted index ranks the live documents as the index
+    // with its deletes does (exhaustive on the codes: the same codes, the same scores).
+    let gone: Vec<String> = (0..1400).step_by(3).map(|j| j.to_string()).collect();
+    run_ok(
+        bin()
+            .args(["index", "delete", "--index"])
+            .arg(&index)
+            .arg("--docs")
+            .arg(gone.join(",")),
+    );
+    let compacted = dir.path().join("compacted");
+    let out = run_ok(
+        bin()
+            .args(["index", "compact", "--index"])
+            .arg(&index)
+            .arg("-o")
+            .arg(&compacted),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("{} deleted left out", gone.len())),
+        "{said}"
+    );
+    let plain = ["--exhaustive", "--rerank-k", "0"];
+    let before = search("deleted", &plain);
+    assert_ne!(before, exhaustive);
+    assert_eq!(search_in(&compacted, "compacted", &plain), before);
 
     // Errors.
     let err = run_err(

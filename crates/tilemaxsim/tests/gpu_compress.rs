@@ -69,6 +69,9 @@ fn residual_on_the_gpu_is_deterministic_and_encodes_as_the_cpu() {
         (64, DType::F32, 1, 300, 5000),
         (96, DType::F16, 2, 77, 2500),
         (48, DType::F32, 4, 40, 1500),
+        // Two centroids: many tokens have a negative product with both, so a padding column
+        // (K is padded to 128 on the tensor-core path) must never win.
+        (128, DType::F16, 2, 2, 1000),
     ];
     for (i, &(dim, dtype, nbits, k, total)) in cases.iter().enumerate() {
         let label = format!("d = {dim} {dtype} nbits = {nbits} K = {k}");

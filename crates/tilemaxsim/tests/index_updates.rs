@@ -5,7 +5,9 @@
 //! acknowledged update kept; a damaged record before the end, or a record that does not fit
 //! the index, is an error; bad adds and deletes are refused and change nothing; a fuzzed log
 //! (bytes flipped, cut, garbage appended, payload fields rewritten under a matching CRC) opens
-//! to a whole state or fails with an error, never a panic.
+//! to a whole state or fails with an error, never a panic. A compaction (`Index::compact`)
+//! keeps every live document, its id, codes, exact tokens and scores, and refuses what it
+//! cannot write whole.
 
 mod common;
 
@@ -194,6 +196,145 @@ fn random_adds_and_deletes_search_as_a_rebuild() {
             );
         }
     }
+}
+
+/// Hits of an index whose document i is document `live[i]` of another, renumbered.
+fn renumbered(hits: Vec<Vec<Hit>>, live: &[usize]) -> Vec<Vec<Hit>> {
+    hits.into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|h| Hit {
+                    doc: live[h.doc],
+                    ..h
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn compaction_keeps_every_live_document_its_id_and_its_scores() {
+    for seed in 0..3u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        let corpus = build_index(&path, 50, seed);
+        let mut index = Index::open(&path).unwrap();
+        let mut r = rng(300 + seed);
+        // Adds with and without ids, deletes of build and added documents.
+        for step in 0..6u64 {
+            let n = 1 + rand::Rng::random_range(&mut r, 0..6usize);
+            let lengths: Vec<usize> = (0..n).map(|i| 1 + (i * 7 + step as usize) % 33).collect();
+            let mut docs = unit_corpus(500 + 10 * seed + step, &lengths, DIM, DType::F16);
+            if step % 2 == 1 {
+                let ids = (0..n).map(|i| format!("new-{step}-{i}")).collect();
+                docs = docs.with_doc_ids(ids).unwrap();
+            }
+            index.add(&docs).unwrap();
+            let m = 1 + rand::Rng::random_range(&mut r, 0..5usize);
+            let gone: Vec<usize> = (0..m)
+                .map(|_| rand::Rng::random_range(&mut r, 0..index.len()))
+                .collect();
+            index.delete(&gone).unwrap();
+        }
+        let (codes, exact, live) = survivors(&index);
+        let out = dir.path().join("compacted");
+        let report = index.compact(&out).unwrap();
+        assert_eq!(
+            (report.documents, report.removed, report.tokens),
+            (live.len(), index.len() - live.len(), codes.num_tokens())
+        );
+        let compacted = Index::open(&out).unwrap();
+        assert_eq!((compacted.len(), compacted.deleted()), (live.len(), 0));
+        assert!(compacted.added().is_none());
+        assert_eq!(compacted.defaults(), index.defaults());
+        // The same documents under the same ids, with the same codes and exact tokens.
+        for (i, &j) in live.iter().enumerate() {
+            assert_eq!(compacted.doc_id(i), index.doc_id(j), "seed {seed}: doc {i}");
+        }
+        assert_eq!(compacted.codes().codes(), codes.codes());
+        assert_eq!(compacted.codes().aux(), codes.aux());
+        assert_eq!(compacted.codes().offsets(), codes.offsets());
+        let e = compacted.exact().unwrap();
+        assert_eq!(e.tokens().to_f32_vec(), exact.tokens().to_f32_vec());
+        assert_eq!(e.offsets(), exact.offsets());
+        // Every search mode finds what the live index finds, scored alike.
+        let owned: Vec<OwnedElements> = [1usize, 9]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, DIM, DType::F32, 1.0))
+            .collect();
+        let qs: Vec<Matrix<'_>> = owned
+            .iter()
+            .map(|q| Matrix::new(q.as_elements(), DIM).unwrap())
+            .collect();
+        for k in [1, 10, live.len() + 3] {
+            for how in [
+                IndexSearch {
+                    nprobe: Some(K),
+                    ndocs: Some(index.len()),
+                    rerank_k: Some(0),
+                    ..Default::default()
+                },
+                IndexSearch {
+                    exhaustive: true,
+                    rerank_k: Some(0),
+                    ..Default::default()
+                },
+                IndexSearch {
+                    exhaustive: true,
+                    rerank_k: Some(index.len()),
+                    ..Default::default()
+                },
+            ] {
+                assert_eq!(
+                    renumbered(search(&compacted, how, &qs, k), &live),
+                    search(&index, how, &qs, k),
+                    "seed {seed}, k {k}, {how:?}"
+                );
+            }
+        }
+        // The compacted index takes updates of its own; the original is unchanged.
+        let mut compacted = compacted;
+        let one_doc = Corpus::from_lengths(
+            OwnedElements::from_f32(&one(&corpus, 0), DType::F16),
+            DIM,
+            &[corpus.doc_len(0)],
+        )
+        .unwrap();
+        assert_eq!(compacted.add(&one_doc).unwrap(), live.len()..live.len() + 1);
+        assert_eq!(Index::open(&path).unwrap().len(), index.len());
+    }
+}
+
+#[test]
+fn compaction_refusals_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let corpus = build_index(&path, 12, 9);
+    let mut index = Index::open(&path).unwrap();
+    // Into a directory that is not empty.
+    let busy = dir.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("x"), b"x").unwrap();
+    assert!(index.compact(&busy).is_err());
+    // Two live documents under one id: the build's document 3 (named by its number) and an
+    // added one given the id "3".
+    let doc = Corpus::from_lengths(
+        OwnedElements::from_f32(&one(&corpus, 1), DType::F16),
+        DIM,
+        &[corpus.doc_len(1)],
+    )
+    .unwrap()
+    .with_doc_ids(vec!["3".into()])
+    .unwrap();
+    index.add(&doc).unwrap();
+    let err = index.compact(dir.path().join("a")).unwrap_err().to_string();
+    assert!(err.contains("\"3\""), "{err}");
+    assert!(!dir.path().join("a").exists());
+    // Every document deleted.
+    index.delete(&(0..index.len()).collect::<Vec<_>>()).unwrap();
+    let err = index.compact(dir.path().join("b")).unwrap_err().to_string();
+    assert!(err.contains("every document"), "{err}");
+    assert!(!dir.path().join("b").exists());
 }
 
 #[test]

@@ -21,7 +21,7 @@ pub(crate) mod kmeans;
 pub mod plaid;
 pub(crate) mod pq;
 pub(crate) mod residual;
-mod subset;
+pub(crate) mod subset;
 mod torch_pt;
 
 pub use format::is_compressed_file;

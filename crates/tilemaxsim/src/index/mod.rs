@@ -17,6 +17,7 @@
 //! the exact stage when the index keeps the exact tokens.
 
 mod build;
+mod compact;
 pub mod ivf;
 mod live;
 pub mod probe;
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub use build::{BuildOptions, BuildReport, Source, build};
+pub use compact::CompactReport;
 pub use ivf::Ivf;
 pub use probe::Probe;
 pub use updates::LOG;

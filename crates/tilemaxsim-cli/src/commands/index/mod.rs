@@ -1,7 +1,7 @@
-//! `tilemaxsim index build|search|add|delete`: index directories (`tilemaxsim::index`): a
-//! corpus as PLAID residual codes with its IVF and, optionally, its exact tokens; searched by
+//! `tilemaxsim index build|search|add|delete|compact`: index directories (`tilemaxsim::index`):
+//! a corpus as PLAID residual codes with its IVF and, optionally, its exact tokens; searched by
 //! probing the IVF or exhaustively, reranked exactly when the index keeps the exact tokens;
-//! updated live by adds and deletes.
+//! updated live by adds and deletes, and compacted into a new directory.
 
 mod build;
 mod search;
@@ -20,6 +20,10 @@ pub enum IndexCommand {
     Add(Box<update::AddArgs>),
     /// Delete documents by number, on disk when this returns.
     Delete(Box<update::DeleteArgs>),
+    /// Write the live documents as a new index directory: deleted ones left out, added ones
+    /// merged into the build, numbered from 0 again under their ids (codes copied, not
+    /// re-encoded: the same scores).
+    Compact(Box<update::CompactArgs>),
 }
 
 pub fn run(cmd: IndexCommand) -> Result<()> {
@@ -28,5 +32,6 @@ pub fn run(cmd: IndexCommand) -> Result<()> {
         IndexCommand::Search(a) => search::run(*a),
         IndexCommand::Add(a) => update::add(*a),
         IndexCommand::Delete(a) => update::delete(*a),
+        IndexCommand::Compact(a) => update::compact(*a),
     }
 }

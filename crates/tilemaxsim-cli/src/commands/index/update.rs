@@ -1,7 +1,8 @@
-//! `tilemaxsim index add|delete`: live updates of an index directory. `add` encodes a corpus's
-//! documents against the index's centroids and appends them; `delete` removes documents by
-//! number. Each prints what it did once the update is on disk (acknowledged: it survives a
-//! crash), and another process's searches see it at their next open.
+//! `tilemaxsim index add|delete|compact`: live updates of an index directory. `add` encodes a
+//! corpus's documents against the index's centroids and appends them; `delete` removes
+//! documents by number. Each prints what it did once the update is on disk (acknowledged: it
+//! survives a crash), and another process's searches see it at their next open. `compact`
+//! writes the live documents as a new index directory (renumbered, ids kept, no log).
 
 use std::path::PathBuf;
 
@@ -36,6 +37,16 @@ pub struct DeleteArgs {
     docs: Vec<usize>,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct CompactArgs {
+    /// The index directory (left as it is).
+    #[arg(long)]
+    index: PathBuf,
+    /// The new index directory (new or empty).
+    #[arg(short, long)]
+    out: PathBuf,
+}
+
 pub fn add(a: AddArgs) -> Result<()> {
     let docs = load::corpus(&a.corpus, a.ids.as_ref(), a.check)?;
     let mut index = Index::open(&a.index).context("cannot open the index")?;
@@ -62,6 +73,23 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
         a.docs.len() - n,
         index.len(),
         index.deleted()
+    );
+    Ok(())
+}
+
+pub fn compact(a: CompactArgs) -> Result<()> {
+    let mut index = Index::open(&a.index).context("cannot open the index")?;
+    let started = std::time::Instant::now();
+    let r = index.compact(&a.out).context("cannot compact the index")?;
+    println!(
+        "compacted {} into {}: {} documents ({} tokens), {} deleted left out, in {:.2} s; \
+         documents are numbered from 0 again and keep their ids",
+        a.index.display(),
+        a.out.display(),
+        r.documents,
+        r.tokens,
+        r.removed,
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }
