@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The k-means assignment kernel's shapes (kernels/compress.cu: ASSIGN_WGS consumer warpgroups,
-# ASSIGN_SETS accumulator sets) against a base binary, one device call:
+# The index build's GPU compression under kernel shapes (TILEMAXSIM_KERNEL_DEFINES: -D options
+# of the NVRTC compile, e.g. WG_STAGES=3 for the assignment kernel's ring) against a base
+# binary, one device call:
 #  1. each shape's NVRTC compile, in parallel (a minute and a half each);
 #  2. tests/gpu_compress.rs under each shape;
 #  3. `index build --no-exact --device cuda` of one synthetic corpus (400K documents x 80
@@ -8,8 +9,10 @@
 #     build's report (k-means and encode seconds), and each index's files against the base's
 #     (tensors equal, or how many centroid ids differ).
 # usage (GPU machine; .dev built by bench/device_build.sh and .dev/tilemaxsim-old.xz the base
-# binary, carried): OUT=$OUT bash bench/assign_variants.sh [SHAPE ...]
-#   SHAPE: TILEMAXSIM_KERNEL_DEFINES, e.g. ASSIGN_WGS=3,ASSIGN_SETS=1
+# binary, carried): OUT=$OUT bash bench/compress_shapes.sh [SHAPE ...]
+#   SHAPE: TILEMAXSIM_KERNEL_DEFINES, e.g. WG_STAGES=3 ("" for the defaults)
+# The 2026-11-27 night run (bench/results/h100/build/assign_shapes_2026-11-27_night.log) timed
+# three assignment kernels of a branch not kept: BENCHMARKS.md says what they were.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
@@ -17,7 +20,7 @@ export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
 [ -x .dev/tilemaxsim ] || xz -dkf .dev/tilemaxsim.xz
 xz -dc .dev/tilemaxsim-old.xz > /tmp/base-bin && chmod +x /tmp/base-bin
 shapes=("$@")
-[ ${#shapes[@]} -gt 0 ] || shapes=(ASSIGN_WGS=2,ASSIGN_SETS=1 ASSIGN_WGS=3,ASSIGN_SETS=1 ASSIGN_WGS=2,ASSIGN_SETS=2)
+[ ${#shapes[@]} -gt 0 ] || { echo "usage: bash bench/compress_shapes.sh SHAPE ..." >&2; exit 2; }
 w=/tmp/av; rm -rf $w; mkdir -p $w
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) $(nproc) CPUs"
@@ -54,4 +57,4 @@ for f in ("codes.safetensors", "ivf.safetensors"):
 PY
     done
   done
-} 2>&1 | tee "$OUT/assign_variants.log"
+} 2>&1 | tee "$OUT/compress_shapes.log"
