@@ -234,6 +234,20 @@ impl Index {
         .map_err(to_py)
     }
 
+    /// Write the live documents as a new index in `path` (new or empty): deleted ones left
+    /// out, added ones merged into the build, numbered from 0 again under their ids, the codes
+    /// copied. `(documents, removed, tokens)` of the new index.
+    fn compact(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<(usize, usize, usize)> {
+        py.detach(|| {
+            let mut st = self.state();
+            st.searcher = None;
+            st.inner
+                .compact(&path)
+                .map(|r| (r.documents, r.removed, r.tokens))
+        })
+        .map_err(to_py)
+    }
+
     /// Documents deleted since the build.
     #[getter]
     fn deleted(&self) -> usize {

@@ -2,7 +2,8 @@
 tensors and numpy arrays, `search` returning `(document, score)` lists; IVF with every centroid
 probed and every candidate rescored equals exhaustive search on the codes, and equals
 `Corpus.compress("residual")` searched on the same codes; exact reranking scores are the float64
-reference's; reopening the directory gives the same hits; and the errors."""
+reference's; reopening the directory gives the same hits; a compaction keeps every live
+document's id and scores; and the errors."""
 
 import numpy as np
 import pytest
@@ -164,6 +165,21 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     with pytest.raises(ValueError, match="d = 23"):
         index.add([unit(rng, 3, 23)])
     assert len(index) == 84 and index.deleted == 2
+    # Compacted into a new directory: the 82 live documents numbered from 0 under their ids,
+    # each hit the same document (by id) with the same score; the original is left as it is.
+    compacted = index.compact(tmp_path / "compacted")
+    live = [j for j in range(84) if j not in (3, 81)]
+    assert len(compacted) == 82 and compacted.deleted == 0
+    new_ids = compacted.doc_ids
+    assert new_ids is not None
+    assert new_ids == [ids[j] for j in live]
+    for how in ({"exhaustive": True, "rerank_k": 0}, {"exhaustive": True, "rerank_k": 84}):
+        before = index.search(Q, top_k=20, **how)
+        after = compacted.search(Q, top_k=20, **how)
+        assert [[(ids[d], s) for d, s in h] for h in before] == [[(new_ids[d], s) for d, s in h] for h in after]
+    assert len(index) == 84 and index.deleted == 2
+    with pytest.raises(ValueError, match="already holds an index"):
+        index.compact(tmp_path / "compacted")
 
 
 def test_refresh_takes_another_openings_updates(tmp_path):

@@ -155,6 +155,17 @@ class Index:
             raise ValueError(f"subset: document numbers are 0 or more, got {min(docs)}")
         return self._native.delete(docs)
 
+    def compact(self, index):
+        """Write the live documents as a new index directory at `index` (new or empty) and open
+        it: deleted documents left out, added ones merged into the build, numbered from 0 again
+        (each keeps its id: `doc_ids`), the codes copied, so every document scores as before.
+        This index is left as it is. Refused when every document is deleted or two live ones
+        share an id."""
+        if self._native is None:
+            raise ValueError(f"{self._path}: no index here yet")
+        self._native.compact(os.fspath(index))
+        return Index(index, device=self._device)
+
     def refresh(self):
         """Read the documents other processes (another `Index` on this directory, `tilemaxsim
         index add` / `delete`, a server) added or deleted since this one last read them: whether
