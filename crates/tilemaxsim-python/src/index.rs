@@ -270,6 +270,13 @@ impl Index {
         (0..st.inner.len()).map(|j| st.inner.doc_id(j)).collect()
     }
 
+    /// The ids of document numbers `start..end` (clamped to the numbers there are).
+    fn ids(&self, start: usize, end: usize) -> Vec<String> {
+        let st = self.state();
+        let end = end.min(st.inner.len());
+        (start.min(end)..end).map(|j| st.inner.doc_id(j)).collect()
+    }
+
     /// Documents numbered: the build's and the added ones, deleted ones included.
     fn __len__(&self) -> usize {
         self.state().inner.len()

@@ -46,7 +46,7 @@ class _ServeIndex:
         if self.replica.error is not None:
             raise self.replica.error
         self.options = dict(options)
-        self._ids, self._seen = None, -1
+        self._ids = None
         # id -> document numbers, extended as documents are added (not rebuilt per delete).
         self._by_id, self._by_id_upto = {}, 0
 
@@ -55,10 +55,13 @@ class _ServeIndex:
         return self.replica.info()
 
     def _names(self):
-        """Every document number's id, read again only when documents were added."""
+        """Every document number's id: read whole once, then only the added documents' ids."""
         index = self.replica.index
-        if len(index) != self._seen:
-            self._ids, self._seen = index.doc_ids, len(index)
+        n = len(index)
+        if self._ids is None:
+            self._ids = index.doc_ids
+        elif len(self._ids) < n and index._native is not None:
+            self._ids.extend(index._native.ids(len(self._ids), n))
         return self._ids
 
     def search(self, queries, k):
