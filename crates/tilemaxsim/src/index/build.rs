@@ -58,7 +58,7 @@ pub struct BuildReport {
     pub compress_s: f64,
     /// Building the IVF, while the codes are written.
     pub ivf_s: f64,
-    /// Writing every file (the IVF built meanwhile), wall time.
+    /// Writing every file and flushing it to disk (the IVF built meanwhile), wall time.
     pub write_s: f64,
     /// Bytes of the codes, the IVF and the exact tokens as written.
     pub codes_bytes: usize,
@@ -128,20 +128,27 @@ pub fn build(
             codes.codec().describe()
         )));
     };
-    // The codes (and exact tokens) are written while the IVF is built from their centroid ids.
+    // The codes (and exact tokens) are written while the IVF is built from their centroid ids
+    // and written; each file is on disk (fsync) before the manifest names it.
     let t = Instant::now();
     let ids = codes.aux().unwrap_or_default();
     let codes_ref: &CompressedCorpus = &codes;
     let (saved, built) = std::thread::scope(|s| {
         let saver = s.spawn(|| -> Result<()> {
             codes_ref.save(dir.join(CODES))?;
+            sync_file(&dir.join(CODES))?;
             if let Some(e) = exact {
                 e.save(dir.join(EXACT))?;
+                sync_file(&dir.join(EXACT))?;
             }
             Ok(())
         });
-        let built = Ivf::build(ids, codes_ref.offsets(), r.num_centroids())
-            .map(|ivf| (ivf, t.elapsed().as_secs_f64()));
+        let built = Ivf::build(ids, codes_ref.offsets(), r.num_centroids()).and_then(|ivf| {
+            let ivf_s = t.elapsed().as_secs_f64();
+            ivf.save(dir.join(IVF))?;
+            sync_file(&dir.join(IVF))?;
+            Ok((ivf, ivf_s))
+        });
         let saved = saver
             .join()
             .unwrap_or_else(|_| Err(Error::Argument("writing the index files failed".into())));
@@ -149,7 +156,8 @@ pub fn build(
     });
     let (ivf, ivf_s) = built?;
     saved?;
-    ivf.save(dir.join(IVF))?;
+    // The files' names on disk before the manifest that names them, then the manifest's.
+    sync_dir(dir)?;
     let manifest = Manifest {
         documents: codes.len(),
         tokens: codes.num_tokens(),
@@ -162,6 +170,7 @@ pub fn build(
         defaults: options.defaults,
     };
     write_manifest(dir, &manifest)?;
+    sync_dir(dir)?;
     Ok(BuildReport {
         compressed_on,
         compress_s,
@@ -195,6 +204,22 @@ fn prepare_dir(dir: &Path) -> Result<()> {
         }
         Err(e) => Err(Error::io(dir, e)),
     }
+}
+
+/// Flush the file at `path` to disk.
+fn sync_file(path: &Path) -> Result<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Flush the directory `dir` (its entries: the names of the files renamed into it) to disk.
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    sync_file(dir)?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// Write the manifest to a temporary name, flush it to disk, and rename it into place.

@@ -142,7 +142,7 @@ pub fn run(a: BuildArgs) -> Result<()> {
         )
     };
     eprintln!(
-        "index {}: {compressed}; IVF in {:.2} s, built while the files were written in {:.2} s: codes {}B, IVF {}B, exact {}B",
+        "index {}: {compressed}; IVF in {:.2} s, built while the files were written (and flushed to disk) in {:.2} s: codes {}B, IVF {}B, exact {}B",
         a.out.display(),
         report.ivf_s,
         report.write_s,
