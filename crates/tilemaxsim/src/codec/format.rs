@@ -28,7 +28,7 @@ use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
 use crate::corpus::format::{
-    DOC_IDS, Layout, OFFSETS, map_file, parse, read_layout, write_atomically,
+    DOC_IDS, Durable, Layout, OFFSETS, map_file, parse, read_layout, write_atomically,
 };
 use crate::corpus::{FiniteCheck, OpenOptions};
 use crate::error::{Error, Result};
@@ -79,7 +79,12 @@ impl CompressedCorpus {
 
     /// Write to `path` (atomically: a temporary file renamed into place).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        save(self, path.as_ref())
+        save(self, path.as_ref(), Durable::No)
+    }
+
+    /// [`CompressedCorpus::save`], on disk (fsync) when this returns.
+    pub(crate) fn save_durably(&self, path: &Path) -> Result<()> {
+        save(self, path, Durable::Yes)
     }
 
     /// How the fp8 codes are known to hold no NaN (other codecs: `NotChecked`).
@@ -312,7 +317,7 @@ fn le_bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
     v.iter().flat_map(|&x| f(x)).collect()
 }
 
-fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
+fn save(c: &CompressedCorpus, path: &Path, durable: Durable) -> Result<()> {
     let d = c.dim;
     let t = c.num_tokens();
     fn view<'a>(
@@ -430,5 +435,5 @@ fn save(c: &CompressedCorpus, path: &Path) -> Result<()> {
             view(path, StDtype::U8, vec![ids.len()], ids)?,
         ));
     }
-    write_atomically(path, tensors, meta)
+    write_atomically(path, tensors, meta, durable)
 }

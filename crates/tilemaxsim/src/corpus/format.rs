@@ -19,7 +19,7 @@ use memmap2::Mmap;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-pub(crate) use super::write::write_atomically;
+pub(crate) use super::write::{Durable, write_atomically};
 use super::{Corpus, FiniteCheck, FiniteState, Storage, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, OwnedElements};
@@ -201,7 +201,12 @@ impl Corpus {
     /// records that its values are finite only when this corpus scanned them
     /// ([`FiniteCheck::Scanned`]: opened with the check, or [`Corpus::check_finite`] passed).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        save(self, path.as_ref())
+        save(self, path.as_ref(), Durable::No)
+    }
+
+    /// [`Corpus::save`], on disk (fsync) when this returns.
+    pub(crate) fn save_durably(&self, path: &Path) -> Result<()> {
+        save(self, path, Durable::Yes)
     }
 }
 
@@ -322,7 +327,7 @@ fn open_structure(path: &Path) -> Result<Corpus> {
     })
 }
 
-fn save(c: &Corpus, path: &Path) -> Result<()> {
+fn save(c: &Corpus, path: &Path, durable: Durable) -> Result<()> {
     let tokens = c.tokens();
     let emb_bytes = tokens.elements().as_bytes();
     let off_bytes: Vec<u8> = c
@@ -364,7 +369,7 @@ fn save(c: &Corpus, path: &Path) -> Result<()> {
     if c.finite_check() == FiniteCheck::Scanned {
         metadata.insert(VALUES_FINITE.0.to_string(), VALUES_FINITE.1.to_string());
     }
-    write_atomically(path, tensors, metadata)
+    write_atomically(path, tensors, metadata, durable)
 }
 
 /// Copy little-endian bytes into an owned, aligned vector of `dtype`.

@@ -135,18 +135,15 @@ pub fn build(
     let codes_ref: &CompressedCorpus = &codes;
     let (saved, built) = std::thread::scope(|s| {
         let saver = s.spawn(|| -> Result<()> {
-            codes_ref.save(dir.join(CODES))?;
-            sync_file(&dir.join(CODES))?;
+            codes_ref.save_durably(&dir.join(CODES))?;
             if let Some(e) = exact {
-                e.save(dir.join(EXACT))?;
-                sync_file(&dir.join(EXACT))?;
+                e.save_durably(&dir.join(EXACT))?;
             }
             Ok(())
         });
         let built = Ivf::build(ids, codes_ref.offsets(), r.num_centroids()).and_then(|ivf| {
             let ivf_s = t.elapsed().as_secs_f64();
-            ivf.save(dir.join(IVF))?;
-            sync_file(&dir.join(IVF))?;
+            ivf.save_durably(&dir.join(IVF))?;
             Ok((ivf, ivf_s))
         });
         let saved = saver
@@ -206,17 +203,12 @@ fn prepare_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// Flush the file at `path` to disk.
-fn sync_file(path: &Path) -> Result<()> {
-    std::fs::File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(path, e))
-}
-
 /// Flush the directory `dir` (its entries: the names of the files renamed into it) to disk.
 fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
-    sync_file(dir)?;
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))?;
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())

@@ -11,7 +11,7 @@ use std::path::Path;
 use rayon::prelude::*;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-use crate::corpus::format::{map_file, parse, read_ints, to_offsets, write_atomically};
+use crate::corpus::format::{Durable, map_file, parse, read_ints, to_offsets, write_atomically};
 use crate::error::{Error, Result};
 
 const FORMAT: (&str, &str) = ("format", "tilemaxsim.ivf");
@@ -162,13 +162,29 @@ impl Ivf {
 
     /// Write the IVF to `path` (atomically).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
+        self.save_as(path.as_ref(), Durable::No)
+    }
+
+    /// [`Ivf::save`], on disk (fsync) when this returns.
+    pub(crate) fn save_durably(&self, path: &Path) -> Result<()> {
+        self.save_as(path, Durable::Yes)
+    }
+
+    fn save_as(&self, path: &Path, durable: Durable) -> Result<()> {
         let offsets: Vec<u8> = self
             .offsets
             .iter()
             .flat_map(|&o| (o as i64).to_le_bytes())
             .collect();
-        let docs: Vec<u8> = self.docs.iter().flat_map(|d| d.to_le_bytes()).collect();
+        // The documents as they lie in memory where that is little-endian (no copy).
+        #[cfg(target_endian = "little")]
+        let docs: &[u8] = bytemuck::cast_slice(&self.docs);
+        #[cfg(target_endian = "big")]
+        let docs: &[u8] = &self
+            .docs
+            .iter()
+            .flat_map(|d| d.to_le_bytes())
+            .collect::<Vec<u8>>();
         fn view<'d>(
             path: &Path,
             dtype: StDtype,
@@ -185,14 +201,14 @@ impl Ivf {
             ),
             (
                 "docs".to_string(),
-                view(path, StDtype::U32, &docs, self.docs.len())?,
+                view(path, StDtype::U32, docs, self.docs.len())?,
             ),
         ];
         let metadata = HashMap::from([
             (FORMAT.0.to_string(), FORMAT.1.to_string()),
             (VERSION.0.to_string(), VERSION.1.to_string()),
         ]);
-        write_atomically(path, tensors, metadata)
+        write_atomically(path, tensors, metadata, durable)
     }
 
     /// Read and check the IVF at `path` of an index with `num_centroids` centroids and
