@@ -15,37 +15,13 @@ import random
 import re
 import shutil
 
-from index_peers import du, read_run, recall, run
+from index_peers import du, index_search, read_run, recall, run
 
 
 def search(a, w, index, label, flags, batch):
     out = w / f"compact_{label}_b{batch}.trec"
-    r, _ = run(
-        [
-            a.bin,
-            "index",
-            "search",
-            "--index",
-            index,
-            "--queries",
-            w / "queries.safetensors",
-            "-k",
-            "10",
-            "--device",
-            "cuda",
-            "--batch",
-            str(batch),
-            "--rerank-k",
-            "0",
-            *flags,
-            "--out",
-            out,
-        ],
-        w / f"compact_{label}_b{batch}.log",
-    )
-    qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
-    p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
-    p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
+    log = w / f"compact_{label}_b{batch}.log"
+    _, qps, p50, p99 = index_search(a, index, w / "queries.safetensors", batch, ["--rerank-k", "0", *flags], out, log)
     return read_run(out), qps, p50, p99
 
 

@@ -65,9 +65,7 @@ def queries(x, docs, length, n, seed=1):
     which = torch.randint(0, docs, (n,), device="cuda", generator=g)
     pick = torch.randint(0, length, (n, 32), device="cuda", generator=g)
     rows = (which[:, None] * length + pick).reshape(-1)
-    q = x[rows].float() + 0.05 * torch.randn(
-        n * 32, x.shape[1], device="cuda", generator=g
-    )
+    q = x[rows].float() + 0.05 * torch.randn(n * 32, x.shape[1], device="cuda", generator=g)
     return torch.nn.functional.normalize(q, dim=-1).reshape(n, 32, -1)
 
 
@@ -80,17 +78,12 @@ def read_run(path):
 
 
 def recall(got, exact, k=10):
-    return statistics.mean(
-        len(set(got.get(q, [])[:k]) & set(v[:k])) / min(k, len(v))
-        for q, v in exact.items()
-    )
+    return statistics.mean(len(set(got.get(q, [])[:k]) & set(v[:k])) / min(k, len(v)) for q, v in exact.items())
 
 
 def run(cmd, log):
     t = time.time()
-    r = subprocess.run(
-        [str(c) for c in cmd], check=False, capture_output=True, text=True
-    )
+    r = subprocess.run([str(c) for c in cmd], check=False, capture_output=True, text=True)
     secs = time.time() - t
     pathlib.Path(log).write_text(r.stdout[-20000:] + "\n--- stderr\n" + r.stderr)
     if r.returncode != 0:
@@ -146,31 +139,16 @@ def ours_rows(a, w, cpath, qpath, exact, ours, seed, fit):
         for batch in a.batches:
             name = re.sub(r"\W+", "_", label) + f"_b{batch}_{fit}_seed{seed}"
             out = w / f"{name}.trec"
-            r, _ = run(
-                [
-                    a.bin,
-                    "index",
-                    "search",
-                    "--index",
-                    index,
-                    "--queries",
-                    qpath,
-                    "-k",
-                    "10",
-                    "--device",
-                    "cuda",
-                    "--batch",
-                    str(batch),
-                    *(flags if "--rerank" in flags else ["--rerank-k", "0", *flags]),
-                    "--out",
-                    out,
-                ],
+            r, qps, p50, p99 = index_search(
+                a,
+                index,
+                qpath,
+                batch,
+                flags if "--rerank" in flags else ["--rerank-k", "0", *flags],
+                out,
                 w / f"{name}.log",
             )
             notice = [line for line in r.stderr.splitlines() if line.startswith("notice")]
-            qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
-            p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
-            p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
             rows.append(
                 (
                     f"tilemaxsim {label}{tag}",
@@ -187,6 +165,36 @@ def ours_rows(a, w, cpath, qpath, exact, ours, seed, fit):
             )
             emit(rows[-1])
     return rows
+
+
+def index_search(a, index, qpath, batch, flags, out, log):
+    """`tilemaxsim index search` on the GPU, top-10 of each query to `out`: the run's result,
+    and its queries/s, p50 and p99 (ms a call)."""
+    r, _ = run(
+        [
+            a.bin,
+            "index",
+            "search",
+            "--index",
+            index,
+            "--queries",
+            qpath,
+            "-k",
+            "10",
+            "--device",
+            "cuda",
+            "--batch",
+            str(batch),
+            *flags,
+            "--out",
+            out,
+        ],
+        log,
+    )
+    qps = float(re.search(r"([\d.]+) queries/s", r.stderr).group(1))
+    p50 = float(re.search(r"p50 ([\d.]+) ms", r.stderr).group(1))
+    p99 = float(re.search(r"p99 ([\d.]+) ms", r.stderr).group(1))
+    return r, qps, p50, p99
 
 
 def peer_rows(a, w, x, q, exact, seed):
@@ -327,7 +335,9 @@ def main():
     )
     p.add_argument("--batches", default="1,32", help="search batch sizes (comma-separated)")
     p.add_argument("--xtr", action="store_true", help="also xtr-warp-rs 2.1.0 (create nbits=2, its search defaults)")
-    p.add_argument("--xtr-nprobe", default="", help="with --xtr, also these nprobe (comma-separated), no centroid-score threshold")
+    p.add_argument(
+        "--xtr-nprobe", default="", help="with --xtr, also these nprobe (comma-separated), no centroid-score threshold"
+    )
     p.add_argument("--only", help="our searches whose label contains one of these (comma-separated)")
     p.add_argument(
         "--devices",

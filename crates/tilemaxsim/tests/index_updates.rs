@@ -82,11 +82,12 @@ fn survivors(index: &Index) -> (CompressedCorpus, Corpus, Vec<usize>) {
 
 /// The top-k of a rebuild: `corpus` scored exhaustively, its hits renumbered through `live`.
 fn rebuilt(corpus: &dyn AnyCorpus, live: &[usize], qs: &[Matrix<'_>], k: usize) -> Vec<Vec<Hit>> {
-    let scorer = CpuScorer::new();
-    scorer
-        .top_k_batch(qs, corpus, k)
-        .unwrap()
-        .into_iter()
+    renumbered(CpuScorer::new().top_k_batch(qs, corpus, k).unwrap(), live)
+}
+
+/// Hits of an index whose document i is document `live[i]` of another, renumbered.
+fn renumbered(hits: Vec<Vec<Hit>>, live: &[usize]) -> Vec<Vec<Hit>> {
+    hits.into_iter()
         .map(|row| {
             row.into_iter()
                 .map(|h| Hit {
@@ -196,20 +197,6 @@ fn random_adds_and_deletes_search_as_a_rebuild() {
             );
         }
     }
-}
-
-/// Hits of an index whose document i is document `live[i]` of another, renumbered.
-fn renumbered(hits: Vec<Vec<Hit>>, live: &[usize]) -> Vec<Vec<Hit>> {
-    hits.into_iter()
-        .map(|row| {
-            row.into_iter()
-                .map(|h| Hit {
-                    doc: live[h.doc],
-                    ..h
-                })
-                .collect()
-        })
-        .collect()
 }
 
 #[test]
