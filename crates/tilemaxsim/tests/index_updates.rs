@@ -80,6 +80,21 @@ fn survivors(index: &Index) -> (CompressedCorpus, Corpus, Vec<usize>) {
     (c, e, live)
 }
 
+/// f32 queries of `sizes` tokens (d = DIM).
+fn queries(r: &mut rand::rngs::StdRng, sizes: &[usize]) -> Vec<OwnedElements> {
+    sizes
+        .iter()
+        .map(|&nq| random_query(r, nq, DIM, DType::F32, 1.0))
+        .collect()
+}
+
+fn views(owned: &[OwnedElements]) -> Vec<Matrix<'_>> {
+    owned
+        .iter()
+        .map(|q| Matrix::new(q.as_elements(), DIM).unwrap())
+        .collect()
+}
+
 /// The top-k of a rebuild: `corpus` scored exhaustively, its hits renumbered through `live`.
 fn rebuilt(corpus: &dyn AnyCorpus, live: &[usize], qs: &[Matrix<'_>], k: usize) -> Vec<Vec<Hit>> {
     renumbered(CpuScorer::new().top_k_batch(qs, corpus, k).unwrap(), live)
@@ -153,14 +168,8 @@ fn random_adds_and_deletes_search_as_a_rebuild() {
             (index.len(), index.deleted())
         );
         let (codes, exact, live) = survivors(&reopened);
-        let owned: Vec<OwnedElements> = [1usize, 7, 32]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, DIM, DType::F32, 1.0))
-            .collect();
-        let qs: Vec<Matrix<'_>> = owned
-            .iter()
-            .map(|q| Matrix::new(q.as_elements(), DIM).unwrap())
-            .collect();
+        let owned = queries(&mut r, &[1, 7, 32]);
+        let qs = views(&owned);
         for k in [1, 10, live.len() + 5] {
             let on_codes = rebuilt(&codes, &live, &qs, k);
             let full = IndexSearch {
@@ -245,14 +254,8 @@ fn compaction_keeps_every_live_document_its_id_and_its_scores() {
         assert_eq!(e.tokens().to_f32_vec(), exact.tokens().to_f32_vec());
         assert_eq!(e.offsets(), exact.offsets());
         // Every search mode finds what the live index finds, scored alike.
-        let owned: Vec<OwnedElements> = [1usize, 9]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, DIM, DType::F32, 1.0))
-            .collect();
-        let qs: Vec<Matrix<'_>> = owned
-            .iter()
-            .map(|q| Matrix::new(q.as_elements(), DIM).unwrap())
-            .collect();
+        let owned = queries(&mut r, &[1, 9]);
+        let qs = views(&owned);
         for k in [1, 10, live.len() + 3] {
             for how in [
                 IndexSearch {
