@@ -296,6 +296,32 @@ fn compaction_keeps_every_live_document_its_id_and_its_scores() {
 }
 
 #[test]
+fn compaction_of_an_index_without_ids_names_documents_by_their_new_numbers() {
+    // No ids anywhere: the compacted index has none either (old numbers as ids would collide
+    // with the numbers of later adds), and it compacts again after an add.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let corpus = build_index(&path, 20, 4);
+    let mut index = Index::open(&path).unwrap();
+    index.delete(&[0, 5]).unwrap();
+    index.compact(dir.path().join("a")).unwrap();
+    let mut a = Index::open(dir.path().join("a")).unwrap();
+    assert!(a.codes().doc_ids().is_none());
+    assert_eq!((a.doc_id(0), a.doc_id(17)), ("0".into(), "17".into()));
+    let doc = Corpus::from_lengths(
+        OwnedElements::from_f32(&one(&corpus, 3), DType::F16),
+        DIM,
+        &[corpus.doc_len(3)],
+    )
+    .unwrap();
+    assert_eq!(a.add(&doc).unwrap(), 18..19);
+    let report = a.compact(dir.path().join("b")).unwrap();
+    assert_eq!((report.documents, report.removed), (19, 0));
+    let b = Index::open(dir.path().join("b")).unwrap();
+    assert_eq!(b.doc_id(18), "18");
+}
+
+#[test]
 fn compaction_refusals_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");

@@ -158,7 +158,8 @@ class Index:
     def compact(self, index):
         """Write the live documents as a new index directory at `index` (new or empty) and open
         it: deleted documents left out, added ones merged into the build, numbered from 0 again
-        (each keeps its id: `doc_ids`), the codes copied, so every document scores as before.
+        (each keeps its id where the index has ids: `doc_ids`), the codes copied, so every
+        document scores as before.
         This index is left as it is. Refused when every document is deleted or two live ones
         share an id."""
         if self._native is None:

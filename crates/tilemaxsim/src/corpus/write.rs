@@ -4,7 +4,9 @@
 //! (its header, its order of tensors: dtype alignment descending, then name), but the tensors'
 //! bytes are written by every core, pieces at their offsets, where safetensors writes them one
 //! after the other from one thread: a 3 GB codes file or a 20 GB exact corpus is written at the
-//! page cache's speed, not one core's copy speed. A durable write ([`Durable::Yes`], an index
+//! page cache's speed, not one core's copy speed. A tensor may also be given in parts, one after
+//! another ([`write_parts_atomically`]: a compaction writes the live documents' rows straight
+//! from the files they lie in, never gathered in memory). A durable write ([`Durable::Yes`], an index
 //! build's files) also starts each piece's write-back to disk as soon as it is written and
 //! flushes the file (fsync) before the rename, so the disk works while the rest is written.
 
@@ -12,7 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
-use safetensors::tensor::{Metadata, TensorInfo, TensorView};
+use safetensors::tensor::{Dtype, Metadata, TensorInfo, TensorView};
 
 use crate::error::{Error, Result};
 
@@ -26,6 +28,19 @@ pub(crate) enum Durable {
     Yes,
 }
 
+/// A tensor to write: its dtype, shape and bytes, the concatenation of `parts`.
+pub(crate) struct Parts<'a> {
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    pub parts: Vec<&'a [u8]>,
+}
+
+impl Parts<'_> {
+    fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+}
+
 /// Write `tensors` and `metadata` as a safetensors file at `path`, atomically (see the module).
 pub(crate) fn write_atomically(
     path: &Path,
@@ -33,6 +48,41 @@ pub(crate) fn write_atomically(
     metadata: HashMap<String, String>,
     durable: Durable,
 ) -> Result<()> {
+    let tensors = tensors
+        .iter()
+        .map(|(name, t)| {
+            let parts = Parts {
+                dtype: t.dtype(),
+                shape: t.shape().to_vec(),
+                parts: vec![t.data()],
+            };
+            (name.clone(), parts)
+        })
+        .collect();
+    write_parts_atomically(path, tensors, metadata, durable)
+}
+
+/// [`write_atomically`] of tensors given in parts; each tensor's bytes must fill its shape.
+pub(crate) fn write_parts_atomically(
+    path: &Path,
+    tensors: Vec<(String, Parts<'_>)>,
+    metadata: HashMap<String, String>,
+    durable: Durable,
+) -> Result<()> {
+    for (name, t) in &tensors {
+        let want = t.shape.iter().product::<usize>() * t.dtype.bitsize() / 8;
+        if t.len() != want {
+            return Err(Error::format(
+                path,
+                format!(
+                    "cannot write: tensor `{name}` of shape {:?} {:?} needs {want} bytes, has {}",
+                    t.shape,
+                    t.dtype,
+                    t.len()
+                ),
+            ));
+        }
+    }
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -51,21 +101,21 @@ pub(crate) fn write_atomically(
 /// The file's bytes at `path`: the header first, then each tensor's pieces, in parallel.
 fn write_file(
     path: &Path,
-    mut tensors: Vec<(String, TensorView<'_>)>,
+    mut tensors: Vec<(String, Parts<'_>)>,
     metadata: HashMap<String, String>,
     durable: Durable,
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
     // safetensors' `prepare`: the order, the offsets, the header padded to 8 bytes.
-    tensors.sort_by(|(ln, l), (rn, r)| r.dtype().cmp(&l.dtype()).then(ln.cmp(rn)));
+    tensors.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
     let mut infos = Vec::with_capacity(tensors.len());
     let mut end = 0usize;
     for (name, t) in &tensors {
-        let n = t.data().len();
+        let n = t.len();
         infos.push((
             name.clone(),
             TensorInfo {
-                dtype: t.dtype(),
-                shape: t.shape().to_vec(),
+                dtype: t.dtype,
+                shape: t.shape.clone(),
                 data_offsets: (end, end + n),
             },
         ));
@@ -80,7 +130,7 @@ fn write_file(
     let mut pieces: Vec<(usize, &[u8])> = vec![(0, &len), (8, &header)];
     let mut at = base;
     for (_, t) in &tensors {
-        for piece in t.data().chunks(PIECE) {
+        for piece in t.parts.iter().flat_map(|p| p.chunks(PIECE)) {
             pieces.push((at, piece));
             at += piece.len();
         }
@@ -181,6 +231,49 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), want, "{durable:?}");
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         }
+    }
+
+    #[test]
+    fn a_tensor_in_parts_is_the_tensor_whole() {
+        let data: Vec<u8> = (0..PIECE + 1000).map(|i| (i % 253) as u8).collect();
+        let whole = TensorView::new(Dtype::U8, vec![data.len()], &data).unwrap();
+        let want =
+            safetensors::serialize(vec![("x".to_string(), whole)], Some(HashMap::new())).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.safetensors");
+        // Uneven parts, an empty one, one longer than a piece.
+        let parts = vec![
+            &data[..7],
+            &data[7..7],
+            &data[7..PIECE + 9],
+            &data[PIECE + 9..],
+        ];
+        let t = Parts {
+            dtype: Dtype::U8,
+            shape: vec![data.len()],
+            parts,
+        };
+        write_parts_atomically(&path, vec![("x".into(), t)], HashMap::new(), Durable::No).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        // Parts that do not fill the shape: refused, nothing written.
+        let short = Parts {
+            dtype: Dtype::F32,
+            shape: vec![3],
+            parts: vec![&data[..8]],
+        };
+        let other = dir.path().join("q.safetensors");
+        let err = write_parts_atomically(
+            &other,
+            vec![("y".into(), short)],
+            HashMap::new(),
+            Durable::No,
+        );
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("needs 12 bytes, has 8")
+        );
+        assert!(!other.exists());
     }
 
     #[test]

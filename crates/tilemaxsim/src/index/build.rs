@@ -197,18 +197,32 @@ fn prepare_dir(dir: &Path) -> Result<()> {
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            // The new directory's own name on disk, as its files will be.
+            match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => sync_dir(parent),
+                None => sync_dir(Path::new(".")),
+            }
         }
         Err(e) => Err(Error::io(dir, e)),
     }
 }
 
-/// Flush the directory `dir` (its entries: the names of the files renamed into it) to disk.
+/// Flush the directory `dir` (its entries: the names of the files renamed into it) to disk,
+/// where the file system can (some refuse to sync a directory: EINVAL, ENOTSUP).
 fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
-    std::fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(dir, e))?;
+    match std::fs::File::open(dir).and_then(|f| f.sync_all()) {
+        Err(e)
+            if !matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
+            ) =>
+        {
+            return Err(Error::io(dir, e));
+        }
+        _ => {}
+    }
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())

@@ -1,7 +1,9 @@
 //! Compacting an index into a new directory: the documents that are not deleted (the build's,
-//! then the added ones, in number order) written as the build of a new index, numbered from 0,
-//! each under the id it had (a document that had none keeps its old number as its id, so hits
-//! name the same documents before and after). The codec and centroids are kept and the codes
+//! then the added ones, in number order) written as the build of a new index, numbered from 0.
+//! Where the index has ids (the build's, or an add's), each document keeps the id it had (one
+//! that had none keeps its old number as its id), so hits name the same documents before and
+//! after; an index without any ids stays without, its documents named by their new numbers
+//! (old numbers as ids would collide with the numbers of later adds). The codec and centroids are kept and the codes
 //! copied, never re-encoded: every document scores exactly as before. The IVF is built afresh
 //! and the new index has no log, so its searches no longer skip deleted documents or search
 //! the added ones as a segment of their own.
@@ -47,9 +49,11 @@ impl Index {
                 self.dir.display()
             )));
         }
-        let names: Vec<String> = live.iter().map(|&j| self.doc_id(j)).collect();
-        let mut seen = HashMap::with_capacity(names.len());
-        for (name, &j) in names.iter().zip(&live) {
+        // Ids where the index has any (see the module's text).
+        let names: Option<Vec<String>> = (self.codes.doc_ids().is_some() || self.updates.any_ids)
+            .then(|| live.iter().map(|&j| self.doc_id(j)).collect());
+        let mut seen = HashMap::with_capacity(live.len());
+        for (name, &j) in names.iter().flatten().zip(&live) {
             if let Some(first) = seen.insert(name.as_str(), j) {
                 return Err(Error::Argument(format!(
                     "documents {first} and {j} both carry the id {name:?}; delete one of them \
@@ -71,7 +75,10 @@ impl Index {
         if let Some(a) = added.filter(|_| !added_live.is_empty()) {
             parts.push(a.codes.gather(&added_live)?);
         }
-        let codes = concat_codes(&parts)?.with_doc_ids(names.clone())?;
+        let mut codes = concat_codes(&parts)?;
+        if let Some(ids) = &names {
+            codes = codes.with_doc_ids(ids.clone())?;
+        }
         let exact = match &self.exact {
             None => None,
             Some(base) => {
@@ -82,7 +89,11 @@ impl Index {
                     })?;
                     pieces.push((e, &added_live));
                 }
-                Some(gather_exact(&pieces)?.with_doc_ids(names)?)
+                let e = gather_exact(&pieces)?;
+                Some(match names {
+                    Some(ids) => e.with_doc_ids(ids)?,
+                    None => e,
+                })
             }
         };
         let options = BuildOptions {

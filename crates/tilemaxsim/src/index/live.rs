@@ -3,8 +3,9 @@
 //! stage), deleted documents dropped, the two top-k merged. Each segment is asked for its k best
 //! live documents: first for k grown by its share of deleted documents (and a margin), then for
 //! four times as many while a query's hits hold fewer than k live ones though the segment gave
-//! all that was asked. A segment's ranking does not depend on how many it is asked for, so its
-//! live top-k is whole once found, and a document of the global top-k is in its segment's.
+//! all that was asked. Exhaustively a segment's top-k' is the head of its whole ranking, so its
+//! live top-k is exact once found; an IVF rescores max(ndocs, k') candidates, so a larger ask
+//! can only add candidates. A document of the global top-k is in its segment's.
 
 use crate::error::Result;
 use crate::matrix::Matrix;

@@ -43,6 +43,8 @@ pub(crate) struct Updates {
     pub added: Option<Added>,
     /// Each added document's id: the one given, or its number.
     pub doc_ids: Vec<String>,
+    /// Whether some add gave its documents ids (the others are named by their numbers).
+    pub any_ids: bool,
     /// Deleted document numbers (of the build's and the added ones), `deleted[j]`.
     pub deleted: Vec<bool>,
     /// Bytes of the log read and applied (the next record starts here).
@@ -68,6 +70,7 @@ struct AddPayload<'a> {
     /// `[T, d]` in the index's exact dtype, little-endian.
     exact: Option<&'a [u8]>,
     doc_ids: Vec<String>,
+    has_ids: bool,
 }
 
 /// The shape of the index the log belongs to, which every record must fit.
@@ -215,6 +218,7 @@ impl Updates {
             }
         }
         self.doc_ids.extend(add.doc_ids);
+        self.any_ids |= add.has_ids;
         self.deleted.resize(self.total(shape.base_docs), false);
         Ok(())
     }
@@ -293,6 +297,7 @@ impl Updates {
             codes,
             exact,
             doc_ids,
+            has_ids,
         })
     }
 

@@ -21,8 +21,8 @@ pub enum IndexCommand {
     /// Delete documents by number, on disk when this returns.
     Delete(Box<update::DeleteArgs>),
     /// Write the live documents as a new index directory: deleted ones left out, added ones
-    /// merged into the build, numbered from 0 again under their ids (codes copied, not
-    /// re-encoded: the same scores).
+    /// merged into the build, numbered from 0 again, ids kept where the index has them (codes
+    /// copied, not re-encoded: the same scores).
     Compact(Box<update::CompactArgs>),
 }
 

@@ -83,7 +83,7 @@ pub fn compact(a: CompactArgs) -> Result<()> {
     let r = index.compact(&a.out).context("cannot compact the index")?;
     println!(
         "compacted {} into {}: {} documents ({} tokens), {} deleted left out, in {:.2} s; \
-         documents are numbered from 0 again and keep their ids",
+         documents are numbered from 0 again (ids kept where the index has them)",
         a.index.display(),
         a.out.display(),
         r.documents,
