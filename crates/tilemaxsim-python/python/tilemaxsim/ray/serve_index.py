@@ -27,6 +27,7 @@ as do another process's updates. Bad input is 400, a replica that does not answe
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import ray
@@ -47,6 +48,7 @@ class _ServeIndex:
             raise self.replica.error
         self.options = dict(options)
         self._ids = None
+        self._ids_lock = threading.RLock()  # requests may run on several threads of the replica
         # id -> document numbers, extended as documents are added (not rebuilt per delete).
         self._by_id, self._by_id_upto = {}, 0
 
@@ -57,12 +59,13 @@ class _ServeIndex:
     def _names(self):
         """Every document number's id: read whole once, then only the added documents' ids."""
         index = self.replica.index
-        n = len(index)
-        if self._ids is None:
-            self._ids = index.doc_ids
-        elif len(self._ids) < n and index._native is not None:
-            self._ids.extend(index._native.ids(len(self._ids), n))
-        return self._ids
+        with self._ids_lock:
+            n = len(index)
+            if self._ids is None:
+                self._ids = index.doc_ids
+            elif len(self._ids) < n and index._native is not None:
+                self._ids.extend(index._native.ids(len(self._ids), n))
+            return self._ids
 
     def search(self, queries, k):
         """Per query, its hits as `(id, number, score)`, best first."""
@@ -88,9 +91,10 @@ class _ServeIndex:
         n = len(index)
         if ids is not None:
             names = self._names()
-            for j in range(self._by_id_upto, n):
-                self._by_id.setdefault(names[j] if names else str(j), []).append(j)
-            self._by_id_upto = n
+            with self._ids_lock:
+                for j in range(self._by_id_upto, n):
+                    self._by_id.setdefault(names[j] if names else str(j), []).append(j)
+                self._by_id_upto = max(self._by_id_upto, n)
             missing = [i for i in ids if i not in self._by_id]
             if missing:
                 raise BadRequest(f"no document has the id {missing[0]!r}")
