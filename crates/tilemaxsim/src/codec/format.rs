@@ -28,7 +28,7 @@ use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
 use crate::corpus::format::{
-    DOC_IDS, Durable, Layout, OFFSETS, map_file, parse, read_layout, write_atomically,
+    DOC_IDS, Durable, Layout, OFFSETS, Parts, map_file, parse, read_layout, write_parts_atomically,
 };
 use crate::corpus::{FiniteCheck, OpenOptions};
 use crate::error::{Error, Result};
@@ -318,23 +318,6 @@ fn le_bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
 }
 
 fn save(c: &CompressedCorpus, path: &Path, durable: Durable) -> Result<()> {
-    let d = c.dim;
-    let t = c.num_tokens();
-    fn view<'a>(
-        path: &Path,
-        dt: StDtype,
-        shape: Vec<usize>,
-        bytes: &'a [u8],
-    ) -> Result<TensorView<'a>> {
-        TensorView::new(dt, shape, bytes)
-            .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
-    }
-    let off: Vec<u8> = c
-        .offsets
-        .iter()
-        .flat_map(|&o| (o as i64).to_le_bytes())
-        .collect();
-    let ids = c.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
     // The per-token words (a word a token: the largest array after the codes) as they lie on
     // a little-endian machine, converted elsewhere.
     let aux_bytes: std::borrow::Cow<'_, [u8]> = match c.aux() {
@@ -346,13 +329,56 @@ fn save(c: &CompressedCorpus, path: &Path, durable: Durable) -> Result<()> {
             .into(),
         None => Vec::new().into(),
     };
+    let file = FileParts {
+        codec: &c.codec,
+        dim: c.dim,
+        offsets: &c.offsets,
+        doc_ids: c.doc_ids.as_deref(),
+        rerank_k: c.rerank_k,
+        fp8_scanned: c.finite == FiniteCheck::Scanned,
+        codes: vec![c.codes()],
+        aux: vec![&aux_bytes],
+    };
+    write_parts(&file, path, durable)
+}
+
+/// What a compressed corpus file holds, its codes and per-token words (little-endian) in parts,
+/// one after another: a corpus in memory, or the live documents of an index's files (a
+/// compaction, which writes them from where they lie).
+pub(crate) struct FileParts<'a> {
+    pub codec: &'a Codec,
+    pub dim: usize,
+    pub offsets: &'a [usize],
+    pub doc_ids: Option<&'a [String]>,
+    pub rerank_k: Option<usize>,
+    /// fp8: the codes were scanned for NaN encodings.
+    pub fp8_scanned: bool,
+    pub codes: Vec<&'a [u8]>,
+    pub aux: Vec<&'a [u8]>,
+}
+
+/// Write `file` at `path` (atomically) in the format [`CompressedCorpus::open`] reads.
+pub(crate) fn write_parts(file: &FileParts<'_>, path: &Path, durable: Durable) -> Result<()> {
+    let (c, d) = (file, file.dim);
+    let t = *c.offsets.last().unwrap_or(&0);
+    let whole = |dtype, shape, bytes| Parts {
+        dtype,
+        shape,
+        parts: vec![bytes],
+    };
+    let off: Vec<u8> = c
+        .offsets
+        .iter()
+        .flat_map(|&o| (o as i64).to_le_bytes())
+        .collect();
+    let ids = c.doc_ids.map(|ids| ids.join("\n").into_bytes());
     let mut meta: HashMap<String, String> = [FORMAT, VERSION]
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     meta.insert("codec".into(), c.codec.name().into());
     meta.insert("dim".into(), d.to_string());
-    let params: Vec<(String, StDtype, Vec<usize>, Vec<u8>)> = match &c.codec {
+    let params: Vec<(String, StDtype, Vec<usize>, Vec<u8>)> = match c.codec {
         Codec::Residual(r) => {
             meta.insert("nbits".into(), r.nbits().to_string());
             vec![
@@ -390,50 +416,48 @@ fn save(c: &CompressedCorpus, path: &Path, durable: Durable) -> Result<()> {
     if let Some(k) = c.rerank_k {
         meta.insert(RERANK_K.into(), k.to_string());
     }
-    if matches!(c.codec, Codec::Fp8) && c.finite == FiniteCheck::Scanned {
+    if matches!(c.codec, Codec::Fp8) && c.fp8_scanned {
         meta.insert(VALUES_FINITE.0.into(), VALUES_FINITE.1.into());
     }
     let rb = c.codec.row_bytes(d);
+    let codes = |dtype, shape| Parts {
+        dtype,
+        shape,
+        parts: c.codes.clone(),
+    };
+    let aux = |dtype| Parts {
+        dtype,
+        shape: vec![t],
+        parts: c.aux.clone(),
+    };
     let mut tensors = vec![(
         OFFSETS.to_string(),
-        view(path, StDtype::I64, vec![c.offsets.len()], &off)?,
+        whole(StDtype::I64, vec![c.offsets.len()], &off),
     )];
     for (name, dt, shape, bytes) in &params {
-        tensors.push((name.clone(), view(path, *dt, shape.clone(), bytes)?));
+        tensors.push((name.clone(), whole(*dt, shape.clone(), bytes)));
     }
-    match &c.codec {
+    match c.codec {
         Codec::Residual(_) => {
-            tensors.push((
-                "codes".into(),
-                view(path, StDtype::I32, vec![t], &aux_bytes)?,
-            ));
-            tensors.push((
-                "residuals".into(),
-                view(path, StDtype::U8, vec![t, rb], c.codes())?,
-            ));
+            tensors.push(("codes".into(), aux(StDtype::I32)));
+            tensors.push(("residuals".into(), codes(StDtype::U8, vec![t, rb])));
         }
-        Codec::Pq(_) => tensors.push((
-            "codes".into(),
-            view(path, StDtype::U8, vec![t, rb], c.codes())?,
-        )),
+        Codec::Pq(_) => tensors.push(("codes".into(), codes(StDtype::U8, vec![t, rb]))),
         Codec::Int8 | Codec::Fp8 => {
             let dt = if matches!(c.codec, Codec::Int8) {
                 StDtype::I8
             } else {
                 StDtype::F8_E4M3
             };
-            tensors.push(("codes".into(), view(path, dt, vec![t, d], c.codes())?));
-            tensors.push((
-                "scales".into(),
-                view(path, StDtype::F32, vec![t], &aux_bytes)?,
-            ));
+            tensors.push(("codes".into(), codes(dt, vec![t, d])));
+            tensors.push(("scales".into(), aux(StDtype::F32)));
         }
     }
     if let Some(ids) = &ids {
         tensors.push((
             DOC_IDS.to_string(),
-            view(path, StDtype::U8, vec![ids.len()], ids)?,
+            whole(StDtype::U8, vec![ids.len()], ids),
         ));
     }
-    write_atomically(path, tensors, meta, durable)
+    write_parts_atomically(path, tensors, meta, durable)
 }

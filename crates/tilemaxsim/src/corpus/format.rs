@@ -19,7 +19,7 @@ use memmap2::Mmap;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-pub(crate) use super::write::{Durable, write_atomically};
+pub(crate) use super::write::{Durable, Parts, write_atomically, write_parts_atomically};
 use super::{Corpus, FiniteCheck, FiniteState, Storage, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, OwnedElements};
@@ -328,37 +328,68 @@ fn open_structure(path: &Path) -> Result<Corpus> {
 }
 
 fn save(c: &Corpus, path: &Path, durable: Durable) -> Result<()> {
-    let tokens = c.tokens();
-    let emb_bytes = tokens.elements().as_bytes();
-    let off_bytes: Vec<u8> = c
+    let file = ExactParts {
+        dtype: c.dtype(),
+        dim: c.dim,
+        offsets: &c.offsets,
+        doc_ids: c.doc_ids.as_deref(),
+        scanned: c.finite_check() == FiniteCheck::Scanned,
+        tokens: vec![c.tokens().elements().as_bytes()],
+    };
+    write_exact_parts(&file, path, durable)
+}
+
+/// What an exact corpus file holds, its tokens (rows of the dtype, little-endian) in parts, one
+/// after another: a corpus in memory, or the live documents of an index's files (a compaction).
+pub(crate) struct ExactParts<'a> {
+    pub dtype: DType,
+    pub dim: usize,
+    pub offsets: &'a [usize],
+    pub doc_ids: Option<&'a [String]>,
+    /// The values were scanned and are finite (recorded in the file).
+    pub scanned: bool,
+    pub tokens: Vec<&'a [u8]>,
+}
+
+/// Write `file` at `path` (atomically) in the format [`Corpus::open`] reads.
+pub(crate) fn write_exact_parts(
+    file: &ExactParts<'_>,
+    path: &Path,
+    durable: Durable,
+) -> Result<()> {
+    let rows = *file.offsets.last().unwrap_or(&0);
+    let off_bytes: Vec<u8> = file
         .offsets
         .iter()
         .flat_map(|&o| (o as i64).to_le_bytes())
         .collect();
-    let ids_bytes = c.doc_ids.as_ref().map(|ids| ids.join("\n").into_bytes());
-
-    let view = |dt, shape: Vec<usize>, bytes| {
-        TensorView::new(dt, shape, bytes)
-            .map_err(|e| Error::format(path, format!("cannot encode: {e}")))
-    };
+    let ids_bytes = file.doc_ids.map(|ids| ids.join("\n").into_bytes());
     let mut tensors = vec![
         (
             EMBEDDINGS.to_string(),
-            view(
-                to_st_dtype(c.dtype()),
-                vec![tokens.rows(), c.dim],
-                emb_bytes,
-            )?,
+            Parts {
+                dtype: to_st_dtype(file.dtype),
+                shape: vec![rows, file.dim],
+                parts: file.tokens.clone(),
+            },
         ),
         (
             OFFSETS.to_string(),
-            view(StDtype::I64, vec![c.offsets.len()], &off_bytes)?,
+            Parts {
+                dtype: StDtype::I64,
+                shape: vec![file.offsets.len()],
+                parts: vec![&off_bytes],
+            },
         ),
     ];
     if let Some(ids) = &ids_bytes {
         tensors.push((
             DOC_IDS.to_string(),
-            view(StDtype::U8, vec![ids.len()], ids)?,
+            Parts {
+                dtype: StDtype::U8,
+                shape: vec![ids.len()],
+                parts: vec![ids],
+            },
         ));
     }
     let mut metadata: HashMap<String, String> = [FORMAT, VERSION]
@@ -366,10 +397,10 @@ fn save(c: &Corpus, path: &Path, durable: Durable) -> Result<()> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     // Only a scan of these very values may be recorded: not a flag read from another file.
-    if c.finite_check() == FiniteCheck::Scanned {
+    if file.scanned {
         metadata.insert(VALUES_FINITE.0.to_string(), VALUES_FINITE.1.to_string());
     }
-    write_atomically(path, tensors, metadata, durable)
+    write_parts_atomically(path, tensors, metadata, durable)
 }
 
 /// Copy little-endian bytes into an owned, aligned vector of `dtype`.
