@@ -14,14 +14,14 @@
 
 #[cfg(test)]
 mod append_tests;
-mod format;
+pub(crate) mod format;
 mod fp8;
 mod int8;
 pub(crate) mod kmeans;
 pub mod plaid;
 pub(crate) mod pq;
 pub(crate) mod residual;
-pub(crate) mod subset;
+mod subset;
 mod torch_pt;
 
 pub use format::is_compressed_file;

@@ -92,7 +92,7 @@ impl CompressedCorpus {
 
 /// The rows (`width` elements a token) of documents `docs` of `src` (token offsets `from`),
 /// one after another (`to`: the result's offsets), copied in parallel.
-pub(crate) fn gather_rows<T: Copy + Default + Send + Sync>(
+fn gather_rows<T: Copy + Default + Send + Sync>(
     src: &[T],
     width: usize,
     from: &[usize],

@@ -153,8 +153,6 @@ pub fn build(
     });
     let (ivf, ivf_s) = built?;
     saved?;
-    // The files' names on disk before the manifest that names them, then the manifest's.
-    sync_dir(dir)?;
     let manifest = Manifest {
         documents: codes.len(),
         tokens: codes.num_tokens(),
@@ -166,8 +164,7 @@ pub fn build(
         exact: exact.map(|_| EXACT.into()),
         defaults: options.defaults,
     };
-    write_manifest(dir, &manifest)?;
-    sync_dir(dir)?;
+    finish(dir, &manifest)?;
     Ok(BuildReport {
         compressed_on,
         compress_s,
@@ -179,8 +176,16 @@ pub fn build(
     })
 }
 
+/// The last step of writing an index in `dir`, its files written and on disk: their names on
+/// disk, then the manifest that names them, then its name.
+pub(super) fn finish(dir: &Path, manifest: &Manifest) -> Result<()> {
+    sync_dir(dir)?;
+    write_manifest(dir, manifest)?;
+    sync_dir(dir)
+}
+
 /// Create `dir`, or check that it is an empty directory.
-fn prepare_dir(dir: &Path) -> Result<()> {
+pub(super) fn prepare_dir(dir: &Path) -> Result<()> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {

@@ -3,10 +3,15 @@
 //! Where the index has ids (the build's, or an add's), each document keeps the id it had (one
 //! that had none keeps its old number as its id), so hits name the same documents before and
 //! after; an index without any ids stays without, its documents named by their new numbers
-//! (old numbers as ids would collide with the numbers of later adds). The codec and centroids are kept and the codes
-//! copied, never re-encoded: every document scores exactly as before. The IVF is built afresh
-//! and the new index has no log, so its searches no longer skip deleted documents or search
-//! the added ones as a segment of their own.
+//! (old numbers as ids would collide with the numbers of later adds).
+//!
+//! The codec and centroids are kept and the codes copied, never re-encoded: every document
+//! scores exactly as before. The codes and exact tokens are written from where they lie (the
+//! build's memory-mapped files, the added segment in memory), runs of consecutive live
+//! documents at a time, each file on disk before the manifest names it; only the centroid ids
+//! (4 bytes a token, for the IVF, built afresh) and the offsets are gathered. The new index has
+//! no log, so its searches no longer skip deleted documents or search the added ones as a
+//! segment of their own.
 //!
 //! The writer's lock is held throughout: the new index holds every update acknowledged before
 //! the compaction started, and no other; readers go on meanwhile.
@@ -14,14 +19,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::build::{BuildOptions, Source, build};
-use super::{Index, updates};
-use crate::Device;
-use crate::codec::CompressedCorpus;
-use crate::codec::subset::gather_rows;
+use super::build::{finish, prepare_dir};
+use super::ivf::Ivf;
+use super::{CODES, EXACT, IVF, Index, Manifest, updates};
+use crate::codec::format::{FileParts, write_parts};
+use crate::codec::{Codec, CompressedCorpus};
 use crate::corpus::Corpus;
+use crate::corpus::format::{Durable, ExactParts, write_exact_parts};
 use crate::error::{Error, Result};
-use crate::matrix::{Elements, OwnedElements};
 
 /// What a compaction wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,126 +66,127 @@ impl Index {
                 )));
             }
         }
-        let n = self.codes.len();
-        let split = live.partition_point(|&j| j < n);
-        let (base_live, added_live): (&[usize], Vec<usize>) = (
-            &live[..split],
-            live[split..].iter().map(|&j| j - n).collect(),
-        );
+        let Codec::Residual(r) = self.codes.codec() else {
+            return Err(Error::Argument("an index holds residual codes".into()));
+        };
+        // The live documents as runs of consecutive ones in each segment (the build's, then
+        // the added one), written from where their rows lie.
         let added = self.updates.added.as_ref();
-        let mut parts = Vec::new();
-        if !base_live.is_empty() {
-            parts.push(self.codes.gather(base_live)?);
-        }
-        if let Some(a) = added.filter(|_| !added_live.is_empty()) {
-            parts.push(a.codes.gather(&added_live)?);
-        }
-        let mut codes = concat_codes(&parts)?;
-        if let Some(ids) = &names {
-            codes = codes.with_doc_ids(ids.clone())?;
-        }
-        let exact = match &self.exact {
-            None => None,
-            Some(base) => {
-                let mut pieces = vec![(base, base_live)];
-                if !added_live.is_empty() {
-                    let e = added.and_then(|a| a.exact.as_ref()).ok_or_else(|| {
-                        Error::Argument("the added documents have no exact tokens".into())
-                    })?;
-                    pieces.push((e, &added_live));
-                }
-                let e = gather_exact(&pieces)?;
-                Some(match names {
-                    Some(ids) => e.with_doc_ids(ids)?,
-                    None => e,
-                })
+        let n = self.codes.len();
+        let segments: Vec<(&CompressedCorpus, Option<&Corpus>)> =
+            std::iter::once((&self.codes, self.exact.as_ref()))
+                .chain(added.map(|a| (&a.codes, a.exact.as_ref())))
+                .collect();
+        let runs = runs(&live, n);
+        let (d, rb) = (self.codes.dim(), r.row_bytes());
+        let mut offsets = vec![0usize];
+        let (mut code_parts, mut ids) = (Vec::with_capacity(runs.len()), Vec::new());
+        for &(seg, ref docs) in &runs {
+            let c = segments[seg].0;
+            let o = c.offsets();
+            for j in docs.clone() {
+                offsets.push(offsets[offsets.len() - 1] + c.doc_len(j));
             }
+            let rows = o[docs.start]..o[docs.end];
+            code_parts.push(&c.codes()[rows.start * rb..rows.end * rb]);
+            ids.extend_from_slice(&c.aux().unwrap_or_default()[rows]);
+        }
+        let mut exact_parts = Vec::new();
+        let exact_dtype = self.exact.as_ref().map(Corpus::dtype);
+        if let Some(dtype) = exact_dtype {
+            let row = d * dtype.size();
+            for &(seg, ref docs) in &runs {
+                let e = segments[seg]
+                    .1
+                    .filter(|e| e.dtype() == dtype && e.dim() == d)
+                    .ok_or_else(|| {
+                        Error::Argument(
+                            "the added documents have no exact tokens, or of another dtype".into(),
+                        )
+                    })?;
+                let o = e.offsets();
+                exact_parts.push(
+                    &e.tokens().elements().as_bytes()[o[docs.start] * row..o[docs.end] * row],
+                );
+            }
+        }
+        let tokens = ids.len();
+        #[cfg(target_endian = "little")]
+        let id_bytes: &[u8] = bytemuck::cast_slice(&ids);
+        #[cfg(target_endian = "big")]
+        let id_bytes: &[u8] = &ids
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>();
+        let out = out.as_ref();
+        prepare_dir(out)?;
+        let codes_file = FileParts {
+            codec: self.codes.codec(),
+            dim: d,
+            offsets: &offsets,
+            doc_ids: names.as_deref(),
+            rerank_k: None,
+            fp8_scanned: false,
+            codes: code_parts,
+            aux: vec![id_bytes],
         };
-        let options = BuildOptions {
-            device: Device::Cpu,
-            keep_exact: exact.is_some(),
+        let exact_file = exact_dtype.map(|dtype| ExactParts {
+            dtype,
+            dim: d,
+            offsets: &offsets,
+            doc_ids: names.as_deref(),
+            scanned: false,
+            tokens: exact_parts,
+        });
+        // The three files at once (the IVF built meanwhile), each on disk before the manifest.
+        let (written, ivf) = std::thread::scope(|s| {
+            let writer = s.spawn(|| -> Result<()> {
+                write_parts(&codes_file, &out.join(CODES), Durable::Yes)?;
+                if let Some(e) = &exact_file {
+                    write_exact_parts(e, &out.join(EXACT), Durable::Yes)?;
+                }
+                Ok(())
+            });
+            let ivf = Ivf::build(&ids, &offsets, r.num_centroids())
+                .and_then(|ivf| ivf.save_durably(&out.join(IVF)));
+            let written = writer
+                .join()
+                .unwrap_or_else(|_| Err(Error::Argument("writing the index files failed".into())));
+            (written, ivf)
+        });
+        written?;
+        ivf?;
+        let manifest = Manifest {
+            documents: live.len(),
+            tokens,
+            dim: d,
+            nbits: r.nbits(),
+            centroids: r.num_centroids(),
+            codes: CODES.into(),
+            ivf: IVF.into(),
+            exact: exact_dtype.map(|_| EXACT.into()),
             defaults: self.defaults,
-            ..BuildOptions::default()
         };
-        build(
-            Source::Compressed(&codes),
-            exact.as_ref(),
-            out,
-            &options,
-            &|_, _, _| {},
-        )?;
+        finish(out, &manifest)?;
         Ok(CompactReport {
             documents: live.len(),
             removed: self.len() - live.len(),
-            tokens: codes.num_tokens(),
+            tokens,
         })
     }
 }
 
-/// Compressed corpora of one codec, one after another.
-fn concat_codes(parts: &[CompressedCorpus]) -> Result<CompressedCorpus> {
-    let first = parts
-        .first()
-        .ok_or_else(|| Error::Argument("no documents to compact".into()))?;
-    let mut offsets = vec![0usize];
-    let (mut codes, mut aux) = (Vec::new(), Vec::new());
-    for p in parts {
-        let base = offsets[offsets.len() - 1];
-        offsets.extend(p.offsets()[1..].iter().map(|&o| base + o));
-        codes.extend_from_slice(p.codes());
-        aux.extend_from_slice(p.aux().unwrap_or_default());
-    }
-    let aux = first.aux().map(|_| aux);
-    CompressedCorpus::new(first.codec().clone(), first.dim(), offsets, codes, aux)
-}
-
-/// Documents of exact corpora (each with the numbers of its documents to take), one after
-/// another, in the first one's dtype (an index's exact tokens share one).
-fn gather_exact(pieces: &[(&Corpus, &[usize])]) -> Result<Corpus> {
-    let (first, _) = pieces
-        .first()
-        .ok_or_else(|| Error::Argument("no documents to compact".into()))?;
-    let dim = first.dim();
-    let mut lengths = Vec::new();
-    for (c, docs) in pieces {
-        if c.dim() != dim || c.dtype() != first.dtype() {
-            return Err(Error::Argument(
-                "the exact tokens of the build and of the added documents differ in d or dtype"
-                    .into(),
-            ));
+/// The live documents (ascending numbers; the build's are below `n`, the added ones numbered
+/// from `n`) as runs of consecutive documents: (segment: 0 the build's, 1 the added one, their
+/// numbers in it).
+fn runs(live: &[usize], n: usize) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut out: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for &j in live {
+        let (seg, k) = if j < n { (0, j) } else { (1, j - n) };
+        match out.last_mut() {
+            Some((s, r)) if *s == seg && r.end == k => r.end += 1,
+            _ => out.push((seg, k..k + 1)),
         }
-        lengths.extend(docs.iter().map(|&j| c.doc_len(j)));
     }
-    fn rows<T: Copy + Default + Send + Sync>(
-        pieces: &[(&Corpus, &[usize])],
-        dim: usize,
-        slice: impl Fn(Elements<'_>) -> Option<&[T]>,
-    ) -> Result<Vec<T>> {
-        let mut out = Vec::new();
-        for (c, docs) in pieces {
-            let src = slice(c.tokens().elements())
-                .ok_or_else(|| Error::Argument("exact tokens of another dtype".into()))?;
-            let mut to = vec![0usize];
-            for &j in docs.iter() {
-                to.push(to[to.len() - 1] + c.doc_len(j));
-            }
-            out.extend(gather_rows(src, dim, c.offsets(), docs, &to));
-        }
-        Ok(out)
-    }
-    let owned = match first.tokens().elements() {
-        Elements::F32(_) => OwnedElements::F32(rows(pieces, dim, |e| match e {
-            Elements::F32(v) => Some(v),
-            _ => None,
-        })?),
-        Elements::F16(_) => OwnedElements::F16(rows(pieces, dim, |e| match e {
-            Elements::F16(v) => Some(v),
-            _ => None,
-        })?),
-        Elements::BF16(_) => OwnedElements::BF16(rows(pieces, dim, |e| match e {
-            Elements::BF16(v) => Some(v),
-            _ => None,
-        })?),
-    };
-    Corpus::from_lengths(owned, dim, &lengths)
+    out
 }
