@@ -28,7 +28,8 @@ use safetensors::tensor::{Dtype as StDtype, TensorView};
 
 use super::{Bytes, Codec, CompressedCorpus, PqCodec, ResidualCodec, Words};
 use crate::corpus::format::{
-    DOC_IDS, Durable, Layout, OFFSETS, Parts, map_file, parse, read_layout, write_parts_atomically,
+    DOC_IDS, Durable, Layout, OFFSETS, Parts, le_words, map_file, parse, read_layout,
+    write_parts_atomically,
 };
 use crate::corpus::{FiniteCheck, OpenOptions};
 use crate::error::{Error, Result};
@@ -318,17 +319,8 @@ fn le_bytes<T: Copy>(v: &[T], f: impl Fn(T) -> Vec<u8>) -> Vec<u8> {
 }
 
 fn save(c: &CompressedCorpus, path: &Path, durable: Durable) -> Result<()> {
-    // The per-token words (a word a token: the largest array after the codes) as they lie on
-    // a little-endian machine, converted elsewhere.
-    let aux_bytes: std::borrow::Cow<'_, [u8]> = match c.aux() {
-        Some(a) if cfg!(target_endian = "little") => bytemuck::cast_slice(a).into(),
-        Some(a) => a
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect::<Vec<u8>>()
-            .into(),
-        None => Vec::new().into(),
-    };
+    // The per-token words (a word a token: the largest array after the codes).
+    let aux_bytes = le_words(c.aux().unwrap_or_default());
     let file = FileParts {
         codec: &c.codec,
         dim: c.dim,

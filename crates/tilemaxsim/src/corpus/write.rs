@@ -41,6 +41,20 @@ impl Parts<'_> {
     }
 }
 
+/// 32-bit words as a file holds them (little-endian): as they lie in memory where that is
+/// little-endian (no copy), converted elsewhere.
+pub(crate) fn le_words(words: &[u32]) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        bytemuck::cast_slice(words).into()
+    } else {
+        words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+            .into()
+    }
+}
+
 /// Write `tensors` and `metadata` as a safetensors file at `path`, atomically (see the module).
 pub(crate) fn write_atomically(
     path: &Path,

@@ -22,10 +22,10 @@ use std::path::Path;
 use super::build::{finish, prepare_dir};
 use super::ivf::Ivf;
 use super::{CODES, EXACT, IVF, Index, Manifest, updates};
+use crate::codec::CompressedCorpus;
 use crate::codec::format::{FileParts, write_parts};
-use crate::codec::{Codec, CompressedCorpus};
 use crate::corpus::Corpus;
-use crate::corpus::format::{Durable, ExactParts, write_exact_parts};
+use crate::corpus::format::{Durable, ExactParts, le_words, write_exact_parts};
 use crate::error::{Error, Result};
 
 /// What a compaction wrote.
@@ -66,9 +66,7 @@ impl Index {
                 )));
             }
         }
-        let Codec::Residual(r) = self.codes.codec() else {
-            return Err(Error::Argument("an index holds residual codes".into()));
-        };
+        let r = super::residual(&self.codes)?;
         // The live documents as runs of consecutive ones in each segment (the build's, then
         // the added one), written from where their rows lie.
         let added = self.updates.added.as_ref();
@@ -111,13 +109,7 @@ impl Index {
             }
         }
         let tokens = ids.len();
-        #[cfg(target_endian = "little")]
-        let id_bytes: &[u8] = bytemuck::cast_slice(&ids);
-        #[cfg(target_endian = "big")]
-        let id_bytes: &[u8] = &ids
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect::<Vec<u8>>();
+        let id_bytes = le_words(&ids);
         let out = out.as_ref();
         prepare_dir(out)?;
         let codes_file = FileParts {
@@ -128,7 +120,7 @@ impl Index {
             rerank_k: None,
             fp8_scanned: false,
             codes: code_parts,
-            aux: vec![id_bytes],
+            aux: vec![&id_bytes],
         };
         let exact_file = exact_dtype.map(|dtype| ExactParts {
             dtype,

@@ -11,7 +11,9 @@ use std::path::Path;
 use rayon::prelude::*;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-use crate::corpus::format::{Durable, map_file, parse, read_ints, to_offsets, write_atomically};
+use crate::corpus::format::{
+    Durable, le_words, map_file, parse, read_ints, to_offsets, write_atomically,
+};
 use crate::error::{Error, Result};
 
 const FORMAT: (&str, &str) = ("format", "tilemaxsim.ivf");
@@ -176,15 +178,7 @@ impl Ivf {
             .iter()
             .flat_map(|&o| (o as i64).to_le_bytes())
             .collect();
-        // The documents as they lie in memory where that is little-endian (no copy).
-        #[cfg(target_endian = "little")]
-        let docs: &[u8] = bytemuck::cast_slice(&self.docs);
-        #[cfg(target_endian = "big")]
-        let docs: &[u8] = &self
-            .docs
-            .iter()
-            .flat_map(|d| d.to_le_bytes())
-            .collect::<Vec<u8>>();
+        let docs = le_words(&self.docs);
         fn view<'d>(
             path: &Path,
             dtype: StDtype,
@@ -201,7 +195,7 @@ impl Ivf {
             ),
             (
                 "docs".to_string(),
-                view(path, StDtype::U32, docs, self.docs.len())?,
+                view(path, StDtype::U32, &docs, self.docs.len())?,
             ),
         ];
         let metadata = HashMap::from([
