@@ -127,6 +127,24 @@ fn index_build_and_search_on_cranfield() {
     let before = search("deleted", &plain);
     assert_ne!(before, exhaustive);
     assert_eq!(search_in(&compacted, "compacted", &plain), before);
+    // The same in place: the directory's next generation, searched alike.
+    let out = run_ok(
+        bin()
+            .args(["index", "compact", "--in-place", "--index"])
+            .arg(&index),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("in place (generation 1)"), "{said}");
+    assert!(!index.join("codes.safetensors").exists());
+    assert_eq!(search("in-place", &plain), before);
+    let err = run_err(
+        bin()
+            .args(["index", "compact", "--in-place", "-o"])
+            .arg(&compacted)
+            .arg("--index")
+            .arg(&index),
+    );
+    assert!(err.contains("cannot be used with"), "{err}");
 
     // Errors.
     let err = run_err(

@@ -3,25 +3,29 @@
 //! is in it (an acknowledged update survives `kill -9`); no add is in it twice or in part (the
 //! document count is the build's plus a whole number of adds); a delete and a search still work
 //! on what is left. (Each cut of a torn record is tested byte by byte in the library's
-//! tests/index_updates.rs; here the kills land where they land.)
+//! tests/index_updates.rs; here the kills land where they land.) `tilemaxsim index compact
+//! --in-place` killed the same way leaves one whole generation every time, the old or the new:
+//! the same live documents, scored alike.
 
 mod common;
 use common::{bin, run_ok};
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use tilemaxsim::index::{Index, LOG};
+use tilemaxsim::index::{Index, IndexSearch, LOG};
+use tilemaxsim::{Corpus, Device, Matrix, SearchOptions};
 
 const BASE: usize = 200;
 const ADD: usize = 400;
 
-#[test]
-fn killed_adds_leave_every_acknowledged_add_and_nothing_in_part() {
-    let dir = tempfile::tempdir().unwrap();
+/// Synthetic corpora of `BASE` and `ADD` documents in `dir` and an index of the first; their
+/// paths.
+fn corpora_and_index(dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
     let (base, more, index) = (
-        dir.path().join("base.safetensors"),
-        dir.path().join("more.safetensors"),
-        dir.path().join("index"),
+        dir.join("base.safetensors"),
+        dir.join("more.safetensors"),
+        dir.join("index"),
     );
     for (path, docs, seed) in [(&base, BASE, "1"), (&more, ADD, "2")] {
         run_ok(
@@ -57,6 +61,21 @@ fn killed_adds_leave_every_acknowledged_add_and_nothing_in_part() {
             .arg("-o")
             .arg(&index),
     );
+    (base, more, index)
+}
+
+/// A xorshift step.
+fn next(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+#[test]
+fn killed_adds_leave_every_acknowledged_add_and_nothing_in_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, more, index) = corpora_and_index(dir.path());
     let add = || {
         bin()
             .args(["index", "add", "--index"])
@@ -84,10 +103,7 @@ fn killed_adds_leave_every_acknowledged_add_and_nothing_in_part() {
     for round in 0..30 {
         // A kill anywhere from the start of an add to well past its end (adds slow down as the
         // log they replay grows).
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let delay = full.mul_f64((rng % 1000) as f64 / 300.0);
+        let delay = full.mul_f64((next(&mut rng) % 1000) as f64 / 300.0);
         let mut child = add();
         std::thread::sleep(delay);
         let _ = child.kill(); // SIGKILL; an error means it had exited already
@@ -150,4 +166,117 @@ fn killed_adds_leave_every_acknowledged_add_and_nothing_in_part() {
                 .any(|l| l.split_whitespace().nth(2) == Some(deleted))
         );
     }
+}
+
+/// Per query, the scores of the ten best documents, exhaustive on the codes.
+fn scores(index: &Index, queries: &Corpus) -> Vec<Vec<f32>> {
+    let how = IndexSearch {
+        exhaustive: true,
+        rerank_k: Some(0),
+        ..Default::default()
+    };
+    let (s, _) = index
+        .searcher(Device::Cpu, &how, &SearchOptions::default())
+        .unwrap();
+    let qs: Vec<Matrix<'_>> = queries.docs().take(8).collect();
+    let hits = s.search(&qs, 10).unwrap();
+    hits.iter()
+        .map(|h| h.iter().map(|x| x.score).collect())
+        .collect()
+}
+
+#[test]
+fn killed_compactions_in_place_leave_one_whole_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, more, index) = corpora_and_index(dir.path());
+    run_ok(
+        bin()
+            .args(["index", "add", "--index"])
+            .arg(&index)
+            .arg("--corpus")
+            .arg(&more),
+    );
+    let gone: Vec<String> = (0..BASE + ADD).step_by(7).map(|j| j.to_string()).collect();
+    run_ok(
+        bin()
+            .args(["index", "delete", "--index"])
+            .arg(&index)
+            .arg("--docs")
+            .arg(gone.join(",")),
+    );
+    let live = BASE + ADD - gone.len();
+    let queries = Corpus::open(&base).unwrap();
+    let want = scores(&Index::open(&index).unwrap(), &queries);
+    let compact = || {
+        bin()
+            .args(["index", "compact", "--in-place", "--index"])
+            .arg(&index)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // How long one compaction takes here (the first, run to its end, is undone by none).
+    let t = Instant::now();
+    let out = compact().wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let full = t.elapsed();
+    let mut generation = 1;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let (mut killed, mut done) = (0, 1);
+    for round in 0..20 {
+        let delay = full.mul_f64((next(&mut rng) % 1000) as f64 / 600.0);
+        let mut child = compact();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        if out.status.success() {
+            done += 1;
+        } else {
+            killed += 1;
+        }
+        let opened = Index::open(&index).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        // The old generation or the next one, whole, whatever the kill cut.
+        assert!(
+            [generation, generation + 1].contains(&opened.generation()),
+            "round {round}: generation {} after {generation}",
+            opened.generation()
+        );
+        if out.status.success() {
+            assert_eq!(opened.generation(), generation + 1, "round {round}");
+        }
+        generation = opened.generation();
+        assert_eq!((opened.len(), opened.deleted()), (live, 0), "round {round}");
+        assert_eq!(scores(&opened, &queries), want, "round {round}");
+    }
+    eprintln!("20 rounds: {killed} compactions killed, {done} finished, generation {generation}");
+    assert!(
+        killed > 0,
+        "no compaction was killed: the test tested nothing"
+    );
+    // One more to its end: only its generation's files are left, whatever the kills left.
+    run_ok(
+        bin()
+            .args(["index", "compact", "--in-place", "--index"])
+            .arg(&index),
+    );
+    let g = generation + 1;
+    let mut files: Vec<String> = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            format!("codes.{g}.safetensors"),
+            format!("exact.{g}.safetensors"),
+            "index.json".into(),
+            format!("ivf.{g}.safetensors"),
+        ]
+    );
 }

@@ -176,6 +176,100 @@ fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no index here"));
 }
 
+/// The server's `/v1/info` field `key`.
+fn info_of(f: &Fixture, key: &str) -> Value {
+    let info: Value = http()
+        .get(f.server.at("/v1/info"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    info[key].clone()
+}
+
+#[test]
+fn compactions_in_place_are_served_whoever_makes_them() {
+    let f = Fixture::new();
+    let new = synth(f.dir.path(), "n.safetensors", 6, "3:20", 32, "f16", 25);
+    let new = Corpus::open(&new).unwrap();
+    let docs: Vec<Matrix<'_>> = new.docs().collect();
+    let body = json!({"documents": docs.iter().enumerate()
+        .map(|(i, d)| document(Some(&format!("new-{i}")), d, false)).collect::<Vec<_>>()});
+    let (status, answer) = f.server.post_to("/v1/index/add", &body);
+    assert_eq!(status, 200, "{answer}");
+    let before = f.same_as_index_search("before");
+    let gone: Vec<usize> = before
+        .iter()
+        .map(|h| h.1)
+        .filter(|&j| j < 300)
+        .take(4)
+        .collect();
+    let (status, answer) = f
+        .server
+        .post_to("/v1/index/delete", &json!({"indices": gone}));
+    assert_eq!(status, 200, "{answer}");
+    let deleted = f.same_as_index_search("deleted");
+    let named = |hits: &[(String, usize, f32)]| -> Vec<(String, f32)> {
+        hits.iter().map(|h| (h.0.clone(), h.2)).collect()
+    };
+
+    // Through the server: answered once the new generation serves; the same documents by id
+    // with the same scores, numbered again.
+    let (status, answer) = f.server.post_to("/v1/index/compact", &json!({}));
+    assert_eq!(status, 200, "{answer}");
+    let live = 306 - gone.len() as u64;
+    assert_eq!(
+        (
+            answer["documents"].as_u64(),
+            answer["removed"].as_u64(),
+            answer["generation"].as_u64()
+        ),
+        (Some(live), Some(gone.len() as u64), Some(1))
+    );
+    assert_eq!(info_of(&f, "generation"), 1);
+    assert_eq!(f.documents(), live);
+    let compacted = f.same_as_index_search("compacted");
+    assert_eq!(named(&compacted), named(&deleted));
+    assert!(compacted.iter().all(|h| h.1 < live as usize));
+    // Deletes by id name the new numbers.
+    let (status, answer) = f
+        .server
+        .post_to("/v1/index/delete", &json!({"ids": ["new-3"]}));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["deleted"], 1);
+    let query = json!({"queries": [{"embeddings": rows(&docs[3])}], "k": 3});
+    let (_, answer) = f.server.post(&query);
+    assert!(
+        hits(&answer["results"][0]).iter().all(|h| h.0 != "new-3"),
+        "{answer}"
+    );
+
+    // By another process: the server takes the next generation while it serves.
+    let added = synth(f.dir.path(), "a.safetensors", 10, "1:30", 32, "f16", 26);
+    common::run_ok(
+        bin()
+            .args(["index", "add", "--index"])
+            .arg(&f.index)
+            .arg("--corpus")
+            .arg(&added),
+    );
+    common::run_ok(
+        bin()
+            .args(["index", "compact", "--in-place", "--index"])
+            .arg(&f.index),
+    );
+    f.server.wait_for(std::time::Duration::from_secs(60), || {
+        info_of(&f, "generation") == 2
+    });
+    assert_eq!(f.documents(), live - 1 + 10);
+    f.same_as_index_search("compacted by another process");
+
+    // A compaction takes no parameters.
+    let (status, answer) = f.server.post_to("/v1/index/compact", &json!({"to": "x"}));
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(info_of(&f, "generation"), 2);
+}
+
 /// A document of `tokens` as the write API takes it: rows, or base64 f16 with a shape.
 fn document(id: Option<&str>, tokens: &Matrix<'_>, b64: bool) -> Value {
     let mut d = if b64 {

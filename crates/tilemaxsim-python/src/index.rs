@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use tilemaxsim::codec::ResidualOptions;
-use tilemaxsim::index::{BuildOptions, Defaults, IndexSearch, Probe, Source, build};
+use tilemaxsim::index::{BuildOptions, Defaults, IndexSearch, Probe, Source, Stamp, build};
 use tilemaxsim::{CorpusKind, Device, Residency, SearchOptions, Searcher};
 
 use crate::corpus::{Corpus, search_queries};
@@ -33,13 +33,15 @@ struct State {
     // Declared before the index, so dropped first: it borrows it.
     searcher: Kept,
     inner: Box<tilemaxsim::index::Index>,
-    /// The update log's length when `inner` last read it (taken before the read).
-    log_seen: u64,
+    /// The directory's generation and log length when `inner` last read it (taken before the
+    /// read).
+    seen: Stamp,
 }
 
-/// The length of the update log of the index in `dir` (0 before the first update).
-fn log_len(dir: &std::path::Path) -> u64 {
-    std::fs::metadata(dir.join(tilemaxsim::index::LOG)).map_or(0, |m| m.len())
+/// The generation and update log length of the index in `dir` (a default for a directory
+/// whose manifest cannot be read: the next refresh reads it again).
+fn on_disk(dir: &std::path::Path) -> Stamp {
+    Stamp::on_disk(dir).unwrap_or_default()
 }
 
 #[pyclass(frozen, module = "tilemaxsim._native")]
@@ -48,12 +50,12 @@ pub struct Index {
 }
 
 impl Index {
-    fn of(inner: tilemaxsim::index::Index, log_seen: u64) -> Self {
+    fn of(inner: tilemaxsim::index::Index, seen: Stamp) -> Self {
         Index {
             state: Mutex::new(State {
                 searcher: None,
                 inner: Box::new(inner),
-                log_seen,
+                seen,
             }),
         }
     }
@@ -70,7 +72,7 @@ impl Index {
     /// Open the index directory at `path` (its files checked, the codes memory-mapped).
     #[staticmethod]
     fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
-        let seen = log_len(&path);
+        let seen = on_disk(&path);
         let inner = py
             .detach(|| tilemaxsim::index::Index::open(&path))
             .map_err(to_py)?;
@@ -128,7 +130,7 @@ impl Index {
                 tilemaxsim::index::Index::open(&path)
             })
             .map_err(to_py)?;
-        Ok(Self::of(inner, 0))
+        Ok(Self::of(inner, Stamp::default()))
     }
 
     /// The `k` best documents of each query (`[A, Lq, d]` host memory, query i its first
@@ -212,13 +214,13 @@ impl Index {
     fn refresh(&self, py: Python<'_>) -> PyResult<bool> {
         py.detach(|| {
             let mut st = self.state();
-            let len = log_len(st.inner.dir());
-            if len == st.log_seen {
+            let now = on_disk(st.inner.dir());
+            if now == st.seen {
                 return Ok(false);
             }
             st.searcher = None;
             st.inner.refresh()?;
-            st.log_seen = len;
+            st.seen = now;
             Ok(true)
         })
         .map_err(to_py)
@@ -246,6 +248,25 @@ impl Index {
                 .map(|r| (r.documents, r.removed, r.tokens))
         })
         .map_err(to_py)
+    }
+
+    /// Compact the index in place: its next generation (the live documents numbered from 0
+    /// again under their ids, the codes copied), then opened. `(documents, removed, tokens)`.
+    fn compact_in_place(&self, py: Python<'_>) -> PyResult<(usize, usize, usize)> {
+        py.detach(|| {
+            let mut st = self.state();
+            st.searcher = None;
+            let r = st.inner.compact_in_place()?;
+            st.seen = on_disk(st.inner.dir());
+            Ok((r.documents, r.removed, r.tokens))
+        })
+        .map_err(to_py)
+    }
+
+    /// The generation opened: 0 for the build's, one more for each compaction in place.
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.state().inner.generation()
     }
 
     /// Documents deleted since the build.

@@ -226,3 +226,9 @@ def test_documents_added_and_deleted_through_a_served_index(cranfield, tmp_path)
         with pytest.raises(ValueError, match="one of the two"):
             client.delete()
         assert client.info()["documents"] == 308
+        # Compacted in place: the server serves the new generation once it answers.
+        got = client.compact()
+        assert (got["documents"], got["removed"], got["generation"]) == (308, 2, 1)
+        assert client.info()["generation"] == 1
+        r = same_as_the_index(docs[305])
+        assert (r.docs[0], r.indices[0]) == ("new5", 303)

@@ -2,8 +2,8 @@
 tensors and numpy arrays, `search` returning `(document, score)` lists; IVF with every centroid
 probed and every candidate rescored equals exhaustive search on the codes, and equals
 `Corpus.compress("residual")` searched on the same codes; exact reranking scores are the float64
-reference's; reopening the directory gives the same hits; a compaction keeps every live
-document's id and scores; and the errors."""
+reference's; reopening the directory gives the same hits; a compaction (into a new directory, or in place)
+keeps every live document's id and scores; and the errors."""
 
 import numpy as np
 import pytest
@@ -180,6 +180,19 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     assert len(index) == 84 and index.deleted == 2
     with pytest.raises(ValueError, match="already holds an index"):
         index.compact(tmp_path / "compacted")
+    # In place: another opening keeps its view until it refreshes, and its deletes by the old
+    # numbers are refused meanwhile; then both search as the compacted copy does.
+    other = tilemaxsim.Index(tmp_path / "idx", device="cpu")
+    how = {"exhaustive": True, "rerank_k": 84}
+    assert index.compact() is index
+    assert (index.generation, len(index), index.deleted) == (1, 82, 0)
+    assert index.doc_ids == new_ids
+    with pytest.raises(ValueError, match="compacted"):
+        other.delete([0])
+    assert other.generation == 0 and other.refresh() and other.generation == 1
+    for opening in (index, other):
+        assert opening.search(Q, top_k=20, **how) == compacted.search(Q, top_k=20, **how)
+    assert not other.refresh()
 
 
 def test_refresh_takes_another_openings_updates(tmp_path):

@@ -165,5 +165,20 @@ def test_serve_app_searches_and_takes_writes_over_http(cluster, cranfield, tmp_p
             assert status == 400 and what in got["error"], (route, what, status, got)
         assert _http(port, "GET", "/v1/info")[1]["documents"] == 300
         assert len(tilemaxsim.Index(path, device="cpu")) == 302
+        # Compacted in place through one replica: every replica takes the new generation (the
+        # documents numbered again, their ids kept), and deletes by id name the new numbers.
+        status, got = _http(port, "POST", "/v1/index/compact", {})
+        assert (status, got) == (200, {"documents": 300, "removed": 2, "tokens": got["tokens"], "generation": 1}), got
+        assert tilemaxsim.Index(path, device="cpu").generation == 1
+        same_as_the_directory(search(range(6)), range(6))
+        assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[7]]}) == (
+            200,
+            {"deleted": 1, "already": 0, "documents": 299},
+        )
+        # And by another process: the next searches and deletes see its generation.
+        tilemaxsim.Index(path, device="cpu").compact()
+        same_as_the_directory(search(range(6)), range(6))
+        assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[8]]})[1]["deleted"] == 1
+        assert _http(port, "POST", "/v1/index/compact", {"x": 1})[0] == 400
     finally:
         serve.shutdown()

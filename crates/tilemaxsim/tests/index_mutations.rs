@@ -214,6 +214,41 @@ fn damaged_index_files_are_errors_or_search() {
             );
         }
     }
+    // A compaction's manifest (version 2: a generation and its log named): each of its
+    // fields replaced, or left out.
+    let mut m2 = manifest.clone();
+    m2["version"] = json!(2);
+    m2["generation"] = json!(1);
+    m2["log"] = json!("updates.1.log");
+    case(
+        "manifest of version 2".into(),
+        "index.json",
+        serde_json::to_vec(&m2).unwrap(),
+        &mut tally,
+    );
+    for path in ["/generation", "/log", "/version"] {
+        for value in [
+            Value::Null,
+            json!(-1),
+            json!(1.5),
+            json!(u64::MAX),
+            json!("../updates.log"),
+            json!(".updates.log"),
+            json!(""),
+            json!({"x": 1}),
+        ] {
+            let mut m = m2.clone();
+            if let Some(v) = m.pointer_mut(path) {
+                *v = value.clone();
+            }
+            case(
+                format!("manifest of version 2, {path} = {value}"),
+                "index.json",
+                serde_json::to_vec(&m).unwrap(),
+                &mut tally,
+            );
+        }
+    }
     case(
         "manifest bytes".into(),
         "index.json",

@@ -321,6 +321,130 @@ fn compaction_of_an_index_without_ids_names_documents_by_their_new_numbers() {
     assert_eq!(b.doc_id(18), "18");
 }
 
+/// The files of the index directory `dir`, sorted.
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn compaction_in_place_makes_a_generation_that_other_openings_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    let corpus = build_index(&path, 40, 21);
+    let mut index = Index::open(&path).unwrap();
+    let mut r = rng(77);
+    for step in 0..4u64 {
+        let lengths: Vec<usize> = (0..3).map(|i| 1 + (i * 5 + step as usize) % 29).collect();
+        let ids = (0..3).map(|i| format!("in-{step}-{i}")).collect();
+        let docs = unit_corpus(900 + step, &lengths, DIM, DType::F16)
+            .with_doc_ids(ids)
+            .unwrap();
+        index.add(&docs).unwrap();
+        index
+            .delete(&[3 * step as usize, 40 + step as usize])
+            .unwrap();
+    }
+    // Openings made before the compaction: a reader and a writer.
+    let mut reader = Index::open(&path).unwrap();
+    let mut stale = Index::open(&path).unwrap();
+    let owned = queries(&mut r, &[1, 7]);
+    let qs = views(&owned);
+    let how = IndexSearch {
+        exhaustive: true,
+        rerank_k: Some(0),
+        ..Default::default()
+    };
+    let before = search(&index, how, &qs, 12);
+    let (codes, exact, live) = survivors(&index);
+    // The same index compacted into a new directory, for the arrays to expect.
+    Index::open(&path)
+        .unwrap()
+        .compact(dir.path().join("copy"))
+        .unwrap();
+    let copy = Index::open(dir.path().join("copy")).unwrap();
+    // Leftovers of a failed attempt are removed; other files are left alone.
+    std::fs::write(path.join("codes.9.safetensors"), b"x").unwrap();
+    std::fs::write(path.join(".ivf.1.safetensors.tmp77"), b"x").unwrap();
+    std::fs::write(path.join("notes.txt"), b"mine").unwrap();
+
+    let report = index.compact_in_place().unwrap();
+    assert_eq!((report.documents, report.removed), (live.len(), 8));
+    assert_eq!(
+        (index.generation(), index.len(), index.deleted()),
+        (1, live.len(), 0)
+    );
+    assert!(index.added().is_none());
+    assert_eq!(
+        files(&path),
+        [
+            "codes.1.safetensors",
+            "exact.1.safetensors",
+            "index.json",
+            "ivf.1.safetensors",
+            "notes.txt"
+        ]
+    );
+    assert_eq!(index.codes().codes(), codes.codes());
+    assert_eq!(index.codes().codes(), copy.codes().codes());
+    assert_eq!(index.codes().aux(), copy.codes().aux());
+    assert_eq!(index.codes().offsets(), copy.codes().offsets());
+    assert_eq!(
+        index.exact().unwrap().tokens().to_f32_vec(),
+        exact.tokens().to_f32_vec()
+    );
+    for i in 0..live.len() {
+        assert_eq!(index.doc_id(i), copy.doc_id(i));
+    }
+    assert_eq!(renumbered(search(&index, how, &qs, 12), &live), before);
+
+    // The reader goes on with the old generation (its files are gone from the directory, not
+    // from its mappings) until it refreshes, then takes the new one.
+    assert_eq!(search(&reader, how, &qs, 12), before);
+    assert!(reader.refresh().unwrap());
+    assert_eq!(reader.generation(), 1);
+    assert_eq!(renumbered(search(&reader, how, &qs, 12), &live), before);
+    assert!(!reader.refresh().unwrap());
+
+    // Deletes by the old numbers are refused; an add opens the new generation first.
+    let err = stale.delete(&[0]).unwrap_err().to_string();
+    assert!(err.contains("compacted"), "{err}");
+    index.refresh().unwrap();
+    assert_eq!(index.deleted(), 0);
+    let doc = Corpus::from_lengths(
+        OwnedElements::from_f32(&one(&corpus, 2), DType::F16),
+        DIM,
+        &[corpus.doc_len(2)],
+    )
+    .unwrap();
+    assert_eq!(stale.add(&doc).unwrap(), live.len()..live.len() + 1);
+    assert!(index.refresh().unwrap());
+    assert_eq!(index.len(), live.len() + 1);
+    assert!(path.join("updates.1.log").exists());
+
+    // Again: generation 2, the first generation's files and log gone.
+    index.delete(&[0]).unwrap();
+    let report = index.compact_in_place().unwrap();
+    assert_eq!((report.documents, report.removed), (live.len(), 1));
+    let reopened = Index::open(&path).unwrap();
+    assert_eq!((reopened.generation(), reopened.len()), (2, live.len()));
+    assert_eq!(reopened.doc_id(0), copy.doc_id(1));
+    assert_eq!(
+        files(&path),
+        [
+            "codes.2.safetensors",
+            "exact.2.safetensors",
+            "index.json",
+            "ivf.2.safetensors",
+            "notes.txt"
+        ]
+    );
+}
+
 #[test]
 fn compaction_refusals_write_nothing() {
     let dir = tempfile::tempdir().unwrap();

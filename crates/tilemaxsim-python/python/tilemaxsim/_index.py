@@ -155,22 +155,36 @@ class Index:
             raise ValueError(f"subset: document numbers are 0 or more, got {min(docs)}")
         return self._native.delete(docs)
 
-    def compact(self, index):
-        """Write the live documents as a new index directory at `index` (new or empty) and open
-        it: deleted documents left out, added ones merged into the build, numbered from 0 again
-        (each keeps its id where the index has ids: `doc_ids`), the codes copied, so every
-        document scores as before.
-        This index is left as it is. Refused when every document is deleted or two live ones
-        share an id."""
+    def compact(self, index=None):
+        """Compact the index: the live documents written as an index numbered from 0 again
+        (deleted documents left out, added ones merged into the build, each keeping its id where
+        the index has ids: `doc_ids`), the codes copied, so every document scores as before.
+
+        With `index` (a new or empty directory) the compacted index is written there and opened
+        (returned); this one is left as it is. Without, the directory is compacted in place: its
+        next `generation` replaces the old one atomically (a crash leaves one or the other
+        whole), this `Index` opens it and is returned. Other openings of the directory (other
+        processes, a server) take it at their next `refresh`; until then their deletes by number
+        are refused, since the numbers changed. Refused when every document is deleted or two
+        live ones share an id."""
         if self._native is None:
             raise ValueError(f"{self._path}: no index here yet")
+        if index is None:
+            self._native.compact_in_place()
+            return self
         self._native.compact(os.fspath(index))
         return Index(index, device=self._device)
 
+    @property
+    def generation(self):
+        """0 for the index a build made, one more after each compaction in place."""
+        return 0 if self._native is None else self._native.generation
+
     def refresh(self):
         """Read the documents other processes (another `Index` on this directory, `tilemaxsim
-        index add` / `delete`, a server) added or deleted since this one last read them: whether
-        there were any. The next search sees them."""
+        index add` / `delete`, a server) added or deleted since this one last read them, or the
+        new generation a compaction in place made: whether anything changed. The next search
+        sees it."""
         if self._native is None:
             if os.path.exists(os.path.join(self._path, "index.json")):
                 self._native = _native.Index.open(self._path)

@@ -169,6 +169,13 @@ class Client:
         body = {"ids": [str(i) for i in ids]} if ids is not None else {"indices": [int(j) for j in indices or []]}
         return int(self._request("POST", "/v1/index/delete", json.dumps(body).encode())["deleted"])
 
+    def compact(self) -> dict:
+        """Compact the index the server serves, in place: its next generation, the deleted
+        documents left out and the live ones numbered from 0 again (ids kept). Returns
+        `{"documents", "removed", "tokens", "generation"}`; searches sent after it see the new
+        generation."""
+        return self._request("POST", "/v1/index/compact", b"{}")
+
     def info(self) -> dict:
         """The server's corpus and limits: dim, documents, dtype, engine, devices, max_k, ..."""
         return self._request("GET", "/v1/info")

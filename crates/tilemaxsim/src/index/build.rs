@@ -163,6 +163,8 @@ pub fn build(
         ivf: IVF.into(),
         exact: exact.map(|_| EXACT.into()),
         defaults: options.defaults,
+        generation: 0,
+        log: super::LOG.into(),
     };
     finish(dir, &manifest)?;
     Ok(BuildReport {
@@ -215,7 +217,7 @@ pub(super) fn prepare_dir(dir: &Path) -> Result<()> {
 
 /// Flush the directory `dir` (its entries: the names of the files renamed into it) to disk,
 /// where the file system can (some refuse to sync a directory: EINVAL, ENOTSUP).
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
     match std::fs::File::open(dir).and_then(|f| f.sync_all()) {
         Err(e)

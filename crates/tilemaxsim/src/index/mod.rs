@@ -10,6 +10,13 @@
 //! - `updates.log`, once documents are added or deleted ([`updates`]: an append-only log of
 //!   checksummed records, each on disk before [`Index::add`] or [`Index::delete`] returns).
 //!
+//! A compaction in place ([`Index::compact_in_place`]) makes a new generation `g` of the same
+//! directory: `codes.g.safetensors`, `ivf.g.safetensors`, `exact.g.safetensors` and the log
+//! `updates.g.log`, named by a manifest of version 2 (which carries `generation` and `log`),
+//! written over the old one atomically; the old generation's files are then removed (an
+//! opening that maps them keeps reading them). Openings of an older generation see the new
+//! one at their next [`Index::refresh`].
+//!
 //! [`build`] writes one (compressing on a GPU when asked), [`Index::open`] checks every file
 //! against the manifest, and [`Index::searcher`] gives a [`Searcher`]: IVF (PLAID's candidate
 //! generation and centroid interaction, then the best candidates scored on their codes: on a
@@ -46,7 +53,11 @@ pub const CODES: &str = "codes.safetensors";
 pub const IVF: &str = "ivf.safetensors";
 pub const EXACT: &str = "exact.safetensors";
 const FORMAT: &str = "tilemaxsim.index";
+/// The manifest of a build (generation 0); a compaction in place writes version 2.
 const VERSION: u64 = 1;
+const VERSION_GENERATIONS: u64 = 2;
+/// Tries of an opening that meets a compaction in place removing the files it was opening.
+const OPEN_TRIES: usize = 8;
 /// The manifest is small; a larger file is not one of ours.
 const MANIFEST_MAX_BYTES: u64 = 1 << 20;
 
@@ -76,6 +87,10 @@ impl Default for Defaults {
 /// documents added and deleted since the build.
 pub struct Index {
     dir: PathBuf,
+    /// The generation opened (0: the build's; each compaction in place adds one), and the
+    /// name of its update log.
+    generation: u64,
+    log: String,
     codes: CompressedCorpus,
     ivf: Ivf,
     exact: Option<Corpus>,
@@ -92,11 +107,16 @@ pub struct BaseSearcher<'a> {
     searcher: Box<dyn Searcher + 'a>,
     dir: PathBuf,
     docs: usize,
+    generation: u64,
 }
 
 impl BaseSearcher<'_> {
     pub fn name(&self) -> String {
         self.searcher.name()
+    }
+    /// The generation of the index it searches the build of.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 }
 
@@ -112,11 +132,56 @@ pub struct IndexSearch {
     pub rerank_k: Option<usize>,
 }
 
+/// What an opening of an index has read, or what its directory holds: the generation, then
+/// the bytes of that generation's update log. Ordered: a later state compares greater.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp {
+    pub generation: u64,
+    pub log_bytes: u64,
+}
+
+impl Stamp {
+    /// What the index in `dir` holds now: the manifest's generation and its log's length.
+    pub fn on_disk(dir: &Path) -> Result<Stamp> {
+        let m = read_manifest(dir)?;
+        let log_bytes = std::fs::metadata(dir.join(&m.log)).map_or(0, |f| f.len());
+        Ok(Stamp {
+            generation: m.generation,
+            log_bytes,
+        })
+    }
+}
+
+/// What taking the writer's lock does with an opening of an older generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stale {
+    Reopen,
+    Refuse,
+}
+
 impl Index {
     /// Open the index at `dir`: the manifest, then each file it names, checked against it.
+    /// An opening that meets a compaction in place (the files it read of gone, the manifest
+    /// naming a newer generation) opens the newer one.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
-        let dir = dir.as_ref().to_path_buf();
-        let m = read_manifest(&dir)?;
+        let dir = dir.as_ref();
+        let mut tries = 0;
+        loop {
+            let m = read_manifest(dir)?;
+            let generation = m.generation;
+            match Self::open_manifest(dir, m) {
+                Err(_)
+                    if tries + 1 < OPEN_TRIES && read_manifest(dir)?.generation != generation =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_manifest(dir: &Path, m: Manifest) -> Result<Self> {
+        let dir = dir.to_path_buf();
         let path = dir.join(MANIFEST);
         let bad = |msg: String| Error::format(&path, msg);
         let codes_path = dir.join(&m.codes);
@@ -165,6 +230,8 @@ impl Index {
         };
         let mut index = Index {
             dir,
+            generation: m.generation,
+            log: m.log,
             codes,
             ivf,
             exact,
@@ -185,7 +252,7 @@ impl Index {
             codec: residual(&self.codes)?,
             exact: self.exact.as_ref().map(Corpus::dtype),
         };
-        let torn = self.updates.replay(&self.dir.join(updates::LOG), shape)?;
+        let torn = self.updates.replay(&self.log_path(), shape)?;
         if let Some(w) = writer.filter(|_| torn > 0) {
             w.truncate(self.updates.applied)?;
         }
@@ -277,8 +344,7 @@ impl Index {
             )));
         }
         let record = updates::add_record(&lengths, &ids, &codes, exact.as_ref(), docs.doc_ids());
-        let mut w = updates::Writer::lock(&self.dir)?;
-        self.catch_up(Some(&mut w))?;
+        let mut w = self.lock(Stale::Reopen)?;
         let first = self.len();
         w.append(self.updates.applied, &record)?;
         self.catch_up(Some(&mut w))?;
@@ -289,8 +355,7 @@ impl Index {
     /// deleted before are left as they are; returns how many were newly deleted. A number
     /// past [`Index::len`] is an error, and nothing is deleted.
     pub fn delete(&mut self, docs: &[usize]) -> Result<usize> {
-        let mut w = updates::Writer::lock(&self.dir)?;
-        self.catch_up(Some(&mut w))?;
+        let mut w = self.lock(Stale::Refuse)?;
         let total = self.len();
         if let Some(&bad) = docs.iter().find(|&&j| j >= total) {
             return Err(Error::Argument(format!(
@@ -312,9 +377,64 @@ impl Index {
         Ok(new.len())
     }
 
-    /// Apply what other processes appended to the log since this one last read it.
-    pub fn refresh(&mut self) -> Result<()> {
-        self.catch_up(None)
+    /// Apply what other processes appended to the log since this one last read it, or open
+    /// the newer generation a compaction in place made: whether anything changed.
+    pub fn refresh(&mut self) -> Result<bool> {
+        let before = self.stamp();
+        if read_manifest(&self.dir)?.generation != self.generation {
+            *self = Index::open(&self.dir)?;
+        } else {
+            self.catch_up(None)?;
+        }
+        Ok(self.stamp() != before)
+    }
+
+    /// Where this opening stands: its generation and the bytes of its log applied. A later
+    /// state of the directory compares greater ([`Stamp::on_disk`]).
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            generation: self.generation,
+            log_bytes: self.updates.applied,
+        }
+    }
+
+    /// The generation opened: 0 for the build's, one more for each compaction in place.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The update log of the generation opened (it may not exist yet).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join(&self.log)
+    }
+
+    /// The writer's lock on the log of the newest generation, with every record of it
+    /// applied. An opening of an older generation (a compaction in place ran since it was
+    /// made) opens the newest first with `Stale::Reopen`, and is refused with
+    /// `Stale::Refuse` (document numbers given against the old generation name other
+    /// documents now).
+    fn lock(&mut self, stale: Stale) -> Result<updates::Writer> {
+        loop {
+            let mut w = updates::Writer::lock(&self.dir, &self.log)?;
+            if read_manifest(&self.dir)?.generation == self.generation {
+                self.catch_up(Some(&mut w))?;
+                return Ok(w);
+            }
+            drop(w);
+            match stale {
+                Stale::Reopen => *self = Index::open(&self.dir)?,
+                Stale::Refuse => {
+                    return Err(Error::Argument(format!(
+                        "{} was compacted since this opening read it (generation {} now, {} \
+                         here): its documents were numbered again; refresh, then name them \
+                         again",
+                        self.dir.display(),
+                        read_manifest(&self.dir)?.generation,
+                        self.generation
+                    )));
+                }
+            }
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -372,6 +492,7 @@ impl Index {
             searcher,
             dir: self.dir.clone(),
             docs: self.codes.len(),
+            generation: self.generation,
         };
         Ok((base, notice))
     }
@@ -386,13 +507,19 @@ impl Index {
         how: &IndexSearch,
         options: &SearchOptions<'a>,
     ) -> Result<Box<dyn Searcher + 'a>> {
-        if base.dir != self.dir || base.docs != self.codes.len() {
+        if base.dir != self.dir
+            || base.docs != self.codes.len()
+            || base.generation != self.generation
+        {
             return Err(Error::Argument(format!(
-                "the base searcher is of {} ({} documents), not of this index ({}, {} documents)",
+                "the base searcher is of {} ({} documents, generation {}), not of this index \
+                 ({}, {} documents, generation {})",
                 base.dir.display(),
                 base.docs,
+                base.generation,
                 self.dir.display(),
-                self.codes.len()
+                self.codes.len(),
+                self.generation
             )));
         }
         let added = self.added_searcher(device, how, options)?;
@@ -574,11 +701,15 @@ pub(crate) struct Manifest {
     pub ivf: String,
     pub exact: Option<String>,
     pub defaults: Defaults,
+    /// 0 for a build; a compaction in place writes the next (version 2 of the manifest).
+    pub generation: u64,
+    /// The update log's file name.
+    pub log: String,
 }
 
 impl Manifest {
     pub(crate) fn to_json(&self) -> String {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "format": FORMAT,
             "version": VERSION,
             "documents": self.documents,
@@ -595,6 +726,12 @@ impl Manifest {
                 "rerank_k": self.defaults.rerank_k,
             },
         });
+        // A build's manifest stays version 1 (readable by earlier releases).
+        if self.generation > 0 {
+            v["version"] = VERSION_GENERATIONS.into();
+            v["generation"] = self.generation.into();
+            v["log"] = self.log.clone().into();
+        }
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }
 }
@@ -616,9 +753,11 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
     let bad = |m: String| Error::format(&path, m);
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
-    if v["format"] != FORMAT || v["version"] != VERSION {
+    let version = v["version"].as_u64();
+    if v["format"] != FORMAT || !matches!(version, Some(VERSION | VERSION_GENERATIONS)) {
         return Err(bad(format!(
-            "not a tilemaxsim index manifest of version {VERSION} (format {}, version {})",
+            "not a tilemaxsim index manifest of version {VERSION} or {VERSION_GENERATIONS} \
+             (format {}, version {})",
             v["format"], v["version"]
         )));
     }
@@ -670,5 +809,17 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         ivf: name("ivf", true)?.unwrap_or_default(),
         exact: name("exact", false)?,
         defaults,
+        generation: if version == Some(VERSION) {
+            0
+        } else {
+            v["generation"]
+                .as_u64()
+                .ok_or_else(|| bad("`generation` is missing or not a whole number".into()))?
+        },
+        log: if version == Some(VERSION) {
+            LOG.into()
+        } else {
+            name("log", true)?.unwrap_or_default()
+        },
     })
 }

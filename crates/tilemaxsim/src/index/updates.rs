@@ -428,9 +428,9 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Open (creating it) and lock the log of the index in `dir`.
-    pub fn lock(dir: &Path) -> Result<Self> {
-        let path = dir.join(LOG);
+    /// Open (creating it) and lock the log `name` of the index in `dir`.
+    pub fn lock(dir: &Path, name: &str) -> Result<Self> {
+        let path = dir.join(name);
         let created = !path.exists();
         let file = OpenOptions::new()
             .read(true)

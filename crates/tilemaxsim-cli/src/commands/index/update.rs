@@ -2,7 +2,9 @@
 //! corpus's documents against the index's centroids and appends them; `delete` removes
 //! documents by number. Each prints what it did once the update is on disk (acknowledged: it
 //! survives a crash), and another process's searches see it at their next open. `compact`
-//! writes the live documents as a new index directory (renumbered, ids kept, no log).
+//! writes the live documents as a new index directory (`-o`), or as the next generation of the
+//! same one (`--in-place`; a server on it takes the new generation while it serves): numbered
+//! from 0 again, ids kept, an empty log.
 
 use std::path::PathBuf;
 
@@ -39,12 +41,21 @@ pub struct DeleteArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct CompactArgs {
-    /// The index directory (left as it is).
+    /// The index directory (left as it is with `-o`).
     #[arg(long)]
     index: PathBuf,
     /// The new index directory (new or empty).
-    #[arg(short, long)]
-    out: PathBuf,
+    #[arg(
+        short,
+        long,
+        required_unless_present = "in_place",
+        conflicts_with = "in_place"
+    )]
+    out: Option<PathBuf>,
+    /// Compact the index into the next generation of its own directory, which replaces the
+    /// old one atomically (its files then removed).
+    #[arg(long)]
+    in_place: bool,
 }
 
 pub fn add(a: AddArgs) -> Result<()> {
@@ -80,12 +91,19 @@ pub fn delete(a: DeleteArgs) -> Result<()> {
 pub fn compact(a: CompactArgs) -> Result<()> {
     let mut index = Index::open(&a.index).context("cannot open the index")?;
     let started = std::time::Instant::now();
-    let r = index.compact(&a.out).context("cannot compact the index")?;
+    let (r, into) = match &a.out {
+        Some(out) => (index.compact(out), out.display().to_string()),
+        None => (
+            index.compact_in_place(),
+            format!("place (generation {})", index.generation()),
+        ),
+    };
+    let r = r.context("cannot compact the index")?;
     println!(
-        "compacted {} into {}: {} documents ({} tokens), {} deleted left out, in {:.2} s; \
+        "compacted {} in{}{into}: {} documents ({} tokens), {} deleted left out, in {:.2} s; \
          documents are numbered from 0 again (ids kept where the index has them)",
         a.index.display(),
-        a.out.display(),
+        if a.out.is_some() { "to " } else { " " },
         r.documents,
         r.tokens,
         r.removed,

@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::Result;
+use tilemaxsim::index::Stamp;
 use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
 use super::error::ApiError;
@@ -23,15 +24,16 @@ use crate::args::{CorpusArgs, Opened};
 /// numbers are never reused, so an older one names every hit it can be given).
 pub struct Ready {
     loaded: RwLock<Option<Arc<Loaded>>>,
-    /// How much of an index's update log the loaded searcher covers (bytes).
-    pub(super) applied: tokio::sync::watch::Sender<u64>,
+    /// How much of an index the loaded searcher covers: its generation, and the bytes of that
+    /// generation's update log.
+    pub(super) applied: tokio::sync::watch::Sender<Stamp>,
 }
 
 impl Default for Ready {
     fn default() -> Self {
         Ready {
             loaded: RwLock::default(),
-            applied: tokio::sync::watch::Sender::new(0),
+            applied: tokio::sync::watch::Sender::new(Stamp::default()),
         }
     }
 }
@@ -43,15 +45,17 @@ impl Ready {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-    pub(super) fn set(&self, loaded: Loaded) {
-        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(loaded));
+    pub(super) fn set(&self, loaded: Loaded) -> Arc<Loaded> {
+        let loaded = Arc::new(loaded);
+        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
+        loaded
     }
 
-    /// Wait until the searcher serving covers the update log up to `len` bytes.
-    pub async fn applied(&self, len: u64) {
+    /// Wait until the searcher serving covers the index up to `stamp`.
+    pub async fn applied(&self, stamp: Stamp) {
         let mut rx = self.applied.subscribe();
         // An error: the engine stopped, and the caller's answer says so no more than this.
-        let _ = rx.wait_for(|&n| n >= len).await;
+        let _ = rx.wait_for(|&n| n >= stamp).await;
     }
 }
 
@@ -64,6 +68,8 @@ pub struct Loaded {
     pub engine: String,
     pub devices: Vec<String>,
     pub names: Names,
+    /// An index's generation (`None`: a corpus).
+    pub generation: Option<u64>,
 }
 
 /// What names the documents in hits: the corpus's (or the index build's) ids, shared by every
@@ -123,6 +129,7 @@ pub fn run(
             first: corpus.len(),
             added: Vec::new(),
         },
+        generation: None,
     };
     eprintln!(
         "tilemaxsim serve: ready: {} documents ({} tokens, d = {}, {}) on {}",
@@ -132,7 +139,7 @@ pub fn run(
     metrics.ready.set(1);
     while let Some(batch) = queue.next_batch() {
         if !batch.is_empty() {
-            serve_batch(searcher.as_ref(), batch, metrics);
+            serve_batch(searcher.as_ref(), batch, metrics, None);
         }
     }
     Ok(())
@@ -151,8 +158,14 @@ pub(super) fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<S
     }
 }
 
-/// Score one batch in one pass and answer each of its requests.
-pub(super) fn serve_batch(searcher: &dyn Searcher, batch: Batch, metrics: &Metrics) {
+/// Score one batch in one pass and answer each of its requests; `loaded`, where given, names
+/// the documents its hits number (an index served live: the state the searcher serves).
+pub(super) fn serve_batch(
+    searcher: &dyn Searcher,
+    batch: Batch,
+    metrics: &Metrics,
+    loaded: Option<&Arc<Loaded>>,
+) {
     {
         let started = Instant::now();
         let queries: Vec<Matrix<'_>> = batch
@@ -191,6 +204,7 @@ pub(super) fn serve_batch(searcher: &dyn Searcher, batch: Batch, metrics: &Metri
                         queue: queue_wait,
                         compute,
                         batch_queries: n,
+                        loaded: loaded.cloned(),
                     };
                     if job.reply.send(Ok(answer)).is_err() {
                         metrics.dropped_scoring.inc();

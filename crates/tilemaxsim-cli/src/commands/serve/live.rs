@@ -1,18 +1,23 @@
-//! The engine of an index served live (`serve --index`). The build's searcher is prepared once
-//! and kept (on a GPU: its codes, IVF and exact tokens, uploaded once). The updates appended to
-//! the index's log (the server's own `POST /v1/index/add` / `delete`, or other processes'
-//! `tilemaxsim index add` / `delete`) are taken on a thread of their own: when the log has
-//! grown (the engine looks before each batch, and every 50 ms while idle), that thread reads the new records into a second opening of the index and prepares
+//! The engine of an index served live (`serve --index`). Each generation's build searcher is
+//! prepared once and kept (on a GPU: its codes, IVF and exact tokens, uploaded once). The
+//! updates appended to the index's log (the server's own `POST /v1/index/add` / `delete`, or
+//! other processes' `tilemaxsim index add` / `delete`) are taken on a thread of their own: when
+//! the directory's state has moved (the engine looks before each batch, and every 50 ms while
+//! idle), that thread reads the new records into a second opening of the index and prepares
 //! the searcher of its added documents, while batches go on being served by the current one;
-//! the prepared one then replaces it before the next batch. The engine never stops serving
-//! for an update (on a GPU the new searcher's uploads share the device with the searches), and
-//! a write is answered once the searcher that serves it is in place (`Ready::applied`).
+//! the prepared one then replaces it before the next batch. A compaction in place (the
+//! server's own `POST /v1/index/compact`, or `tilemaxsim index compact --in-place`) makes a
+//! new generation: its build searcher is prepared the same way, beside the one serving, and
+//! replaces it (where both do not fit, the old one is let go first and searches wait for the
+//! new one). The engine never stops serving for an update (on a GPU the new searcher's uploads
+//! share the device with the searches), and a write is answered once the searcher that serves
+//! it is in place (`Ready::applied`).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
-use tilemaxsim::index::{BaseSearcher, Index, IndexSearch};
+use tilemaxsim::index::{BaseSearcher, Index, IndexSearch, Stamp};
 use tilemaxsim::{Device, SearchOptions, Searcher};
 
 use super::engine::{Loaded, Names, Ready, device_names, serve_batch};
@@ -29,8 +34,8 @@ pub struct IndexSetup {
     pub options: SearchOptions<'static>,
 }
 
-/// Serve the index in `dir` until the queue is closed and empty, taking its updates as they
-/// come (see the module's text).
+/// Serve the index in `dir` until the queue is closed and empty, taking its updates and new
+/// generations as they come (see the module's text).
 pub fn run_index(
     dir: &Path,
     setup: &IndexSetup,
@@ -38,35 +43,91 @@ pub fn run_index(
     metrics: &Metrics,
     ready: &Ready,
 ) -> Result<()> {
-    let log = dir.join(tilemaxsim::index::LOG);
-    let log_len = || std::fs::metadata(&log).map_or(0, |m| m.len());
-    // The log's length is taken before each read of it, so what was read covers at least
-    // that much: an update appended in between is taken at the next look, never missed.
-    let mut seen = log_len();
-    let build = Index::open(dir).context("cannot open the index")?;
-    let (base, notice) = build.base_searcher(setup.device, &setup.how, &setup.options)?;
-    if let Some(n) = notice {
-        eprintln!("notice: {n}");
+    let mut generation = Generation::open(dir, setup)?;
+    loop {
+        match serve_generation(dir, &generation, setup, queue, metrics, ready)? {
+            Next::Closed => return Ok(()),
+            Next::Prepared(next) => generation = next,
+            Next::Reopen => {
+                drop(generation);
+                generation = Generation::open(dir, setup)?;
+            }
+        }
     }
-    let names = Names {
-        ids: build.codes().doc_ids().map(Arc::from),
-        first: build.codes().len(),
-        added: Vec::new(),
-    };
-    let publish = |live: &Live<'_>, applied: u64| {
-        ready.set(live.loaded(setup, &names));
-        ready.applied.send_replace(applied);
+}
+
+/// What ends the serving of one generation.
+enum Next {
+    /// The queue was closed.
+    Closed,
+    /// A newer generation, prepared while this one served.
+    Prepared(Box<Generation>),
+    /// A newer generation that could not be prepared beside this one: open it once this one
+    /// is let go.
+    Reopen,
+}
+
+/// One generation of the index (its build's, or a compaction's): the opening its build
+/// searcher borrows, that searcher, and the names of its build's documents.
+struct Generation {
+    /// Borrows `*index` (declared first: dropped before it).
+    base: BaseSearcher<'static>,
+    index: Box<Index>,
+    names: Names,
+}
+
+impl Generation {
+    fn open(dir: &Path, setup: &IndexSetup) -> Result<Box<Self>> {
+        let index = Box::new(Index::open(dir).context("cannot open the index")?);
+        // SAFETY: the searcher borrows the index at its heap address, which the box keeps
+        // fixed while the box moves; the index is never moved out of the box nor changed, and
+        // the searcher is dropped before the box (field order) and lent out only for as long
+        // as `&self`.
+        let at: &'static Index = unsafe { &*(index.as_ref() as *const Index) };
+        let (base, notice) = at.base_searcher(setup.device, &setup.how, &setup.options)?;
+        if let Some(n) = notice {
+            eprintln!("notice: {n}");
+        }
+        let names = Names {
+            ids: index.codes().doc_ids().map(Arc::from),
+            first: index.codes().len(),
+            added: Vec::new(),
+        };
+        Ok(Box::new(Generation { base, index, names }))
+    }
+}
+
+/// Serve `generation` until the queue closes or a newer generation replaces it.
+fn serve_generation(
+    dir: &Path,
+    generation: &Generation,
+    setup: &IndexSetup,
+    queue: &Queue,
+    metrics: &Metrics,
+    ready: &Ready,
+) -> Result<Next> {
+    let (base, names) = (&generation.base, &generation.names);
+    let publish = |live: &Live<'_>| -> Arc<Loaded> {
+        let loaded = ready.set(live.loaded(setup, names));
+        ready.applied.send_replace(live.index.stamp());
         metrics.ready.set(1);
+        loaded
     };
-    let mut serving = Live::open(dir, &base, setup)?;
-    publish(&serving, seen);
+    // The directory's state is read before each opening, so what an opening read covers at
+    // least that much: an update made in between is taken at the next look, never missed.
+    let mut seen = Stamp::on_disk(dir)?;
+    let Some(mut serving) = Live::open(dir, base, setup)? else {
+        return Ok(Next::Reopen);
+    };
+    let mut loaded = publish(&serving);
     // The opening the updates are read into next; the one that served before, once replaced.
     let mut spare: Option<Live<'_>> = None;
-    std::thread::scope(|s| -> Result<()> {
+    std::thread::scope(|s| -> Result<Next> {
         let mut preparing = None;
+        let mut next_generation = None;
         loop {
-            if let Some((applied, handle)) = preparing.take_if(
-                |(_, h): &mut (u64, std::thread::ScopedJoinHandle<'_, Result<Live<'_>>>)| {
+            if let Some(handle) = preparing.take_if(
+                |h: &mut std::thread::ScopedJoinHandle<'_, Result<Option<Live<'_>>>>| {
                     h.is_finished()
                 },
             ) {
@@ -74,28 +135,56 @@ pub fn run_index(
                     .join()
                     .map_err(|_| anyhow!("the thread taking the index's updates panicked"))?
                     .context("cannot take the index's new updates")?;
-                spare = Some(std::mem::replace(&mut serving, next));
-                publish(&serving, applied);
+                // `None`: the directory moved to a newer generation meanwhile.
+                if let Some(next) = next {
+                    spare = Some(std::mem::replace(&mut serving, next));
+                    loaded = publish(&serving);
+                }
             }
-            if preparing.is_none() && log_len() != seen {
-                seen = log_len();
-                let (old, base) = (spare.take(), &base);
-                let handle = s.spawn(move || {
-                    let next = match old {
-                        Some(live) => live.update(base, setup),
-                        None => Live::open(dir, base, setup),
-                    };
-                    // The engine may wait for requests: it puts the new searcher in place now.
-                    queue.wake();
-                    next
+            if let Some(handle) = next_generation.take_if(
+                |h: &mut std::thread::ScopedJoinHandle<'_, Result<Box<Generation>>>| {
+                    h.is_finished()
+                },
+            ) {
+                return Ok(match handle.join() {
+                    Ok(Ok(next)) => Next::Prepared(next),
+                    Ok(Err(e)) => {
+                        eprintln!(
+                            "notice: the index's new generation could not be prepared beside \
+                             the one serving ({e:#}); searches wait while it is opened alone"
+                        );
+                        Next::Reopen
+                    }
+                    Err(_) => return Err(anyhow!("the thread opening the index panicked")),
                 });
-                preparing = Some((seen, handle));
+            }
+            if preparing.is_none() && next_generation.is_none() {
+                let now = Stamp::on_disk(dir)?;
+                if now.generation != generation.index.generation() {
+                    next_generation = Some(s.spawn(move || {
+                        let next = Generation::open(dir, setup);
+                        queue.wake();
+                        next
+                    }));
+                } else if now != seen {
+                    seen = now;
+                    let old = spare.take();
+                    preparing = Some(s.spawn(move || {
+                        let next = match old {
+                            Some(live) => live.update(base, setup),
+                            None => Live::open(dir, base, setup),
+                        };
+                        // The engine may wait for requests: it puts the new searcher in place now.
+                        queue.wake();
+                        next
+                    }));
+                }
             }
             let Some(batch) = queue.next_batch_idle(Some(LOOK_EVERY)) else {
-                return Ok(());
+                return Ok(Next::Closed);
             };
             if !batch.is_empty() {
-                serve_batch(serving.searcher.as_ref(), batch, metrics);
+                serve_batch(serving.searcher.as_ref(), batch, metrics, Some(&loaded));
             }
         }
     })
@@ -110,13 +199,16 @@ struct Live<'b> {
 }
 
 impl<'b> Live<'b> {
-    fn open(dir: &Path, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Self> {
+    /// An opening of `dir` around `base`; `None` when the directory holds a newer generation
+    /// than `base`'s.
+    fn open(dir: &Path, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Option<Self>> {
         let index = Index::open(dir).context("cannot open the index")?;
         Self::with(Box::new(index), base, setup)
     }
 
-    /// The same opening with the updates appended since it last read the log.
-    fn update(self, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Self> {
+    /// The same opening with the updates appended since it last read the log (`None`, as
+    /// for [`Live::open`]).
+    fn update(self, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Option<Self>> {
         let Live {
             searcher,
             mut index,
@@ -126,14 +218,21 @@ impl<'b> Live<'b> {
         Self::with(index, base, setup)
     }
 
-    fn with(index: Box<Index>, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Self> {
+    fn with(
+        index: Box<Index>,
+        base: &'b BaseSearcher<'_>,
+        setup: &'b IndexSetup,
+    ) -> Result<Option<Self>> {
+        if index.generation() != base.generation() {
+            return Ok(None);
+        }
         // SAFETY: the searcher borrows the index at its heap address, which the box keeps
         // fixed while the box moves; the index is neither moved out of the box nor changed
         // while the searcher lives (`update` drops it first), and the searcher is dropped
         // before the box (field order), and never handed out for longer than `&self`.
         let at: &'b Index = unsafe { &*(index.as_ref() as *const Index) };
         let searcher = at.live_searcher(base, setup.device, &setup.how, &setup.options)?;
-        Ok(Live { searcher, index })
+        Ok(Some(Live { searcher, index }))
     }
 
     /// What `/v1/info` reports and requests are checked against, for this state.
@@ -154,6 +253,7 @@ impl<'b> Live<'b> {
                     .map(|j| index.doc_id(j))
                     .collect(),
             },
+            generation: Some(index.generation()),
         };
         eprintln!(
             "tilemaxsim serve: ready: index {} ({live} live documents, d = {}) on {}",

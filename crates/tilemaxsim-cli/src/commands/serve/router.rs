@@ -1,5 +1,6 @@
 //! The HTTP surface: `POST /v1/search`, `GET /v1/info`, `/healthz`, `/readyz`, `/metrics`, and
-//! for an index served live `POST /v1/index/add` and `/v1/index/delete` (`writes.rs`).
+//! for an index served live `POST /v1/index/add`, `/v1/index/delete` and `/v1/index/compact`
+//! (`writes.rs`).
 //! Handlers parse and check, hand the work to the queue, and wait for their answer with a
 //! deadline; a request whose client disconnects is cancelled here, which closes its answer
 //! channel so the queue drops it.
@@ -22,7 +23,8 @@ use super::engine::Ready;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Job, Queue};
-use super::writes::{AddResponse, DeleteResponse, Writer};
+use super::writes::{AddResponse, CompactResponse, DeleteResponse, Writer};
+use tilemaxsim::index::Stamp;
 
 /// The per-request limits the router enforces (the queue enforces its own).
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/search", post(search))
         .route("/v1/index/add", post(add))
         .route("/v1/index/delete", post(delete))
+        .route("/v1/index/compact", post(compact))
         .route("/v1/info", get(info))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -132,9 +135,14 @@ async fn search(
         Ok(Err(_)) => return Err(ApiError::Unavailable("the engine has stopped".into())),
         Ok(Ok(a)) => a?,
     };
-    // Named by what is loaded now: an index served live may have taken updates since the
-    // request was checked, and its hits may be documents added since (numbers are never reused).
-    let loaded = s.ready.get().unwrap_or(loaded);
+    // Named by what served the batch (an index served live: its updates may have come since
+    // the request was checked, and a compaction numbers the documents again), else by what
+    // is loaded now.
+    let loaded = answer
+        .loaded
+        .clone()
+        .or_else(|| s.ready.get())
+        .unwrap_or(loaded);
     let results = ids
         .into_iter()
         .zip(answer.hits)
@@ -166,7 +174,7 @@ async fn search(
 async fn write<T: Send + 'static>(
     s: &AppState,
     body: Result<Bytes, BytesRejection>,
-    f: impl FnOnce(&Writer, &[u8]) -> Result<(T, u64), ApiError> + Send + 'static,
+    f: impl FnOnce(&Writer, &[u8]) -> Result<(T, Stamp), ApiError> + Send + 'static,
 ) -> Result<Json<T>, ApiError> {
     let writer = s.writer.clone().ok_or_else(|| {
         ApiError::NotFound(
@@ -176,13 +184,13 @@ async fn write<T: Send + 'static>(
         )
     })?;
     let body = read_body(s, body)?;
-    let (answer, log_len) = match tokio::task::spawn_blocking(move || f(&writer, &body)).await {
+    let (answer, stamp) = match tokio::task::spawn_blocking(move || f(&writer, &body)).await {
         Ok(r) => r?,
         Err(_) => return Err(ApiError::Engine("the write stopped unexpectedly".into())),
     };
     s.queue.wake();
     // Past the deadline (an engine that stopped), the write still stands: it is on disk.
-    let _ = tokio::time::timeout(s.limits.timeout, s.ready.applied(log_len)).await;
+    let _ = tokio::time::timeout(s.limits.timeout, s.ready.applied(stamp)).await;
     Ok(Json(answer))
 }
 
@@ -200,6 +208,13 @@ async fn delete(
     write(&s, body, |w, b| w.delete(b)).await
 }
 
+async fn compact(
+    State(s): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<CompactResponse>, ApiError> {
+    write(&s, body, |w, b| w.compact(b)).await
+}
+
 async fn info(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     let l = s.ready.get().ok_or_else(|| {
         ApiError::Unavailable(
@@ -215,6 +230,7 @@ async fn info(State(s): State<AppState>) -> Result<Json<serde_json::Value>, ApiE
         "devices": l.devices,
         "doc_ids": l.names.has_ids(),
         "updates": s.writer.is_some(),
+        "generation": l.generation,
         "max_k": s.limits.max_k.min(l.documents),
         "max_batch_queries": s.limits.max_queries,
         "max_batch_tokens": s.limits.max_tokens,
@@ -250,8 +266,8 @@ async fn metrics(State(s): State<AppState>) -> Response {
         .into_response()
 }
 
-const ENDPOINTS: &str =
-    "POST /v1/search, /v1/index/add, /v1/index/delete; GET /v1/info, /healthz, /readyz, /metrics";
+const ENDPOINTS: &str = "POST /v1/search, /v1/index/add, /v1/index/delete, /v1/index/compact; GET /v1/info, /healthz, \
+     /readyz, /metrics";
 
 async fn method_not_allowed(req: Request) -> ApiError {
     let path = req.uri().path();

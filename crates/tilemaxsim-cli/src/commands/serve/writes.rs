@@ -1,4 +1,6 @@
-//! The write endpoints of an index served live: `POST /v1/index/add` and `POST /v1/index/delete`.
+//! The write endpoints of an index served live: `POST /v1/index/add`, `/v1/index/delete` and
+//! `/v1/index/compact` (the index compacted in place: its next generation, the documents
+//! numbered from 0 again, ids kept).
 //! A write runs on a blocking thread, through the server's own handle on the index (opened at
 //! its first write, one writer at a time), and is answered once its record is on disk: it then
 //! survives a crash, and the engine serves with it (the engine takes it before its next batch,
@@ -10,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use tilemaxsim::index::Index;
+use tilemaxsim::index::{Index, Stamp};
 use tilemaxsim::{Corpus, Matrix};
 
 use super::api::{self, QueryIn};
@@ -47,6 +49,17 @@ pub struct AddResponse {
 }
 
 #[derive(Serialize)]
+pub struct CompactResponse {
+    /// Live documents, now numbered `0..documents`.
+    pub documents: usize,
+    /// Deleted documents left out.
+    pub removed: usize,
+    pub tokens: usize,
+    /// The index's generation now.
+    pub generation: u64,
+}
+
+#[derive(Serialize)]
 pub struct DeleteResponse {
     /// Documents newly deleted.
     pub deleted: usize,
@@ -67,10 +80,11 @@ struct Open {
     numbers: Option<Numbers>,
 }
 
-/// Document numbers by id, for the documents numbered `0..upto`.
+/// Document numbers by id, for the documents numbered `0..upto` in one generation.
 struct Numbers {
     by_id: HashMap<String, Vec<usize>>,
     upto: usize,
+    generation: u64,
 }
 
 impl Writer {
@@ -82,11 +96,11 @@ impl Writer {
     }
 
     /// Run `f` on the open index (opened now if this is the first write); with its answer, the
-    /// length of the update log after it.
+    /// state of the index it left.
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Open) -> Result<T, ApiError>,
-    ) -> Result<(T, u64), ApiError> {
+    ) -> Result<(T, Stamp), ApiError> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.is_none() {
             let index = Index::open(&self.dir)
@@ -96,19 +110,44 @@ impl Writer {
                 numbers: None,
             });
         }
-        let answer = match state.as_mut() {
-            Some(open) => f(open)?,
-            None => return Err(ApiError::Engine("the index is not open".into())),
-        };
-        let log = self.dir.join(tilemaxsim::index::LOG);
-        let len = std::fs::metadata(&log).map_or(0, |m| m.len());
-        Ok((answer, len))
+        match state.as_mut() {
+            Some(open) => {
+                let answer = f(open)?;
+                Ok((answer, open.index.stamp()))
+            }
+            None => Err(ApiError::Engine("the index is not open".into())),
+        }
+    }
+
+    /// Compact the index in place (the body: empty or `{}`): its next generation, which the
+    /// engine then serves. Refused when every document is deleted or two live ones share an id.
+    pub fn compact(&self, body: &[u8]) -> Result<(CompactResponse, Stamp), ApiError> {
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let _: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(body)
+                .ok()
+                .filter(serde_json::Map::is_empty)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "a compaction takes no parameters: send {} or nothing".into(),
+                    )
+                })?;
+        }
+        self.with(|open| {
+            let r = open.index.compact_in_place().map_err(refused)?;
+            open.numbers = None;
+            Ok(CompactResponse {
+                documents: r.documents,
+                removed: r.removed,
+                tokens: r.tokens,
+                generation: open.index.generation(),
+            })
+        })
     }
 
     /// Add the documents of `body` (checked: each has tokens of the index's d, finite, unit
     /// norm; ids are given to all or none, unique, without whitespace). Nothing is added when
     /// any is refused.
-    pub fn add(&self, body: &[u8]) -> Result<(AddResponse, u64), ApiError> {
+    pub fn add(&self, body: &[u8]) -> Result<(AddResponse, Stamp), ApiError> {
         let req: AddRequest = serde_json::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("malformed request: {e}")))?;
         if req.documents.is_empty() {
@@ -165,7 +204,7 @@ impl Writer {
 
     /// Delete the documents `body` names (`ids` or `indices`). A name the index does not hold
     /// is refused, and then nothing is deleted.
-    pub fn delete(&self, body: &[u8]) -> Result<(DeleteResponse, u64), ApiError> {
+    pub fn delete(&self, body: &[u8]) -> Result<(DeleteResponse, Stamp), ApiError> {
         let req: DeleteRequest = serde_json::from_slice(body)
             .map_err(|e| ApiError::BadRequest(format!("malformed request: {e}")))?;
         self.with(|open| {
@@ -200,10 +239,18 @@ impl Open {
     /// Every document number carrying one of `ids`; an id no document carries is refused.
     fn numbers_of(&mut self, ids: &[String]) -> Result<Vec<usize>, ApiError> {
         let total = self.index.len();
-        let numbers = self.numbers.get_or_insert_with(|| Numbers {
-            by_id: HashMap::new(),
-            upto: 0,
-        });
+        let generation = self.index.generation();
+        // Made again for a new generation (a compaction numbers the documents again).
+        let numbers = self
+            .numbers
+            .take()
+            .filter(|n| n.generation == generation)
+            .unwrap_or_else(|| Numbers {
+                by_id: HashMap::new(),
+                upto: 0,
+                generation,
+            });
+        let numbers = self.numbers.insert(numbers);
         for j in numbers.upto..total {
             numbers
                 .by_id

@@ -13,6 +13,9 @@ that speaks `tilemaxsim serve --index`'s JSON:
 - `POST /v1/index/delete` `{"ids": [...]}` (every document carrying one) or `{"indices": [...]}`
   -> `{"deleted": <newly deleted>, "already": <deleted before>, "documents": ...}`; a name the
   index does not hold is refused with 400 and nothing is deleted;
+- `POST /v1/index/compact` (no parameters): the index compacted in place, its next generation
+  (deleted documents left out, the live ones numbered from 0 again under their ids)
+  -> `{"documents": ..., "removed": ..., "tokens": ..., "generation": ...}`;
 - `GET /v1/info`, `GET /healthz`, `GET /metrics` (as `tilemaxsim.ray.serve`).
 
 A write goes through one replica and is answered once its record is on disk; every replica reads
@@ -47,10 +50,16 @@ class _ServeIndex:
         if self.replica.error is not None:
             raise self.replica.error
         self.options = dict(options)
-        self._ids = None
         self._ids_lock = threading.RLock()  # requests may run on several threads of the replica
-        # id -> document numbers, extended as documents are added (not rebuilt per delete).
-        self._by_id, self._by_id_upto = {}, 0
+        self._forget_ids(0)
+
+    def _forget_ids(self, generation):
+        """Start the id lists afresh (at the start, and for a new generation of the index: a
+        compaction in place numbers the documents again)."""
+        with self._ids_lock:
+            self._ids, self._ids_generation = None, generation
+            # id -> document numbers, extended as documents are added (not rebuilt per delete).
+            self._by_id, self._by_id_upto = {}, 0
 
     def info(self):
         self.replica.index.refresh()
@@ -60,6 +69,8 @@ class _ServeIndex:
         """Every document number's id: read whole once, then only the added documents' ids."""
         index = self.replica.index
         with self._ids_lock:
+            if index.generation != self._ids_generation:
+                self._forget_ids(index.generation)
             n = len(index)
             if self._ids is None:
                 self._ids = index.doc_ids
@@ -82,6 +93,19 @@ class _ServeIndex:
         ids = self._names()
         index = self.replica.index
         return [(ids[j] if ids else str(j), j) for j in numbers], len(index) - index.deleted
+
+    def compact(self):
+        """The index compacted in place (its next generation): `{documents, removed, tokens,
+        generation}`; `BadRequest` when every document is deleted or two live ones share an id.
+        The other replicas take the new generation at their next refresh."""
+        index = self.replica.index
+        index.refresh()
+        try:
+            documents, removed, tokens = index._native.compact_in_place()
+        except ValueError as e:
+            raise BadRequest(str(e)) from e
+        self._forget_ids(index.generation)
+        return {"documents": documents, "removed": removed, "tokens": tokens, "generation": index.generation}
 
     def delete(self, ids, indices):
         """`(newly deleted, deleted before, live documents)` for documents named by `ids` or by
@@ -164,11 +188,15 @@ class IndexIngress(Ingress):
                 return JSONResponse({"error": f"no replica answered: {e}"}, status_code=503)
             live = info["documents"] - info["deleted"]
             return JSONResponse({"path": self.path, "dim": self.dim, "documents": live, "index": True})
-        if route not in (("POST", "/v1/index/add"), ("POST", "/v1/index/delete")):
+        if route not in (("POST", "/v1/index/add"), ("POST", "/v1/index/delete"), ("POST", "/v1/index/compact")):
             return await super().__call__(request)
         self.requests += 1
         try:
             body = await request.body()
+            if route[1].endswith("compact"):
+                if body.strip() and _json(body) != {}:
+                    raise BadRequest("a compaction takes no parameters: send {} or nothing")
+                return JSONResponse(await self._write(self.handle.compact.remote()))
             if route[1].endswith("add"):
                 docs, ids = _documents(body, self.dim)
                 added, live = await self._write(self.handle.add.remote(docs, ids))
