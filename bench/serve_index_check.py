@@ -3,8 +3,12 @@ CPU in CI): a synthetic index built on the device, served over loopback, its ans
 with `tilemaxsim index search` on the same device before and after another process adds and
 deletes documents, and again after documents are added and deleted through the server's own
 `POST /v1/index/add` / `delete`; the server's latency for one query at a time, alone and while
-those writes run, and each write's latency (on disk and served when answered). With --devices,
-the server and `index search` split the documents over those GPUs. Plain Python 3 (urllib).
+those writes run, and each write's latency (on disk and served when answered). Then the index is
+compacted in place, through the server (`POST /v1/index/compact`, timed to its answer, which
+comes once the new generation serves) and by another process (`index compact --in-place`, timed
+until the server reports the new generation), one query at a time sent meanwhile, and the
+answers compared again. With --devices, the server and `index search` split the documents over
+those GPUs. Plain Python 3 (urllib).
 
 usage: python3 bench/serve_index_check.py --bin .dev/tilemaxsim --device cuda [--work /tmp/serve-index] [--docs 20000] [--devices 0,1]
 """
@@ -159,9 +163,62 @@ def main():
         info = json.loads(urllib.request.urlopen(url + "/v1/info", timeout=30).read())
         print(f"documents served: {info['documents']} (want {a.docs + 500 - 3 + 100 - 15})")
         check("after the server's writes")
+
+        # Compactions in place while this thread sends one query at a time.
+        def info_now():
+            return json.loads(urllib.request.urlopen(url + "/v1/info", timeout=30).read())
+
+        def queries_while(work):
+            done, out, lat = threading.Event(), {}, []
+
+            def run():
+                t = time.perf_counter()
+                out["answer"] = work()
+                out["ms"] = (time.perf_counter() - t) * 1e3
+                done.set()
+
+            th = threading.Thread(target=run)
+            start = time.perf_counter()
+            th.start()
+            i, slow = 0, []
+            while not done.is_set():
+                t = time.perf_counter()
+                post(url, {"queries": [{"embeddings": queries[i % len(queries)]}], "k": 10})
+                lat.append((time.perf_counter() - t) * 1e3)
+                slow.append((lat[-1], (t - start) * 1e3))
+                i += 1
+            th.join()
+            slow = ", ".join(f"{ms:.0f} ms sent at {at:.0f}" for ms, at in sorted(slow)[-3:])
+            print(f"  the slowest requests (ms after the work started): {slow}")
+            lat.sort()
+            p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("nan")
+            med = statistics.median(lat) if lat else float("nan")
+            mx = lat[-1] if lat else float("nan")
+            return out, f"{len(lat)} requests meanwhile: p50 {med:.2f} ms, p99 {p99:.2f} ms, max {mx:.2f} ms"
+
+        out, during = queries_while(lambda: post(url, {}, "/v1/index/compact"))
+        print(f"compaction through the server: {out['answer']} in {out['ms']:.0f} ms (answered once the new "
+              f"generation serves); one query a request, {during}")
+        check("after the server's compaction")
+        sh(a.bin, "index", "delete", "--index", index, "--docs", "1,2,3")
+
+        def by_another_process():
+            g = info_now()["generation"]
+            sh(a.bin, "index", "compact", "--in-place", "--index", index)
+            t = time.perf_counter()
+            while info_now()["generation"] == g:
+                time.sleep(0.005)
+            return f"generation {g + 1}, served {(time.perf_counter() - t) * 1e3:.0f} ms after the command returned"
+
+        out, during = queries_while(by_another_process)
+        print(f"compaction by another process: {out['answer']}; {out['ms']:.0f} ms in all; one query a request, "
+              f"{during}")
+        check("after another process's compaction")
     finally:
         server.terminate()
-        print(server.communicate(timeout=60)[1][-1500:])
+        log = server.communicate(timeout=60)[1]
+        # The server's own account: generations prepared and switched to, slow batches, notices.
+        print("\n".join(line for line in log.splitlines() if not line.startswith("tilemaxsim serve: ready"))[-4000:])
 
 
 if __name__ == "__main__":

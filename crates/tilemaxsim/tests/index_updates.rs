@@ -13,6 +13,7 @@ mod common;
 
 use common::*;
 use tilemaxsim::codec::ResidualOptions;
+use tilemaxsim::corpus::FiniteCheck;
 use tilemaxsim::index::{BuildOptions, Index, IndexSearch, LOG, Source, build};
 use tilemaxsim::{
     AnyCorpus, CompressedCorpus, Corpus, CpuScorer, DType, Device, Hit, Matrix, OwnedElements,
@@ -397,6 +398,9 @@ fn compaction_in_place_makes_a_generation_that_other_openings_take() {
         index.exact().unwrap().tokens().to_f32_vec(),
         exact.tokens().to_f32_vec()
     );
+    // Its exact tokens (the build's and the added ones, all checked) are recorded finite: an
+    // opening does not scan them again.
+    assert_eq!(index.exact().unwrap().finite_check(), FiniteCheck::Recorded);
     for i in 0..live.len() {
         assert_eq!(index.doc_id(i), copy.doc_id(i));
     }

@@ -150,13 +150,20 @@ pub(super) const SPLIT_MIN: f32 = 1.0 / 4096.0;
 pub(super) const SPLIT_SCALE: f32 = 2048.0;
 
 /// Whether every row of `dim` f32 values is in the split's range (`SPLIT_MIN`, `SPLIT_MAX`).
+/// A search's queries are checked on the calling thread: rayon's pool may be busy with other
+/// work, which its tasks would wait behind.
 pub(super) fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     use rayon::prelude::*;
-    values.par_chunks(dim.max(1)).all(|row| {
+    let ok = |row: &[f32]| {
         let m = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
         // (`<=` is false for NaN, which `max` would skip.)
         row.iter().all(|x| x.abs() <= SPLIT_MAX) && (m == 0.0 || m >= SPLIT_MIN)
-    })
+    };
+    if values.len() < 1 << 18 {
+        values.chunks(dim.max(1)).all(ok)
+    } else {
+        values.par_chunks(dim.max(1)).all(ok)
+    }
 }
 
 /// Whether tokens `tokens` of the corpus are f32 rows the split takes (`split_rows_ok`).

@@ -29,8 +29,8 @@ use super::ivf::Ivf;
 use super::{CODES, EXACT, IVF, Index, LOG, MANIFEST, Manifest, Stale, read_manifest};
 use crate::codec::CompressedCorpus;
 use crate::codec::format::{FileParts, write_parts};
-use crate::corpus::Corpus;
 use crate::corpus::format::{Durable, ExactParts, le_words, write_exact_parts};
+use crate::corpus::{Corpus, FiniteCheck};
 use crate::error::{Error, Result};
 
 /// What a compaction wrote.
@@ -241,12 +241,24 @@ impl Index {
             codes: code_parts,
             aux: vec![&id_bytes],
         };
+        // The exact tokens are all finite (the build's were checked when the index was opened,
+        // the added ones here: a log record is checked by its CRC, not for NaN), which the new
+        // file records, so opening it skips the scan.
+        let scanned = match &self.exact {
+            Some(e) if e.finite_check() != FiniteCheck::NotChecked => {
+                match added.and_then(|a| a.exact.as_ref()) {
+                    Some(a) => a.check_finite().is_ok(),
+                    None => true,
+                }
+            }
+            _ => false,
+        };
         let exact_file = exact_dtype.map(|dtype| ExactParts {
             dtype,
             dim: d,
             offsets: &offsets,
             doc_ids: names.as_deref(),
-            scanned: false,
+            scanned,
             tokens: exact_parts,
         });
         // The three files at once (the IVF built meanwhile), each on disk before the manifest.

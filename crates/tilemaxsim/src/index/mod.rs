@@ -118,6 +118,10 @@ impl BaseSearcher<'_> {
     pub fn generation(&self) -> u64 {
         self.generation
     }
+    /// The searcher itself (to search the build's documents alone, or to warm it up).
+    pub fn searcher(&self) -> &dyn Searcher {
+        self.searcher.as_ref()
+    }
 }
 
 /// How to search an index; `None` fields take the index's defaults.

@@ -15,6 +15,27 @@ use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Answer, Job, Queue};
 
+/// Run `f` on the server's background rayon pool (made at the first call): the work a server
+/// does beside its searches (writes, compactions, preparing the searcher of an update). The
+/// searches' own parallel steps use rayon's global pool, where they would wait behind every
+/// task queued before them.
+pub(super) fn in_background<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("tilemaxsim-background-{i}"))
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// A batch that takes longer is reported on stderr.
+const SLOW_BATCH: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The requests the queue hands the engine at once.
 type Batch = Vec<Job>;
 use crate::args::{CorpusArgs, Opened};
@@ -178,6 +199,13 @@ pub(super) fn serve_batch(
         metrics.engine_queries.set(queries.len() as i64);
         let result = searcher.search(&queries, k);
         let compute = started.elapsed();
+        if compute > SLOW_BATCH {
+            eprintln!(
+                "tilemaxsim serve: a batch of {} queries took {:.0} ms",
+                queries.len(),
+                compute.as_secs_f64() * 1e3
+            );
+        }
         let n = queries.len();
         drop(queries);
         metrics.engine_queries.set(0);

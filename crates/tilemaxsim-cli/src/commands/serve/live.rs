@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use tilemaxsim::index::{BaseSearcher, Index, IndexSearch, Stamp};
-use tilemaxsim::{Device, SearchOptions, Searcher};
+use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
-use super::engine::{Loaded, Names, Ready, device_names, serve_batch};
+use super::engine::{Loaded, Names, Ready, device_names, in_background, serve_batch};
 use super::metrics::Metrics;
 use super::queue::Queue;
 
@@ -43,14 +43,21 @@ pub fn run_index(
     metrics: &Metrics,
     ready: &Ready,
 ) -> Result<()> {
-    let mut generation = Generation::open(dir, setup)?;
+    let (mut generation, mut opening) = Generation::open(dir, setup)?;
     loop {
-        match serve_generation(dir, &generation, setup, queue, metrics, ready)? {
+        match serve_generation(dir, &generation, opening, setup, queue, metrics, ready)? {
             Next::Closed => return Ok(()),
-            Next::Prepared(next) => generation = next,
+            Next::Prepared(next, next_opening) => {
+                // Let the old generation go off the engine's thread: its GPU memory and its
+                // files' pages (removed from the directory: their last mapping frees them) take
+                // a while to free, and searches wait for nothing meanwhile.
+                let old = std::mem::replace(&mut generation, next);
+                std::thread::spawn(move || drop(old));
+                opening = next_opening;
+            }
             Next::Reopen => {
                 drop(generation);
-                generation = Generation::open(dir, setup)?;
+                (generation, opening) = Generation::open(dir, setup)?;
             }
         }
     }
@@ -60,11 +67,22 @@ pub fn run_index(
 enum Next {
     /// The queue was closed.
     Closed,
-    /// A newer generation, prepared while this one served.
-    Prepared(Box<Generation>),
+    /// A newer generation, prepared while this one served, with its first opening; and when
+    /// the engine stopped serving the old one.
+    Prepared(Box<Generation>, Opening),
     /// A newer generation that could not be prepared beside this one: open it once this one
     /// is let go.
     Reopen,
+}
+
+/// An opening of a generation's directory made beside its build searcher (off the engine's
+/// thread: reading an index's files takes a while), for its first [`Live`]; and the
+/// directory's state read before it was made.
+struct Opening {
+    index: Box<Index>,
+    seen: Stamp,
+    /// When the engine stopped serving the generation before (for the log).
+    switch: Option<std::time::Instant>,
 }
 
 /// One generation of the index (its build's, or a compaction's): the opening its build
@@ -77,8 +95,10 @@ struct Generation {
 }
 
 impl Generation {
-    fn open(dir: &Path, setup: &IndexSetup) -> Result<Box<Self>> {
+    fn open(dir: &Path, setup: &IndexSetup) -> Result<(Box<Self>, Opening)> {
+        let t = std::time::Instant::now();
         let index = Box::new(Index::open(dir).context("cannot open the index")?);
+        let opened = t.elapsed().as_secs_f64();
         // SAFETY: the searcher borrows the index at its heap address, which the box keeps
         // fixed while the box moves; the index is never moved out of the box nor changed, and
         // the searcher is dropped before the box (field order) and lent out only for as long
@@ -88,12 +108,34 @@ impl Generation {
         if let Some(n) = notice {
             eprintln!("notice: {n}");
         }
+        let prepared = t.elapsed().as_secs_f64();
+        // One search before it serves, so what a searcher makes at its first search (on a GPU:
+        // uploads, buffers) is not made while requests wait for it.
+        let zeros = vec![0f32; index.codes().dim()];
+        let query = Matrix::new(&zeros[..], zeros.len())?;
+        base.searcher().search(&[query], 1)?;
         let names = Names {
             ids: index.codes().doc_ids().map(Arc::from),
             first: index.codes().len(),
             added: Vec::new(),
         };
-        Ok(Box::new(Generation { base, index, names }))
+        let warmed = t.elapsed().as_secs_f64();
+        let seen = Stamp::on_disk(dir)?;
+        let opening = Opening {
+            index: Box::new(Index::open(dir).context("cannot open the index")?),
+            seen,
+            switch: None,
+        };
+        eprintln!(
+            "tilemaxsim serve: generation {} prepared in {:.2} s (opened {opened:.2} s, searcher \
+             {:.2} s, first search {:.2} s, second opening {:.2} s)",
+            index.generation(),
+            t.elapsed().as_secs_f64(),
+            prepared - opened,
+            warmed - prepared,
+            t.elapsed().as_secs_f64() - warmed
+        );
+        Ok((Box::new(Generation { base, index, names }), opening))
     }
 }
 
@@ -101,6 +143,7 @@ impl Generation {
 fn serve_generation(
     dir: &Path,
     generation: &Generation,
+    opening: Opening,
     setup: &IndexSetup,
     queue: &Queue,
     metrics: &Metrics,
@@ -115,11 +158,18 @@ fn serve_generation(
     };
     // The directory's state is read before each opening, so what an opening read covers at
     // least that much: an update made in between is taken at the next look, never missed.
-    let mut seen = Stamp::on_disk(dir)?;
-    let Some(mut serving) = Live::open(dir, base, setup)? else {
+    let mut seen = opening.seen;
+    let Some(mut serving) = Live::with(opening.index, base, setup)? else {
         return Ok(Next::Reopen);
     };
     let mut loaded = publish(&serving);
+    if let Some(t) = opening.switch {
+        eprintln!(
+            "tilemaxsim serve: generation {} serves; searches waited {:.1} ms for the switch",
+            generation.index.generation(),
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    }
     // The opening the updates are read into next; the one that served before, once replaced.
     let mut spare: Option<Live<'_>> = None;
     std::thread::scope(|s| -> Result<Next> {
@@ -142,12 +192,15 @@ fn serve_generation(
                 }
             }
             if let Some(handle) = next_generation.take_if(
-                |h: &mut std::thread::ScopedJoinHandle<'_, Result<Box<Generation>>>| {
+                |h: &mut std::thread::ScopedJoinHandle<'_, Result<(Box<Generation>, Opening)>>| {
                     h.is_finished()
                 },
             ) {
                 return Ok(match handle.join() {
-                    Ok(Ok(next)) => Next::Prepared(next),
+                    Ok(Ok((next, mut opening))) => {
+                        opening.switch = Some(std::time::Instant::now());
+                        Next::Prepared(next, opening)
+                    }
                     Ok(Err(e)) => {
                         eprintln!(
                             "notice: the index's new generation could not be prepared beside \
@@ -162,7 +215,7 @@ fn serve_generation(
                 let now = Stamp::on_disk(dir)?;
                 if now.generation != generation.index.generation() {
                     next_generation = Some(s.spawn(move || {
-                        let next = Generation::open(dir, setup);
+                        let next = in_background(|| Generation::open(dir, setup));
                         queue.wake();
                         next
                     }));
@@ -170,10 +223,10 @@ fn serve_generation(
                     seen = now;
                     let old = spare.take();
                     preparing = Some(s.spawn(move || {
-                        let next = match old {
+                        let next = in_background(|| match old {
                             Some(live) => live.update(base, setup),
                             None => Live::open(dir, base, setup),
-                        };
+                        });
                         // The engine may wait for requests: it puts the new searcher in place now.
                         queue.wake();
                         next

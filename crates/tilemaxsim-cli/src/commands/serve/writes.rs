@@ -95,11 +95,11 @@ impl Writer {
         }
     }
 
-    /// Run `f` on the open index (opened now if this is the first write); with its answer, the
-    /// state of the index it left.
-    fn with<T>(
+    /// Run `f` on the open index (opened now if this is the first write), on the server's
+    /// background pool; with its answer, the state of the index it left.
+    fn with<T: Send>(
         &self,
-        f: impl FnOnce(&mut Open) -> Result<T, ApiError>,
+        f: impl FnOnce(&mut Open) -> Result<T, ApiError> + Send,
     ) -> Result<(T, Stamp), ApiError> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.is_none() {
@@ -112,7 +112,7 @@ impl Writer {
         }
         match state.as_mut() {
             Some(open) => {
-                let answer = f(open)?;
+                let answer = super::engine::in_background(|| f(open))?;
                 Ok((answer, open.index.stamp()))
             }
             None => Err(ApiError::Engine("the index is not open".into())),
