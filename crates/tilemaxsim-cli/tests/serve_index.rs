@@ -73,14 +73,19 @@ impl Fixture {
         }
     }
 
-    fn documents(&self) -> u64 {
+    /// The server's `/v1/info` field `key`.
+    fn info(&self, key: &str) -> Value {
         let info: Value = http()
             .get(self.server.at("/v1/info"))
             .send()
             .unwrap()
             .json()
             .unwrap();
-        info["documents"].as_u64().unwrap()
+        info[key].clone()
+    }
+
+    fn documents(&self) -> u64 {
+        self.info("documents").as_u64().unwrap()
     }
 
     /// The server's answer to the six queries equals `index search`'s with the same settings,
@@ -176,17 +181,6 @@ fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no index here"));
 }
 
-/// The server's `/v1/info` field `key`.
-fn info_of(f: &Fixture, key: &str) -> Value {
-    let info: Value = http()
-        .get(f.server.at("/v1/info"))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    info[key].clone()
-}
-
 #[test]
 fn compactions_in_place_are_served_whoever_makes_them() {
     let f = Fixture::new();
@@ -226,7 +220,7 @@ fn compactions_in_place_are_served_whoever_makes_them() {
         ),
         (Some(live), Some(gone.len() as u64), Some(1))
     );
-    assert_eq!(info_of(&f, "generation"), 1);
+    assert_eq!(f.info("generation"), 1);
     assert_eq!(f.documents(), live);
     let compacted = f.same_as_index_search("compacted");
     assert_eq!(named(&compacted), named(&deleted));
@@ -259,7 +253,7 @@ fn compactions_in_place_are_served_whoever_makes_them() {
             .arg(&f.index),
     );
     f.server.wait_for(std::time::Duration::from_secs(60), || {
-        info_of(&f, "generation") == 2
+        f.info("generation") == 2
     });
     assert_eq!(f.documents(), live - 1 + 10);
     f.same_as_index_search("compacted by another process");
@@ -267,7 +261,7 @@ fn compactions_in_place_are_served_whoever_makes_them() {
     // A compaction takes no parameters.
     let (status, answer) = f.server.post_to("/v1/index/compact", &json!({"to": "x"}));
     assert_eq!(status, 400, "{answer}");
-    assert_eq!(info_of(&f, "generation"), 2);
+    assert_eq!(f.info("generation"), 2);
 }
 
 /// A document of `tokens` as the write API takes it: rows, or base64 f16 with a shape.
