@@ -222,6 +222,21 @@ fn compactions_in_place_are_served_whoever_makes_them() {
     );
     assert_eq!(f.info("generation"), 1);
     assert_eq!(f.documents(), live);
+    // A delete by the numbers of generation 0 is refused (they name other documents now);
+    // search answers say which generation numbered their hits.
+    let (status, answer) = f.server.post_to(
+        "/v1/index/delete",
+        &json!({"indices": [gone[0]], "generation": 0}),
+    );
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("compacted"),
+        "{answer}"
+    );
+    assert_eq!(f.documents(), live);
+    let query = json!({"queries": [{"embeddings": rows(&docs[3])}], "k": 3});
+    let (_, answer) = f.server.post(&query);
+    assert_eq!(answer["generation"], 1, "{answer}");
     let compacted = f.same_as_index_search("compacted");
     assert_eq!(named(&compacted), named(&deleted));
     assert!(compacted.iter().all(|h| h.1 < live as usize));
@@ -231,7 +246,6 @@ fn compactions_in_place_are_served_whoever_makes_them() {
         .post_to("/v1/index/delete", &json!({"ids": ["new-3"]}));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["deleted"], 1);
-    let query = json!({"queries": [{"embeddings": rows(&docs[3])}], "k": 3});
     let (_, answer) = f.server.post(&query);
     assert!(
         hits(&answer["results"][0]).iter().all(|h| h.0 != "new-3"),

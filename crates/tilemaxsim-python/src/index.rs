@@ -257,7 +257,12 @@ impl Index {
             let mut st = self.state();
             st.searcher = None;
             let r = st.inner.compact_in_place()?;
-            st.seen = on_disk(st.inner.dir());
+            // The new generation's log was empty at the switch: anything since is for the
+            // next refresh to read.
+            st.seen = Stamp {
+                generation: st.inner.generation(),
+                log_bytes: 0,
+            };
             Ok((r.documents, r.removed, r.tokens))
         })
         .map_err(to_py)

@@ -230,5 +230,8 @@ def test_documents_added_and_deleted_through_a_served_index(cranfield, tmp_path)
         got = client.compact()
         assert (got["documents"], got["removed"], got["generation"]) == (308, 2, 1)
         assert client.info()["generation"] == 1
+        with pytest.raises(ServerError, match="compacted") as e:
+            client.delete(indices=[5], generation=0)  # numbers of before the compaction
+        assert e.value.status == 409 and client.info()["documents"] == 308
         r = same_as_the_index(docs[305])
         assert (r.docs[0], r.indices[0]) == ("new5", 303)

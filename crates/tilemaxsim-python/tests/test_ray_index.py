@@ -170,6 +170,9 @@ def test_serve_app_searches_and_takes_writes_over_http(cluster, cranfield, tmp_p
         status, got = _http(port, "POST", "/v1/index/compact", {})
         assert (status, got) == (200, {"documents": 300, "removed": 2, "tokens": got["tokens"], "generation": 1}), got
         assert tilemaxsim.Index(path, device="cpu").generation == 1
+        assert _http(port, "GET", "/v1/info")[1]["generation"] == 1
+        status, got = _http(port, "POST", "/v1/index/delete", {"indices": [3], "generation": 0})
+        assert status == 400 and "compacted" in got["error"], got
         same_as_the_directory(search(range(6)), range(6))
         assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[7]]}) == (
             200,

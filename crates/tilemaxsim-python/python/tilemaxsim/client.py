@@ -160,13 +160,23 @@ class Client:
         answer = self._request("POST", "/v1/index/add", json.dumps({"documents": wire}).encode())
         return [(a["doc"], int(a["index"])) for a in answer["added"]]
 
-    def delete(self, *, ids: Sequence[str] | None = None, indices: Sequence[int] | None = None) -> int:
+    def delete(
+        self,
+        *,
+        ids: Sequence[str] | None = None,
+        indices: Sequence[int] | None = None,
+        generation: int | None = None,
+    ) -> int:
         """Delete documents of the index the server serves, by `ids` (every document carrying
         one) or by `indices` (their numbers): how many were newly deleted. A name the index does
-        not hold raises `ServerError`, and nothing is deleted."""
+        not hold raises `ServerError`, and nothing is deleted. `generation` (the index's
+        generation the numbers are of, as `info()` reports it) makes the server refuse the
+        delete (409) once the index was compacted since, which numbers its documents again."""
         if (ids is None) == (indices is None):
             raise ValueError("name the documents by ids= or by indices= (one of the two)")
-        body = {"ids": [str(i) for i in ids]} if ids is not None else {"indices": [int(j) for j in indices or []]}
+        body: dict = {"ids": [str(i) for i in ids]} if ids is not None else {"indices": [int(j) for j in indices or []]}
+        if generation is not None:
+            body["generation"] = int(generation)
         return int(self._request("POST", "/v1/index/delete", json.dumps(body).encode())["deleted"])
 
     def compact(self) -> dict:

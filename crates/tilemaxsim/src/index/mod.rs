@@ -165,23 +165,25 @@ enum Stale {
 
 impl Index {
     /// Open the index at `dir`: the manifest, then each file it names, checked against it.
-    /// An opening that meets a compaction in place (the files it read of gone, the manifest
-    /// naming a newer generation) opens the newer one.
+    /// An opening that meets a compaction in place (the manifest naming a newer generation once
+    /// it is done, whether or not the files it read are gone: the old log may have gone before
+    /// it was read) opens the newer one.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
-        let mut tries = 0;
-        loop {
+        for _ in 0..OPEN_TRIES {
             let m = read_manifest(dir)?;
             let generation = m.generation;
-            match Self::open_manifest(dir, m) {
-                Err(_)
-                    if tries + 1 < OPEN_TRIES && read_manifest(dir)?.generation != generation =>
-                {
-                    tries += 1;
-                }
-                other => return other,
+            let opened = Self::open_manifest(dir, m);
+            // The new manifest is in place before the old generation's files are removed, so
+            // an unchanged generation here means every file read was that generation's.
+            if read_manifest(dir)?.generation == generation {
+                return opened;
             }
         }
+        Err(Error::Argument(format!(
+            "{}: compacted in place {OPEN_TRIES} times while it was being opened; try again",
+            dir.display()
+        )))
     }
 
     fn open_manifest(dir: &Path, m: Manifest) -> Result<Self> {

@@ -34,6 +34,10 @@ pub struct QueryIn {
 pub struct SearchResponse {
     pub results: Vec<QueryResult>,
     pub timing: Timing,
+    /// The generation of the index that numbered the hits (an index served live; absent for a
+    /// corpus): a delete by number may name it, and is refused once the index was compacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 #[derive(Serialize)]

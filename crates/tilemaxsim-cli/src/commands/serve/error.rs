@@ -33,6 +33,9 @@ pub enum ApiError {
     /// The engine failed on a batch (e.g. out of memory on the device).
     #[error("the engine failed: {0}")]
     Engine(String),
+    /// A write that names the index as it was (document numbers of an older generation).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl ApiError {
@@ -46,6 +49,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Engine(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
         }
     }
 }

@@ -160,6 +160,7 @@ async fn search(
         .collect();
     Ok(Json(SearchResponse {
         results,
+        generation: loaded.generation,
         timing: Timing {
             queue_us: answer.queue.as_micros() as u64,
             compute_us: answer.compute.as_micros() as u64,

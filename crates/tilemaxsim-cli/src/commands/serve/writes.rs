@@ -33,6 +33,9 @@ pub struct DeleteRequest {
     pub ids: Option<Vec<String>>,
     /// Documents by number (the `index` of a hit).
     pub indices: Option<Vec<usize>>,
+    /// The generation the numbers are of (a search answer's `generation`): refused when the
+    /// index was compacted since, as its numbers then name other documents.
+    pub generation: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -210,6 +213,14 @@ impl Writer {
         self.with(|open| {
             // Other processes' updates first: their documents can be named too.
             open.index.refresh().map_err(refused)?;
+            let now = open.index.generation();
+            if let Some(g) = req.generation.filter(|&g| g != now) {
+                return Err(ApiError::Conflict(format!(
+                    "the index was compacted since generation {g} (it is at generation {now}): \
+                     its document numbers name other documents now; search again, or delete \
+                     by id; nothing was deleted"
+                )));
+            }
             let numbers = match (req.ids, req.indices) {
                 (Some(ids), None) => open.numbers_of(&ids)?,
                 (None, Some(indices)) => indices,

@@ -44,6 +44,7 @@ class _Replica:
             "documents": len(index),
             "deleted": index.deleted,
             "dim": index.dim,
+            "generation": index.generation,
             "gpus": [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])],
             "node": ctx.get_node_id(),
             "pid": os.getpid(),

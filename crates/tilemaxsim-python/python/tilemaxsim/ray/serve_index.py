@@ -11,8 +11,9 @@ that speaks `tilemaxsim serve --index`'s JSON:
   document `"embeddings_b64"`, `"dtype"`, `"shape"`, as queries; ids to every document or none)
   -> `{"added": [{"doc": "d1", "index": 1400}], "documents": <live documents>}`;
 - `POST /v1/index/delete` `{"ids": [...]}` (every document carrying one) or `{"indices": [...]}`
-  -> `{"deleted": <newly deleted>, "already": <deleted before>, "documents": ...}`; a name the
-  index does not hold is refused with 400 and nothing is deleted;
+  (with `"generation"`, the index's generation the numbers are of: refused once the index was
+  compacted since) -> `{"deleted": <newly deleted>, "already": <deleted before>, "documents":
+  ...}`; a name the index does not hold is refused with 400 and nothing is deleted;
 - `POST /v1/index/compact` (no parameters): the index compacted in place, its next generation
   (deleted documents left out, the live ones numbered from 0 again under their ids)
   -> `{"documents": ..., "removed": ..., "tokens": ..., "generation": ...}`;
@@ -100,18 +101,27 @@ class _ServeIndex:
         The other replicas take the new generation at their next refresh."""
         index = self.replica.index
         index.refresh()
+        native = index._native
+        if native is None:  # the replica opened an index: never here
+            raise BadRequest("no index to compact")
         try:
-            documents, removed, tokens = index._native.compact_in_place()
+            documents, removed, tokens = native.compact_in_place()
         except ValueError as e:
             raise BadRequest(str(e)) from e
         self._forget_ids(index.generation)
         return {"documents": documents, "removed": removed, "tokens": tokens, "generation": index.generation}
 
-    def delete(self, ids, indices):
+    def delete(self, ids, indices, generation=None):
         """`(newly deleted, deleted before, live documents)` for documents named by `ids` or by
-        `indices`; `BadRequest` (nothing deleted) for a name the index does not hold."""
+        `indices`; `BadRequest` (nothing deleted) for a name the index does not hold, or when
+        `generation` (of the numbers) is not the index's: it was compacted since."""
         index = self.replica.index
         index.refresh()  # other processes' documents can be named too
+        if generation is not None and generation != index.generation:
+            raise BadRequest(
+                f"the index was compacted since generation {generation} (it is at generation "
+                f"{index.generation}): its document numbers name other documents now; nothing was deleted"
+            )
         n = len(index)
         if ids is not None:
             names = self._names()
@@ -150,16 +160,20 @@ def _documents(body, dim):
 
 
 def _names(body):
-    """`(ids, indices)` of a delete request (one of them None), or `BadRequest`."""
+    """`(ids, indices, generation)` of a delete request (one of the first two None; the last
+    None unless given), or `BadRequest`."""
     req = _json(body)
     if not isinstance(req, dict) or (("ids" in req) == ("indices" in req)):
         raise BadRequest('name the documents by "ids" or by "indices" (one of the two)')
     names = req.get("ids", req.get("indices"))
     if not isinstance(names, list) or not names:
         raise BadRequest("no documents named")
+    generation = req.get("generation")
+    if generation is not None and (isinstance(generation, bool) or not isinstance(generation, int)):
+        raise BadRequest(f"generation {generation!r}: a whole number")
     if "ids" in req:
-        return [str(i) for i in names], None
-    return None, names
+        return [str(i) for i in names], None, generation
+    return None, names, generation
 
 
 def _json(body):
@@ -187,7 +201,9 @@ class IndexIngress(Ingress):
             except Exception as e:  # noqa: BLE001 - the replica is down or restarting
                 return JSONResponse({"error": f"no replica answered: {e}"}, status_code=503)
             live = info["documents"] - info["deleted"]
-            return JSONResponse({"path": self.path, "dim": self.dim, "documents": live, "index": True})
+            return JSONResponse(
+                {"path": self.path, "dim": self.dim, "documents": live, "index": True, "generation": info["generation"]}
+            )
         if route not in (("POST", "/v1/index/add"), ("POST", "/v1/index/delete"), ("POST", "/v1/index/compact")):
             return await super().__call__(request)
         self.requests += 1
@@ -201,8 +217,8 @@ class IndexIngress(Ingress):
                 docs, ids = _documents(body, self.dim)
                 added, live = await self._write(self.handle.add.remote(docs, ids))
                 return JSONResponse({"added": [{"doc": d, "index": j} for d, j in added], "documents": live})
-            ids, indices = _names(body)
-            deleted, already, live = await self._write(self.handle.delete.remote(ids, indices))
+            ids, indices, generation = _names(body)
+            deleted, already, live = await self._write(self.handle.delete.remote(ids, indices, generation))
             return JSONResponse({"deleted": deleted, "already": already, "documents": live})
         except BadRequest as e:
             return JSONResponse({"error": str(e)}, status_code=400)
