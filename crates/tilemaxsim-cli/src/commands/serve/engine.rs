@@ -1,19 +1,19 @@
 //! The engine worker: a thread of its own (scoring never runs on the async runtime) that
 //! loads the corpus, prepares the searcher (CPU, one GPU, or shards over several), then scores
 //! batch after batch from the queue in one multi-query pass each, and hands every request its
-//! own hits. What it publishes to the router ([`Ready`], [`Loaded`], [`Names`]) is shared with
-//! the engine of an index served live (`live.rs`).
+//! own hits. What it publishes to the router (`ready.rs`) is shared with the engine of an index
+//! served live (`live.rs`).
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use tilemaxsim::index::Stamp;
 use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Answer, Job, Queue};
+use super::ready::{Loaded, Names, Ready};
 
 /// Run `f` on the server's background rayon pool (made at the first call): the work a server
 /// does beside its searches (writes, compactions, preparing the searcher of an update). The
@@ -39,85 +39,6 @@ const SLOW_BATCH: std::time::Duration = std::time::Duration::from_millis(250);
 /// The requests the queue hands the engine at once.
 type Batch = Vec<Job>;
 use crate::args::{CorpusArgs, Opened};
-
-/// What the server answers with: set once the corpus is loaded, replaced when an index served
-/// live takes updates. Readers take the current one and keep it for their request (document
-/// numbers are never reused, so an older one names every hit it can be given).
-pub struct Ready {
-    loaded: RwLock<Option<Arc<Loaded>>>,
-    /// How much of an index the loaded searcher covers: its generation, and the bytes of that
-    /// generation's update log.
-    pub(super) applied: tokio::sync::watch::Sender<Stamp>,
-}
-
-impl Default for Ready {
-    fn default() -> Self {
-        Ready {
-            loaded: RwLock::default(),
-            applied: tokio::sync::watch::Sender::new(Stamp::default()),
-        }
-    }
-}
-
-impl Ready {
-    pub fn get(&self) -> Option<Arc<Loaded>> {
-        self.loaded
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-    pub(super) fn set(&self, loaded: Loaded) -> Arc<Loaded> {
-        let loaded = Arc::new(loaded);
-        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
-        loaded
-    }
-
-    /// Wait until the searcher serving covers the index up to `stamp`.
-    pub async fn applied(&self, stamp: Stamp) {
-        let mut rx = self.applied.subscribe();
-        // An error: the engine stopped, and the caller's answer says so no more than this.
-        let _ = rx.wait_for(|&n| n >= stamp).await;
-    }
-}
-
-/// What `/v1/info` reports and requests are checked against, known once the corpus is loaded.
-pub struct Loaded {
-    pub dim: usize,
-    pub documents: usize,
-    pub tokens: usize,
-    pub dtype: String,
-    pub engine: String,
-    pub devices: Vec<String>,
-    pub names: Names,
-    /// An index's generation (`None`: a corpus).
-    pub generation: Option<u64>,
-}
-
-/// What names the documents in hits: the corpus's (or the index build's) ids, shared by every
-/// [`Loaded`] of a server, then an index's added documents' ids; a document without one is
-/// named by its number.
-pub struct Names {
-    /// Ids from the file or `--doc-ids`; `None`: hits name these documents by number.
-    pub ids: Option<Arc<[String]>>,
-    /// Documents numbered before the added ones.
-    pub first: usize,
-    /// The added documents' names, numbered from `first`.
-    pub added: Vec<String>,
-}
-
-impl Names {
-    pub fn doc(&self, j: usize) -> String {
-        let name = match j.checked_sub(self.first) {
-            None => self.ids.as_ref().and_then(|ids| ids.get(j)),
-            Some(a) => self.added.get(a),
-        };
-        name.cloned().unwrap_or_else(|| j.to_string())
-    }
-
-    pub fn has_ids(&self) -> bool {
-        self.ids.is_some()
-    }
-}
 
 /// Prepare the search of `opened` (opened and checked before the server listened: exact or
 /// compressed, with its second stage), announce readiness through `ready`, then serve batches

@@ -20,9 +20,10 @@ use anyhow::{Context, Result, anyhow};
 use tilemaxsim::index::{BaseSearcher, Index, IndexSearch, Stamp};
 use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
-use super::engine::{Loaded, Names, Ready, device_names, in_background, serve_batch};
+use super::engine::{device_names, in_background, serve_batch};
 use super::metrics::Metrics;
 use super::queue::Queue;
+use super::ready::{Loaded, Names, Ready};
 
 /// How often an idle engine looks at the log for other processes' updates.
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);

@@ -12,6 +12,7 @@ mod error;
 mod live;
 mod metrics;
 mod queue;
+mod ready;
 mod router;
 mod writes;
 
@@ -136,7 +137,7 @@ async fn serve(a: ServeArgs, source: Source) -> Result<()> {
         },
         Arc::clone(&metrics),
     ));
-    let ready = Arc::new(engine::Ready::default());
+    let ready = Arc::new(ready::Ready::default());
     let index_dir = match &source {
         Source::Index(dir) => Some(dir.clone()),
         Source::Corpus(_) => None,

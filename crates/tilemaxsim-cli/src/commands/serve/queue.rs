@@ -23,7 +23,7 @@ pub struct Answer {
     pub batch_queries: usize,
     /// What names the hits' documents, where the engine says (an index served live, whose
     /// numbering a compaction changes); else what is loaded when the answer is read.
-    pub loaded: Option<std::sync::Arc<super::engine::Loaded>>,
+    pub loaded: Option<std::sync::Arc<super::ready::Loaded>>,
 }
 
 /// One request in the queue.

@@ -19,10 +19,10 @@ use axum::{Json, Router};
 use tokio::sync::oneshot;
 
 use super::api::{self, HitOut, QueryResult, SearchResponse, Timing};
-use super::engine::Ready;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Job, Queue};
+use super::ready::Ready;
 use super::writes::{AddResponse, CompactResponse, DeleteResponse, Writer};
 use tilemaxsim::index::Stamp;
 
