@@ -13,7 +13,9 @@
 //! share the device with the searches), and a write is answered once the searcher that serves
 //! it is in place (`Ready::applied`).
 
+use std::mem::ManuallyDrop;
 use std::path::Path;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
@@ -86,13 +88,77 @@ struct Opening {
     switch: Option<std::time::Instant>,
 }
 
-/// One generation of the index (its build's, or a compaction's): the opening its build
-/// searcher borrows, that searcher, and the names of its build's documents.
+/// One generation of the index (its build's, or a compaction's): its build searcher, with the
+/// opening it borrows, and the names of its build's documents.
 struct Generation {
-    /// Borrows `*index` (declared first: dropped before it).
-    base: BaseSearcher<'static>,
-    index: Box<Index>,
+    base: Borrowing<BaseSearcher<'static>>,
     names: Names,
+}
+
+/// An opening of the index on the heap, held through a raw pointer, and a value that borrows
+/// it: the value is dropped first, then the opening. (A reference into a `Box` is invalidated,
+/// by Rust's aliasing rules, when the `Box` moves; a raw pointer is not.)
+struct Borrowing<V> {
+    value: ManuallyDrop<V>,
+    index: NonNull<Index>,
+}
+
+// SAFETY: it owns an `Index` (Send) and a `V`; nothing else reaches the pointer.
+unsafe impl<V: Send> Send for Borrowing<V> {}
+
+impl<V> Borrowing<V> {
+    /// The value `make` makes of the opening, which it may borrow for any lifetime `'a` the
+    /// value does not outlive: the caller's `V` names it.
+    fn new<'a, E>(
+        index: Box<Index>,
+        make: impl FnOnce(&'a Index) -> Result<V, E>,
+    ) -> Result<Self, E>
+    where
+        V: 'a,
+    {
+        let index = NonNull::from(Box::leak(index));
+        // SAFETY: the opening lives, unchanged, until this struct drops it after the value
+        // (the only borrower); on an error it is freed here, `make`'s borrows gone with it.
+        match make(unsafe { index.as_ref() }) {
+            Ok(value) => Ok(Borrowing {
+                value: ManuallyDrop::new(value),
+                index,
+            }),
+            Err(e) => {
+                drop(unsafe { Box::from_raw(index.as_ptr()) });
+                Err(e)
+            }
+        }
+    }
+
+    fn index(&self) -> &Index {
+        // SAFETY: valid until `drop` (see `new`).
+        unsafe { self.index.as_ref() }
+    }
+
+    fn value(&self) -> &V {
+        &self.value
+    }
+
+    /// The opening back, once the value is dropped.
+    fn into_index(self) -> Box<Index> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: the value, the only borrower, goes first; `Drop` does not run for `this`.
+        unsafe {
+            ManuallyDrop::drop(&mut this.value);
+            Box::from_raw(this.index.as_ptr())
+        }
+    }
+}
+
+impl<V> Drop for Borrowing<V> {
+    fn drop(&mut self) {
+        // SAFETY: the value, the only borrower, goes first, then the opening (see `new`).
+        unsafe {
+            ManuallyDrop::drop(&mut self.value);
+            drop(Box::from_raw(self.index.as_ptr()));
+        }
+    }
 }
 
 impl Generation {
@@ -100,21 +166,20 @@ impl Generation {
         let t = std::time::Instant::now();
         let index = Box::new(Index::open(dir).context("cannot open the index")?);
         let opened = t.elapsed().as_secs_f64();
-        // SAFETY: the searcher borrows the index at its heap address, which the box keeps
-        // fixed while the box moves; the index is never moved out of the box nor changed, and
-        // the searcher is dropped before the box (field order) and lent out only for as long
-        // as `&self`.
-        let at: &'static Index = unsafe { &*(index.as_ref() as *const Index) };
-        let (base, notice) = at.base_searcher(setup.device, &setup.how, &setup.options)?;
-        if let Some(n) = notice {
-            eprintln!("notice: {n}");
-        }
+        let base = Borrowing::new(index, |at: &'static Index| {
+            let (base, notice) = at.base_searcher(setup.device, &setup.how, &setup.options)?;
+            if let Some(n) = notice {
+                eprintln!("notice: {n}");
+            }
+            anyhow::Ok(base)
+        })?;
+        let index = base.index();
         let prepared = t.elapsed().as_secs_f64();
         // One search before it serves, so what a searcher makes at its first search (on a GPU:
         // uploads, buffers) is not made while requests wait for it.
         let zeros = vec![0f32; index.codes().dim()];
         let query = Matrix::new(&zeros[..], zeros.len())?;
-        base.searcher().search(&[query], 1)?;
+        base.value().searcher().search(&[query], 1)?;
         let names = Names {
             ids: index.codes().doc_ids().map(Arc::from),
             first: index.codes().len(),
@@ -136,7 +201,7 @@ impl Generation {
             warmed - prepared,
             t.elapsed().as_secs_f64() - warmed
         );
-        Ok((Box::new(Generation { base, index, names }), opening))
+        Ok((Box::new(Generation { base, names }), opening))
     }
 }
 
@@ -150,10 +215,10 @@ fn serve_generation(
     metrics: &Metrics,
     ready: &Ready,
 ) -> Result<Next> {
-    let (base, names) = (&generation.base, &generation.names);
+    let (base, names) = (generation.base.value(), &generation.names);
     let publish = |live: &Live<'_>| -> Arc<Loaded> {
         let loaded = ready.set(live.loaded(setup, names));
-        ready.applied.send_replace(live.index.stamp());
+        ready.applied.send_replace(live.index().stamp());
         metrics.ready.set(1);
         loaded
     };
@@ -167,7 +232,7 @@ fn serve_generation(
     if let Some(t) = opening.switch {
         eprintln!(
             "tilemaxsim serve: generation {} serves; searches waited {:.1} ms for the switch",
-            generation.index.generation(),
+            generation.base.index().generation(),
             t.elapsed().as_secs_f64() * 1e3
         );
     }
@@ -214,7 +279,7 @@ fn serve_generation(
             }
             if preparing.is_none() && next_generation.is_none() {
                 let now = Stamp::on_disk(dir)?;
-                if now.generation != generation.index.generation() {
+                if now.generation != generation.base.index().generation() {
                     next_generation = Some(s.spawn(move || {
                         let next = in_background(|| Generation::open(dir, setup));
                         queue.wake();
@@ -238,7 +303,12 @@ fn serve_generation(
                 return Ok(Next::Closed);
             };
             if !batch.is_empty() {
-                serve_batch(serving.searcher.as_ref(), batch, metrics, Some(&loaded));
+                serve_batch(
+                    serving.searcher.value().as_ref(),
+                    batch,
+                    metrics,
+                    Some(&loaded),
+                );
             }
         }
     })
@@ -247,9 +317,7 @@ fn serve_generation(
 /// An opening of the index, at one state of its updates, and the searcher over it (around the
 /// build's searcher).
 struct Live<'b> {
-    /// Borrows `index` (declared first: dropped before it).
-    searcher: Box<dyn Searcher + 'b>,
-    index: Box<Index>,
+    searcher: Borrowing<Box<dyn Searcher + 'b>>,
 }
 
 impl<'b> Live<'b> {
@@ -263,11 +331,7 @@ impl<'b> Live<'b> {
     /// The same opening with the updates appended since it last read the log (`None`, as
     /// for [`Live::open`]).
     fn update(self, base: &'b BaseSearcher<'_>, setup: &'b IndexSetup) -> Result<Option<Self>> {
-        let Live {
-            searcher,
-            mut index,
-        } = self;
-        drop(searcher);
+        let mut index = self.searcher.into_index();
         index.refresh()?;
         Self::with(index, base, setup)
     }
@@ -280,25 +344,26 @@ impl<'b> Live<'b> {
         if index.generation() != base.generation() {
             return Ok(None);
         }
-        // SAFETY: the searcher borrows the index at its heap address, which the box keeps
-        // fixed while the box moves; the index is neither moved out of the box nor changed
-        // while the searcher lives (`update` drops it first), and the searcher is dropped
-        // before the box (field order), and never handed out for longer than `&self`.
-        let at: &'b Index = unsafe { &*(index.as_ref() as *const Index) };
-        let searcher = at.live_searcher(base, setup.device, &setup.how, &setup.options)?;
-        Ok(Some(Live { searcher, index }))
+        let searcher = Borrowing::new(index, |at: &'b Index| {
+            at.live_searcher(base, setup.device, &setup.how, &setup.options)
+        })?;
+        Ok(Some(Live { searcher }))
+    }
+
+    fn index(&self) -> &Index {
+        self.searcher.index()
     }
 
     /// What `/v1/info` reports and requests are checked against, for this state.
     fn loaded(&self, setup: &IndexSetup, build: &Names) -> Loaded {
-        let index = &self.index;
+        let index = self.index();
         let live = index.len() - index.deleted();
         let loaded = Loaded {
             dim: index.codes().dim(),
             documents: live,
             tokens: index.codes().num_tokens() + index.added().map_or(0, |a| a.0.num_tokens()),
             dtype: format!("residual codes, {}", index.codes().codec().name()),
-            engine: self.searcher.name(),
+            engine: self.searcher.value().name(),
             devices: device_names(setup.device, &setup.options),
             names: Names {
                 ids: build.ids.clone(),
