@@ -8,7 +8,8 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::time::Instant;
 
-use super::{CODES, Defaults, EXACT, IVF, MANIFEST, Manifest, ivf::Ivf};
+use super::manifest::{Manifest, write_manifest};
+use super::{CODES, Defaults, EXACT, IVF, MANIFEST, ivf::Ivf};
 use crate::codec::{Codec, CodecSpec, CompressedCorpus, Progress, ResidualOptions};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -233,21 +234,4 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
-}
-
-/// Write the manifest to a temporary name, flush it to disk, and rename it into place.
-fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
-    use std::io::Write;
-    let path = dir.join(MANIFEST);
-    let tmp = dir.join(format!(".{MANIFEST}.tmp{}", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(m.to_json().as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    })();
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(&path, e)
-    })
 }

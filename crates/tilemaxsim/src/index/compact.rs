@@ -26,7 +26,7 @@ use std::path::Path;
 
 use super::build::{finish, prepare_dir, sync_dir};
 use super::ivf::Ivf;
-use super::{CODES, EXACT, IVF, Index, LOG, MANIFEST, Manifest, Stale, read_manifest};
+use super::{CODES, EXACT, IVF, Index, LOG, MANIFEST, Manifest, Stale};
 use crate::codec::CompressedCorpus;
 use crate::codec::format::{FileParts, write_parts};
 use crate::corpus::format::{Durable, ExactParts, le_words, write_exact_parts};
@@ -120,26 +120,19 @@ impl Index {
         let lock = self.lock(Stale::Reopen)?;
         let live = self.live_documents()?;
         let dir = self.dir.clone();
-        let report = self.write_live(&live, &dir, self.generation + 1)?;
+        let generation = self.generation + 1;
+        let report = self.write_live(&live, &dir, generation)?;
         // The new generation is in place: every other file of ours is the old generation's
         // or a failed attempt's, or a killed writer's temporary file (the old log, locked, may
         // go too: a waiting writer sees the new manifest once it has the lock, and takes the
         // new log's).
-        let kept = read_manifest(&dir)?;
-        let named = [
-            Some(&kept.codes),
-            Some(&kept.ivf),
-            kept.exact.as_ref(),
-            Some(&kept.log),
-        ];
+        let f = FileNames::of(generation);
+        let kept = [f.codes, f.ivf, f.exact, f.log];
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if name != MANIFEST
-                    && is_generation_file(name)
-                    && !named.iter().flatten().any(|n| n.as_str() == name)
-                {
+                if name != MANIFEST && is_generation_file(name) && !kept.iter().any(|k| k == name) {
                     let _ = std::fs::remove_file(entry.path());
                 }
             }
