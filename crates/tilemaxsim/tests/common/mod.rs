@@ -3,6 +3,8 @@
 //! safetensors files taken apart and put back together around a rewritten header.
 #![allow(dead_code)]
 
+pub mod index;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
