@@ -103,11 +103,13 @@ def test_serve_app_searches_and_takes_writes_over_http(cluster, cranfield, tmp_p
     path = tmp_path / "served"
     tilemaxsim.Index(path, device="cpu").create(docs[:300], doc_ids=ids[:300], n_centroids=32)
 
-    def search(idx, k=10):
+    def search(idx, k=10, generation=0):
         body = {"queries": [{"id": f"q{i}", "embeddings": queries[i].tolist()} for i in idx], "k": k}
         status, got = _http(port, "POST", "/v1/search", body)
         assert status == 200, got
         assert [r["id"] for r in got["results"]] == [f"q{i}" for i in idx]
+        # The generation whose numbers the hits carry (a delete by number may name it).
+        assert got["generation"] == generation, got["generation"]
         return [[(h["index"], h["doc"], h["score"]) for h in r["hits"]] for r in got["results"]]
 
     def same_as_the_directory(got, idx, k=10):
@@ -173,14 +175,14 @@ def test_serve_app_searches_and_takes_writes_over_http(cluster, cranfield, tmp_p
         assert _http(port, "GET", "/v1/info")[1]["generation"] == 1
         status, got = _http(port, "POST", "/v1/index/delete", {"indices": [3], "generation": 0})
         assert status == 400 and "compacted" in got["error"], got
-        same_as_the_directory(search(range(6)), range(6))
+        same_as_the_directory(search(range(6), generation=1), range(6))
         assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[7]]}) == (
             200,
             {"deleted": 1, "already": 0, "documents": 299},
         )
         # And by another process: the next searches and deletes see its generation.
         tilemaxsim.Index(path, device="cpu").compact()
-        same_as_the_directory(search(range(6)), range(6))
+        same_as_the_directory(search(range(6), generation=2), range(6))
         assert _http(port, "POST", "/v1/index/delete", {"ids": [ids[8]]})[1]["deleted"] == 1
         assert _http(port, "POST", "/v1/index/compact", {"x": 1})[0] == 400
     finally:

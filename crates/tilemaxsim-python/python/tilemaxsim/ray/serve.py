@@ -194,18 +194,21 @@ class Ingress:
                 *(self._submit(queries[a : a + step], k) for a in range(0, len(queries), step))
             )
             hits = [h for part in parts for h in part]
+            answer = self._answer(ids, hits)
         except BadRequest as e:
             return JSONResponse({"error": str(e)}, status_code=400)
         except ShardsUnavailable as e:
             return JSONResponse({"error": str(e)}, status_code=503)
-        return JSONResponse({"results": self._results(ids, hits)})
+        return JSONResponse(answer)
 
-    def _results(self, ids, hits):
-        """The JSON of each query's hits (`_search_batch`'s answer for it)."""
-        return [
-            {"id": qid, "hits": [{"doc": d, "score": float(s)} for d, s in zip(names, scores)]}
-            for qid, (scores, names) in zip(ids, hits)
-        ]
+    def _answer(self, ids, hits):
+        """The JSON answer of a search: each query's hits (`_search_batch`'s answer for it)."""
+        return {
+            "results": [
+                {"id": qid, "hits": [{"doc": d, "score": float(s)} for d, s in zip(names, scores)]}
+                for qid, (scores, names) in zip(ids, hits)
+            ]
+        }
 
     async def _submit(self, queries, k):
         """The hits of `queries` (at most a batch), searched in the next batch."""

@@ -6,7 +6,8 @@ storage; Serve replaces a replica that dies, and the new one reopens the index),
 that speaks `tilemaxsim serve --index`'s JSON:
 
 - `POST /v1/search` as `tilemaxsim.ray.serve` (the ingress batches the queries; each batch goes
-  to one replica, which Serve's router picks), hits `{"doc": <id>, "index": <number>, "score"}`;
+  to one replica, which Serve's router picks), hits `{"doc": <id>, "index": <number>, "score"}`
+  and the answer's `"generation"` (the index's generation those numbers are of);
 - `POST /v1/index/add` `{"documents": [{"id": "d1", "embeddings": [[...], ...]}]}` (or per
   document `"embeddings_b64"`, `"dtype"`, `"shape"`, as queries; ids to every document or none)
   -> `{"added": [{"doc": "d1", "index": 1400}], "documents": <live documents>}`;
@@ -80,10 +81,12 @@ class _ServeIndex:
             return self._ids
 
     def search(self, queries, k):
-        """Per query, its hits as `(id, number, score)`, best first."""
+        """The generation searched (its documents' numbers), and per query its hits as `(id,
+        number, score)`, best first."""
         hits = self.replica.search(queries, k, self.options)
         ids = self._names()
-        return [[(ids[j] if ids else str(j), j, s) for j, s in row] for row in hits]
+        generation = self.replica.index.generation
+        return generation, [[(ids[j] if ids else str(j), j, s) for j, s in row] for row in hits]
 
     def add(self, documents, doc_ids):
         """`[(id, number)]` of the added documents, and the live documents after."""
@@ -248,7 +251,7 @@ class IndexIngress(Ingress):
         k = max(k for _, k in items)
         started = time.perf_counter()
         try:
-            hits = await self.handle.search.remote(flat, k)
+            generation, hits = await self.handle.search.remote(flat, k)
         except RayActorError as e:
             raise ShardsUnavailable(f"the replica did not answer; no partial results, retry ({e})") from e
         self.batches += 1
@@ -256,15 +259,22 @@ class IndexIngress(Ingress):
         self.shard_seconds += time.perf_counter() - started
         out, a = [], 0
         for queries, kq in items:
-            out.append([hits[a + j][:kq] for j in range(len(queries))])
+            out.append([(generation, hits[a + j][:kq]) for j in range(len(queries))])
             a += len(queries)
         return out
 
-    def _results(self, ids, hits):
-        return [
+    def _answer(self, ids, hits):
+        """Each query's hits with their document numbers, and the generation that numbered
+        them (a delete by number may name it). A request searched in several batches across a
+        compaction would mix two numberings: it is answered 503, to be sent again."""
+        generations = {g for g, _ in hits}
+        if len(generations) > 1:
+            raise ShardsUnavailable("the index was compacted while this request was searched; retry")
+        results = [
             {"id": qid, "hits": [{"doc": d, "index": j, "score": float(s)} for d, j, s in row]}
-            for qid, row in zip(ids, hits)
+            for qid, (_, row) in zip(ids, hits)
         ]
+        return {"results": results, "generation": generations.pop() if generations else None}
 
 
 def build_index_app(
