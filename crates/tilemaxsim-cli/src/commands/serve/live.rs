@@ -225,20 +225,23 @@ fn serve_generation(
     // The directory's state is read before each opening, so what an opening read covers at
     // least that much: an update made in between is taken at the next look, never missed.
     let mut seen = opening.seen;
+    let made = std::time::Instant::now();
     let Some(mut serving) = Live::with(opening.index, base, setup)? else {
         return Ok(Next::Reopen);
     };
+    let made = made.elapsed().as_secs_f64() * 1e3;
     let mut loaded = publish(&serving);
     if let Some(t) = opening.switch {
         eprintln!(
-            "tilemaxsim serve: generation {} serves; searches waited {:.1} ms for the switch",
+            "tilemaxsim serve: generation {} serves; searches waited {:.1} ms for the switch \
+             (its live searcher made in {made:.1} ms)",
             generation.base.index().generation(),
             t.elapsed().as_secs_f64() * 1e3
         );
     }
     // The opening the updates are read into next; the one that served before, once replaced.
     let mut spare: Option<Live<'_>> = None;
-    std::thread::scope(|s| -> Result<Next> {
+    let next = std::thread::scope(|s| -> Result<Next> {
         let mut preparing = None;
         let mut next_generation = None;
         loop {
@@ -311,7 +314,14 @@ fn serve_generation(
                 );
             }
         }
-    })
+    })?;
+    // This generation's openings: their searchers (which borrow its build searcher) go here,
+    // their files off the engine's thread (unmapping a large index's files takes a while).
+    for live in [Some(serving), spare].into_iter().flatten() {
+        let index = live.searcher.into_index();
+        std::thread::spawn(move || drop(index));
+    }
+    Ok(next)
 }
 
 /// An opening of the index, at one state of its updates, and the searcher over it (around the
