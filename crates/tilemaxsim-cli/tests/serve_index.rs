@@ -253,14 +253,33 @@ fn compactions_in_place_are_served_whoever_makes_them() {
     );
 
     // By another process: the server takes the next generation while it serves.
+    // (The index's documents carry ids since the adds above, so an add names its documents:
+    // one without ids is refused.)
     let added = synth(f.dir.path(), "a.safetensors", 10, "1:30", 32, "f16", 26);
-    common::run_ok(
-        bin()
-            .args(["index", "add", "--index"])
+    let ids = f.dir.path().join("a.ids");
+    std::fs::write(
+        &ids,
+        (0..10).map(|i| format!("other-{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let add = |with_ids: bool| {
+        let mut c = bin();
+        c.args(["index", "add", "--index"])
             .arg(&f.index)
             .arg("--corpus")
-            .arg(&added),
+            .arg(&added);
+        if with_ids {
+            c.arg("--ids").arg(&ids);
+        }
+        c.output().unwrap()
+    };
+    let refused = add(false);
+    assert!(
+        !refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("carry ids"),
+        "{refused:?}"
     );
+    let out = add(true);
+    assert!(out.status.success(), "{out:?}");
     common::run_ok(
         bin()
             .args(["index", "compact", "--in-place", "--index"])
@@ -385,8 +404,14 @@ fn documents_are_added_and_deleted_over_http_and_are_on_disk_when_acknowledged()
         ),
         (
             "/v1/index/add",
-            json!({"documents": [document(None, &not_unit, false)]}),
+            json!({"documents": [document(Some("bad"), &not_unit, false)]}),
             "norm",
+        ),
+        // The index's documents carry ids (since the adds above): an add names its own.
+        (
+            "/v1/index/add",
+            json!({"documents": [document(None, &docs[2], false)]}),
+            "carry ids",
         ),
         ("/v1/index/add", with_nan, "non-finite"),
         (

@@ -139,11 +139,15 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     index.create(documents_embeddings=docs, n_centroids=8, kmeans_niters=2, doc_ids=[f"d{j}" for j in range(80)])
     more = [torch.from_numpy(unit(rng, n, 24)) for n in (1, 17, 40)]
     assert index.add(more, doc_ids=["new-a", "new-b", "new-c"]) == [80, 81, 82]
-    assert index.add([unit(rng, 5, 24)]) == [83]
+    # The index's documents carry ids, so an add must name its documents too (named by their
+    # numbers, they could take ids other documents carry).
+    with pytest.raises(ValueError, match="carry ids"):
+        index.add([unit(rng, 5, 24)])
+    assert index.add([unit(rng, 5, 24)], doc_ids=["new-d"]) == [83]
     assert index.delete([3, 81, 3]) == 2 and index.delete(np.array([3])) == 0
     assert len(index) == 84 and index.deleted == 2
     ids = index.doc_ids
-    assert ids is not None and ids[:2] == ["d0", "d1"] and ids[80:] == ["new-a", "new-b", "new-c", "83"]
+    assert ids is not None and ids[:2] == ["d0", "d1"] and ids[80:] == ["new-a", "new-b", "new-c", "new-d"]
     everything = docs + [d.numpy() for d in more] + []
     everything.append(None)  # document 83, read back below
     Q = np.stack([unit(rng, 9, 24) for _ in range(4)])
@@ -161,9 +165,9 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     with pytest.raises(ValueError, match="document 84 does not exist"):
         index.delete([84])
     with pytest.raises(ValueError, match="norm"):
-        index.add([np.full((3, 24), 0.5, dtype=np.float32)])
+        index.add([np.full((3, 24), 0.5, dtype=np.float32)], doc_ids=["x"])
     with pytest.raises(ValueError, match="d = 23"):
-        index.add([unit(rng, 3, 23)])
+        index.add([unit(rng, 3, 23)], doc_ids=["x"])
     assert len(index) == 84 and index.deleted == 2
     # Compacted into a new directory: the 82 live documents numbered from 0 under their ids,
     # each hit the same document (by id) with the same score; the original is left as it is.

@@ -76,7 +76,7 @@ def test_replicas_answer_as_the_index_and_take_updates_through_any(cluster, cran
         assert all(302 not in row and 0 not in row for row in tops(s.search([docs[302]] * 4, 3)))
         # Another process's update of the directory, seen as well.
         other = tilemaxsim.Index(path, device="cpu")
-        assert other.add([docs[305]]) == [305]
+        assert other.add([docs[305]], doc_ids=[ids[305]]) == [305]
         assert all(row[0] == 305 for row in tops(s.search([docs[305]] * 2, 1)))
         assert s.search(queries, 10) == tilemaxsim.Index(path, device="cpu").search(queries, 10)
         with pytest.raises(ValueError):

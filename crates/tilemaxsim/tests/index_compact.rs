@@ -8,7 +8,7 @@ mod common;
 use common::index::*;
 use common::*;
 use tilemaxsim::corpus::FiniteCheck;
-use tilemaxsim::index::{Index, IndexSearch};
+use tilemaxsim::index::{Index, IndexSearch, Stamp, StampWatch};
 use tilemaxsim::{Corpus, DType, OwnedElements};
 
 #[test]
@@ -19,12 +19,13 @@ fn compaction_keeps_every_live_document_its_id_and_its_scores() {
         let corpus = build_index(&path, 50, seed);
         let mut index = Index::open(&path).unwrap();
         let mut r = rng(300 + seed);
-        // Adds with and without ids, deletes of build and added documents.
+        // Adds without ids, then with ids (after which every add must give ids), deletes of
+        // build and added documents.
         for step in 0..6u64 {
             let n = 1 + rand::Rng::random_range(&mut r, 0..6usize);
             let lengths: Vec<usize> = (0..n).map(|i| 1 + (i * 7 + step as usize) % 33).collect();
             let mut docs = unit_corpus(500 + 10 * seed + step, &lengths, DIM, DType::F16);
-            if step % 2 == 1 {
+            if step >= 3 {
                 let ids = (0..n).map(|i| format!("new-{step}-{i}")).collect();
                 docs = docs.with_doc_ids(ids).unwrap();
             }
@@ -93,7 +94,13 @@ fn compaction_keeps_every_live_document_its_id_and_its_scores() {
             &[corpus.doc_len(0)],
         )
         .unwrap();
-        assert_eq!(compacted.add(&one_doc).unwrap(), live.len()..live.len() + 1);
+        // Its documents carry ids (those added without one, their old numbers): an add
+        // without ids is refused, as they could take ids other documents carry.
+        let err = compacted.add(&one_doc).unwrap_err().to_string();
+        assert!(err.contains("carry ids"), "{err}");
+        let named = one_doc.with_doc_ids(vec!["again".into()]).unwrap();
+        assert_eq!(compacted.add(&named).unwrap(), live.len()..live.len() + 1);
+        assert_eq!(compacted.doc_id(live.len()), "again");
         assert_eq!(Index::open(&path).unwrap().len(), index.len());
     }
 }
@@ -227,6 +234,7 @@ fn compaction_in_place_makes_a_generation_that_other_openings_take() {
         &[corpus.doc_len(2)],
     )
     .unwrap();
+    let doc = doc.with_doc_ids(vec!["late".into()]).unwrap();
     assert_eq!(stale.add(&doc).unwrap(), live.len()..live.len() + 1);
     assert!(index.refresh().unwrap());
     assert_eq!(index.len(), live.len() + 1);
@@ -332,4 +340,47 @@ fn compaction_refusals_write_nothing() {
     let err = index.compact(dir.path().join("b")).unwrap_err().to_string();
     assert!(err.contains("every document"), "{err}");
     assert!(!dir.path().join("b").exists());
+}
+
+#[test]
+fn a_stamp_watch_sees_every_update_and_generation_as_on_disk_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    build_index(&path, 20, 5);
+    let mut index = Index::open(&path).unwrap();
+    let mut watch = StampWatch::new(&path);
+    let same = |watch: &mut StampWatch| {
+        let (seen, disk) = (watch.look().unwrap(), Stamp::on_disk(&path).unwrap());
+        assert_eq!(seen, disk);
+        seen
+    };
+    let first = same(&mut watch);
+    assert_eq!(first, index.stamp());
+    assert_eq!(same(&mut watch), first);
+    let mut last = first;
+    // Updates move the log; each compaction in place a new manifest, two of them between
+    // looks as well as one.
+    for step in 0..6u64 {
+        let docs = unit_corpus(300 + step, &[3, 1], DIM, DType::F16);
+        index.add(&docs).unwrap();
+        let now = same(&mut watch);
+        assert!(
+            now > last && now.generation == last.generation,
+            "{now:?} {last:?}"
+        );
+        last = now;
+        index.delete(&[step as usize]).unwrap();
+        for _ in 0..=(step % 2) {
+            index.compact_in_place().unwrap();
+        }
+        let now = same(&mut watch);
+        assert_eq!(now.generation, last.generation + 1 + step % 2);
+        assert_eq!(now, index.stamp());
+        last = now;
+    }
+    // A directory without an index is an error, and the watch reads it again once it has one.
+    std::fs::rename(path.join("index.json"), dir.path().join("away.json")).unwrap();
+    assert!(watch.look().is_err());
+    std::fs::rename(dir.path().join("away.json"), path.join("index.json")).unwrap();
+    assert_eq!(same(&mut watch), last);
 }

@@ -168,11 +168,6 @@ impl Index {
         Ok(live)
     }
 
-    /// Whether documents carry ids of their own (the build's or an add's): see the module's text.
-    fn has_ids(&self) -> bool {
-        self.codes.doc_ids().is_some() || self.updates.any_ids
-    }
-
     /// Write the documents `live` as generation `generation` of an index in `out` (its files,
     /// then its manifest).
     fn write_live(&self, live: &[usize], out: &Path, generation: u64) -> Result<CompactReport> {

@@ -1,11 +1,12 @@
 //! An index's manifest, `index.json`: its fields ([`Manifest`]), read and checked
-//! ([`read_manifest`]), and written atomically and on disk ([`write_manifest`]). Version 1 is a
+//! ([`read_manifest`]), and written atomically and on disk ([`write_manifest`]); and
+//! [`StampWatch`], which reads it again only when it changed. Version 1 is a
 //! build's; version 2 (a compaction in place) adds the `generation` and the `log`'s name.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::updates::LOG;
-use super::{Defaults, MANIFEST, Probe};
+use super::{Defaults, MANIFEST, Probe, Stamp};
 use crate::error::{Error, Result};
 
 const FORMAT: &str = "tilemaxsim.index";
@@ -166,3 +167,74 @@ pub(super) fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
         Error::io(&path, e)
     })
 }
+
+/// [`Stamp::on_disk`] for a caller that looks often (a server, before each batch): the manifest
+/// is read again only when its file is another (a compaction in place renames a new one over
+/// it), else a look is one `stat` of the manifest and one of the log.
+#[derive(Debug)]
+pub struct StampWatch {
+    dir: PathBuf,
+    /// The manifest file last read, and its generation and log's name.
+    read: Option<(FileKey, u64, String)>,
+}
+
+/// What tells one manifest file from another: where supported its inode, and its length and
+/// modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileKey {
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileKey {
+    fn of(meta: &std::fs::Metadata) -> FileKey {
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        FileKey {
+            inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+impl StampWatch {
+    pub fn new(dir: impl AsRef<Path>) -> StampWatch {
+        StampWatch {
+            dir: dir.as_ref().to_path_buf(),
+            read: None,
+        }
+    }
+
+    /// What the index holds now, as [`Stamp::on_disk`].
+    pub fn look(&mut self) -> Result<Stamp> {
+        let path = self.dir.join(MANIFEST);
+        let key = std::fs::metadata(&path).map(|m| FileKey::of(&m)).ok();
+        let (generation, log) = match (&self.read, key) {
+            (Some((was, generation, log)), Some(key)) if *was == key => (*generation, log),
+            _ => {
+                // Read after its key: a manifest replaced in between is read again next time.
+                let m = read_manifest(&self.dir)?;
+                let read = self
+                    .read
+                    .insert((key.unwrap_or(NO_KEY), m.generation, m.log));
+                (read.1, &read.2)
+            }
+        };
+        let log_bytes = std::fs::metadata(self.dir.join(log)).map_or(0, |f| f.len());
+        Ok(Stamp {
+            generation,
+            log_bytes,
+        })
+    }
+}
+
+/// The key of a manifest that could not be looked at (never equal to a real file's).
+const NO_KEY: FileKey = FileKey {
+    inode: u64::MAX,
+    len: u64::MAX,
+    modified: None,
+};

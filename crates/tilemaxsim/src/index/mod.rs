@@ -40,6 +40,7 @@ pub use ivf::Ivf;
 pub use probe::Probe;
 pub use updates::LOG;
 
+pub use manifest::StampWatch;
 use manifest::{Manifest, read_manifest};
 
 use rayon::prelude::*;
@@ -298,6 +299,12 @@ impl Index {
             .map(|a| (&a.codes, a.exact.as_ref()))
     }
 
+    /// Whether documents carry ids of their own (the build's or an add's); else each is named
+    /// by its number.
+    pub fn has_ids(&self) -> bool {
+        self.codes.doc_ids().is_some() || self.updates.any_ids
+    }
+
     /// Documents deleted since the build.
     pub fn deleted(&self) -> usize {
         self.updates.deleted_count()
@@ -310,8 +317,20 @@ impl Index {
 
     /// Add `docs` (unit-norm tokens, as the build's): encoded against the index's centroids and
     /// appended to its log, on disk before this returns. Their numbers, after every document
-    /// before them (another process's adds included).
+    /// before them (another process's adds included). Where the index's documents carry ids
+    /// ([`Index::has_ids`]), the added ones must too.
     pub fn add(&mut self, docs: &Corpus) -> Result<std::ops::Range<usize>> {
+        // Named by their numbers, they could take ids other documents carry (a compaction keeps
+        // an id-less document's old number as its id). Checked again once the log is read whole.
+        let ids_needed = |index: &Index| {
+            if docs.doc_ids().is_none() && index.has_ids() {
+                return Err(Error::Argument(
+                    "the index's documents carry ids: give every added document one".into(),
+                ));
+            }
+            Ok(())
+        };
+        ids_needed(self)?;
         let r = residual(&self.codes)?;
         let d = self.codes.dim();
         if docs.dim() != d {
@@ -348,6 +367,7 @@ impl Index {
         }
         let record = updates::add_record(&lengths, &ids, &codes, exact.as_ref(), docs.doc_ids());
         let mut w = self.lock(Stale::Reopen)?;
+        ids_needed(self)?;
         let first = self.len();
         w.append(self.updates.applied, &record)?;
         self.catch_up(Some(&mut w))?;

@@ -21,7 +21,8 @@ pub struct AddArgs {
     /// The documents to add: an exact corpus of unit-norm tokens (its `doc_ids` become theirs).
     #[arg(long)]
     corpus: PathBuf,
-    /// Document ids, one per line (instead of the corpus's own).
+    /// Document ids, one per line (instead of the corpus's own). Required (here or in the
+    /// corpus) once the index's documents carry ids.
     #[arg(long)]
     ids: Option<PathBuf>,
     #[command(flatten)]

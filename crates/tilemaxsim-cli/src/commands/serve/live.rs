@@ -19,7 +19,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
-use tilemaxsim::index::{BaseSearcher, Index, IndexSearch, Stamp};
+use tilemaxsim::index::{BaseSearcher, Index, IndexSearch, Stamp, StampWatch};
 use tilemaxsim::{Device, Matrix, SearchOptions, Searcher};
 
 use super::engine::{device_names, in_background, serve_batch};
@@ -241,6 +241,7 @@ fn serve_generation(
     }
     // The opening the updates are read into next; the one that served before, once replaced.
     let mut spare: Option<Live<'_>> = None;
+    let mut watch = StampWatch::new(dir);
     let next = std::thread::scope(|s| -> Result<Next> {
         let mut preparing = None;
         let mut next_generation = None;
@@ -281,7 +282,7 @@ fn serve_generation(
                 });
             }
             if preparing.is_none() && next_generation.is_none() {
-                let now = Stamp::on_disk(dir)?;
+                let now = watch.look()?;
                 if now.generation != generation.base.index().generation() {
                     next_generation = Some(s.spawn(move || {
                         let next = in_background(|| Generation::open(dir, setup));
