@@ -46,22 +46,84 @@ pub fn run_index(
     metrics: &Metrics,
     ready: &Ready,
 ) -> Result<()> {
-    let (mut generation, mut opening) = Generation::open(dir, setup)?;
+    // The threads letting old generations go, joined before this returns (they hold openings
+    // made with `setup`).
+    let mut retiring = Retiring(Vec::new());
+    let (first, mut opening) = Generation::open(dir, setup)?;
+    let mut generation = Held::new(first);
     loop {
-        match serve_generation(dir, &generation, opening, setup, queue, metrics, ready)? {
+        let (next, lives) =
+            serve_generation(dir, generation.get(), opening, setup, queue, metrics, ready)?;
+        // SAFETY: the openings borrow `generation`'s build searcher (and `setup`); `Retired`
+        // drops them before the generation, whose memory stays where it is (held through a raw
+        // pointer), and its thread is joined before `setup` goes.
+        let lives: Vec<Live<'static>> = unsafe { std::mem::transmute(lives) };
+        match next {
             Next::Closed => return Ok(()),
             Next::Prepared(next, next_opening) => {
-                // Let the old generation go off the engine's thread: its GPU memory and its
-                // files' pages (removed from the directory: their last mapping frees them) take
-                // a while to free, and searches wait for nothing meanwhile.
-                let old = std::mem::replace(&mut generation, next);
-                std::thread::spawn(move || drop(old));
+                // Let the old generation go off the engine's thread: its GPU memory (and its
+                // openings' GPU contexts) and its files' pages (removed from the directory:
+                // their last mapping frees them) take a while to free, and searches wait for
+                // nothing meanwhile.
+                let old = Retired {
+                    lives,
+                    generation: std::mem::replace(&mut generation, Held::new(next)),
+                };
+                retiring.0.retain(|h| !h.is_finished());
+                retiring.0.push(std::thread::spawn(move || drop(old)));
                 opening = next_opening;
             }
             Next::Reopen => {
+                drop(lives);
                 drop(generation);
-                (generation, opening) = Generation::open(dir, setup)?;
+                let (first, next_opening) = Generation::open(dir, setup)?;
+                (generation, opening) = (Held::new(first), next_opening);
             }
+        }
+    }
+}
+
+/// A generation on the heap, held through a raw pointer: the openings that borrow its build
+/// searcher may then be let go with it (`Retired`), where a `Box`, asserted unique whenever it
+/// moves, could not be moved while they borrow it.
+struct Held(NonNull<Generation>);
+
+// SAFETY: it owns a `Generation` (Send); nothing else reaches the pointer.
+unsafe impl Send for Held {}
+
+impl Held {
+    fn new(generation: Box<Generation>) -> Held {
+        Held(NonNull::from(Box::leak(generation)))
+    }
+
+    fn get(&self) -> &Generation {
+        // SAFETY: valid until `drop`.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: made by `Box::leak` in `new`, freed once, here.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// A generation let go, with the openings that borrowed it: they drop first (fields drop in
+/// order), then the generation.
+#[allow(dead_code)] // held only to be dropped, in this order
+struct Retired {
+    lives: Vec<Live<'static>>,
+    generation: Held,
+}
+
+/// Threads letting generations go, joined when dropped.
+struct Retiring(Vec<std::thread::JoinHandle<()>>);
+
+impl Drop for Retiring {
+    fn drop(&mut self) {
+        for h in self.0.drain(..) {
+            let _ = h.join();
         }
     }
 }
@@ -205,16 +267,17 @@ impl Generation {
     }
 }
 
-/// Serve `generation` until the queue closes or a newer generation replaces it.
-fn serve_generation(
+/// Serve `generation` until the queue closes or a newer generation replaces it; what ended it,
+/// and the openings that served it (for the caller to let go).
+fn serve_generation<'g>(
     dir: &Path,
-    generation: &Generation,
+    generation: &'g Generation,
     opening: Opening,
-    setup: &IndexSetup,
+    setup: &'g IndexSetup,
     queue: &Queue,
     metrics: &Metrics,
     ready: &Ready,
-) -> Result<Next> {
+) -> Result<(Next, Vec<Live<'g>>)> {
     let (base, names) = (generation.base.value(), &generation.names);
     let publish = |live: &Live<'_>| -> Arc<Loaded> {
         let loaded = ready.set(live.loaded(setup, names));
@@ -227,7 +290,7 @@ fn serve_generation(
     let mut seen = opening.seen;
     let made = std::time::Instant::now();
     let Some(mut serving) = Live::with(opening.index, base, setup)? else {
-        return Ok(Next::Reopen);
+        return Ok((Next::Reopen, Vec::new()));
     };
     let made = made.elapsed().as_secs_f64() * 1e3;
     let mut loaded = publish(&serving);
@@ -316,13 +379,7 @@ fn serve_generation(
             }
         }
     })?;
-    // This generation's openings: their searchers (which borrow its build searcher) go here,
-    // their files off the engine's thread (unmapping a large index's files takes a while).
-    for live in [Some(serving), spare].into_iter().flatten() {
-        let index = live.searcher.into_index();
-        std::thread::spawn(move || drop(index));
-    }
-    Ok(next)
+    Ok((next, [Some(serving), spare].into_iter().flatten().collect()))
 }
 
 /// An opening of the index, at one state of its updates, and the searcher over it (around the
