@@ -321,19 +321,23 @@ fn compaction_refusals_write_nothing() {
     std::fs::create_dir(&busy).unwrap();
     std::fs::write(busy.join("x"), b"x").unwrap();
     assert!(index.compact(&busy).is_err());
-    // Two live documents under one id: the build's document 3 (named by its number) and an
-    // added one given the id "3".
-    let doc = Corpus::from_lengths(
-        OwnedElements::from_f32(&one(&corpus, 1), DType::F16),
-        DIM,
-        &[corpus.doc_len(1)],
-    )
-    .unwrap()
-    .with_doc_ids(vec!["3".into()])
-    .unwrap();
-    index.add(&doc).unwrap();
+    // Two live documents under one id: two adds given the same id (an add may not take the
+    // name of the build's document 3, its number, but ids it gives are its own).
+    let doc = |id: &str| {
+        Corpus::from_lengths(
+            OwnedElements::from_f32(&one(&corpus, 1), DType::F16),
+            DIM,
+            &[corpus.doc_len(1)],
+        )
+        .unwrap()
+        .with_doc_ids(vec![id.into()])
+        .unwrap()
+    };
+    assert!(index.add(&doc("3")).is_err());
+    index.add(&doc("dup")).unwrap();
+    index.add(&doc("dup")).unwrap();
     let err = index.compact(dir.path().join("a")).unwrap_err().to_string();
-    assert!(err.contains("\"3\""), "{err}");
+    assert!(err.contains("\"dup\""), "{err}");
     assert!(!dir.path().join("a").exists());
     // Every document deleted.
     index.delete(&(0..index.len()).collect::<Vec<_>>()).unwrap();

@@ -297,6 +297,38 @@ fn bad_adds_and_deletes_are_refused_and_change_nothing() {
 }
 
 #[test]
+fn an_add_never_names_a_document_by_a_name_another_goes_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idx");
+    build_index(&path, 20, 4);
+    let mut index = Index::open(&path).unwrap();
+    // The build's documents go by their numbers: ids that are those numbers are refused,
+    // others ("07" is not document 7's name) are taken.
+    let two = |ids: [&str; 2]| {
+        unit_corpus(40, &[2, 3], DIM, DType::F16)
+            .with_doc_ids(ids.iter().map(|s| s.to_string()).collect())
+            .unwrap()
+    };
+    for clash in [["x", "5"], ["19", "y"]] {
+        let err = index.add(&two(clash)).unwrap_err().to_string();
+        assert!(err.contains("name already"), "{err}");
+    }
+    assert_eq!(index.len(), 20);
+    assert_eq!(index.add(&two(["x", "07"])).unwrap(), 20..22);
+    assert_eq!(
+        (index.doc_id(5), index.doc_id(20), index.doc_id(21)),
+        ("5".into(), "x".into(), "07".into())
+    );
+    // Its documents carry ids now: an add without ids is refused.
+    let err = index
+        .add(&unit_corpus(41, &[2], DIM, DType::F16))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("carry ids"), "{err}");
+    assert_eq!(Index::open(&path).unwrap().len(), 22);
+}
+
+#[test]
 fn a_fuzzed_log_opens_or_fails_with_an_error_never_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");

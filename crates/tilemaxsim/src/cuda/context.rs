@@ -72,9 +72,10 @@ impl GpuContext {
         let (ptx, cache_hit) = compile::compile(arch_name(major, minor))?;
         let module = ctx.load_module(ptx).map_err(drv("loading the kernels"))?;
         let kernels = Kernels::load(&module, arch_name(major, minor))?;
-        // A stream of the scorer's own, not the context's legacy default stream: work on the
-        // default stream waits for, and holds back, every other stream's in the context (a
-        // second scorer's multi-GB upload held a served search for its whole length).
+        // A non-blocking stream of the scorer's own, not the context's legacy default stream,
+        // which every scorer of the process shared: a search queued there behind another
+        // scorer's work (a new generation's multi-GB upload held a served search for its whole
+        // length).
         let stream = ctx.new_stream().map_err(drv("stream"))?;
         let task_counter = Mutex::new(stream.alloc_zeros::<u64>(1).map_err(drv("task counter"))?);
         // Zeroed before any caller's stream can use the context.

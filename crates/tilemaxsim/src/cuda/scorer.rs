@@ -340,8 +340,10 @@ impl CudaScorer {
         }
     }
 
-    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's),
-    /// without waiting for it; returns the kernel it enqueued. Shapes are checked here (dims,
+    /// Score device memory the caller owns, on the caller's stream (`None`: the scorer's own,
+    /// a non-blocking stream: the caller orders its writes of the inputs before it, and its
+    /// reads of `out` after it, e.g. by [`CudaScorer::synchronize`]-ing), without waiting for
+    /// it; returns the kernel it enqueued. Shapes are checked here (dims,
     /// empty queries, null pointers, sizes); values are not (NaN and Inf propagate into the
     /// scores), nor is memory the host cannot see (offsets, lengths, candidate indices).
     ///

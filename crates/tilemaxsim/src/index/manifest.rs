@@ -169,20 +169,24 @@ pub(super) fn write_manifest(dir: &Path, m: &Manifest) -> Result<()> {
 }
 
 /// [`Stamp::on_disk`] for a caller that looks often (a server, before each batch): the manifest
-/// is read again only when its file is another (a compaction in place renames a new one over
-/// it), else a look is one `stat` of the manifest and one of the log.
+/// is read again when its file is another (a compaction in place renames a new one over it) and
+/// at least every [`StampWatch::REREAD`] (a file system that reuses inodes, or one over a
+/// network that caches a file's attributes), else a look is one `stat` of the manifest and one
+/// of the log.
 #[derive(Debug)]
 pub struct StampWatch {
     dir: PathBuf,
-    /// The manifest file last read, and its generation and log's name.
-    read: Option<(FileKey, u64, String)>,
+    /// The manifest file last read, when, and its generation and log's name.
+    read: Option<(FileKey, std::time::Instant, u64, String)>,
 }
 
-/// What tells one manifest file from another: where supported its inode, and its length and
-/// modification time.
+/// What tells one manifest file from another: where supported its device, inode and change
+/// time, and its length and modification time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FileKey {
+    device: u64,
     inode: u64,
+    changed: (i64, i64),
     len: u64,
     modified: Option<std::time::SystemTime>,
 }
@@ -190,11 +194,16 @@ struct FileKey {
 impl FileKey {
     fn of(meta: &std::fs::Metadata) -> FileKey {
         #[cfg(unix)]
-        let inode = std::os::unix::fs::MetadataExt::ino(meta);
+        let (device, inode, changed) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino(), (meta.ctime(), meta.ctime_nsec()))
+        };
         #[cfg(not(unix))]
-        let inode = 0;
+        let (device, inode, changed) = (0, 0, (0, 0));
         FileKey {
+            device,
             inode,
+            changed,
             len: meta.len(),
             modified: meta.modified().ok(),
         }
@@ -202,6 +211,9 @@ impl FileKey {
 }
 
 impl StampWatch {
+    /// The longest a look trusts a manifest read before.
+    pub const REREAD: std::time::Duration = std::time::Duration::from_secs(1);
+
     pub fn new(dir: impl AsRef<Path>) -> StampWatch {
         StampWatch {
             dir: dir.as_ref().to_path_buf(),
@@ -214,14 +226,19 @@ impl StampWatch {
         let path = self.dir.join(MANIFEST);
         let key = std::fs::metadata(&path).map(|m| FileKey::of(&m)).ok();
         let (generation, log) = match (&self.read, key) {
-            (Some((was, generation, log)), Some(key)) if *was == key => (*generation, log),
+            (Some((was, at, generation, log)), Some(key))
+                if *was == key && at.elapsed() < Self::REREAD =>
+            {
+                (*generation, log)
+            }
             _ => {
                 // Read after its key: a manifest replaced in between is read again next time.
+                let at = std::time::Instant::now();
                 let m = read_manifest(&self.dir)?;
                 let read = self
                     .read
-                    .insert((key.unwrap_or(NO_KEY), m.generation, m.log));
-                (read.1, &read.2)
+                    .insert((key.unwrap_or(NO_KEY), at, m.generation, m.log));
+                (read.2, &read.3)
             }
         };
         let log_bytes = std::fs::metadata(self.dir.join(log)).map_or(0, |f| f.len());
@@ -234,7 +251,9 @@ impl StampWatch {
 
 /// The key of a manifest that could not be looked at (never equal to a real file's).
 const NO_KEY: FileKey = FileKey {
+    device: u64::MAX,
     inode: u64::MAX,
+    changed: (i64::MAX, i64::MAX),
     len: u64::MAX,
     modified: None,
 };

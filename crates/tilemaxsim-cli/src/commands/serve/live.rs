@@ -70,12 +70,15 @@ pub fn run_index(
                     generation: std::mem::replace(&mut generation, Held::new(next)),
                 };
                 retiring.0.retain(|h| !h.is_finished());
-                retiring.0.push(std::thread::spawn(move || drop(old)));
+                retiring.let_go(old);
                 opening = next_opening;
             }
             Next::Reopen => {
                 drop(lives);
                 drop(generation);
+                // The new generation is opened alone (it did not fit beside the old one): every
+                // old one's memory is freed first.
+                retiring.join();
                 let (first, next_opening) = Generation::open(dir, setup)?;
                 (generation, opening) = (Held::new(first), next_opening);
             }
@@ -88,8 +91,13 @@ pub fn run_index(
 /// moves, could not be moved while they borrow it.
 struct Held(NonNull<Generation>);
 
-// SAFETY: it owns a `Generation` (Send); nothing else reaches the pointer.
+// SAFETY: it owns a `Generation` (Send, asserted below); nothing else reaches the pointer.
 unsafe impl Send for Held {}
+
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Generation>()
+};
 
 impl Held {
     fn new(generation: Box<Generation>) -> Held {
@@ -120,11 +128,31 @@ struct Retired {
 /// Threads letting generations go, joined when dropped.
 struct Retiring(Vec<std::thread::JoinHandle<()>>);
 
+impl Retiring {
+    /// Let `old` go on a thread of its own (where no thread can be made, the failed `spawn`
+    /// drops it here).
+    fn let_go(&mut self, old: Retired) {
+        let spawned = std::thread::Builder::new()
+            .name("tilemaxsim-retiring".into())
+            .spawn(move || drop(old));
+        match spawned {
+            Ok(h) => self.0.push(h),
+            Err(e) => eprintln!("notice: cannot start a thread to let a generation go ({e})"),
+        }
+    }
+
+    fn join(&mut self) {
+        for h in self.0.drain(..) {
+            if h.join().is_err() {
+                eprintln!("notice: letting an old generation go panicked");
+            }
+        }
+    }
+}
+
 impl Drop for Retiring {
     fn drop(&mut self) {
-        for h in self.0.drain(..) {
-            let _ = h.join();
-        }
+        self.join();
     }
 }
 

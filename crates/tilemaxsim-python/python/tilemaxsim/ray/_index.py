@@ -18,6 +18,9 @@ from .._arrays import is_torch
 from .._index import Index
 from ._actors import ActorGroup, actor_class
 
+# How often a search is made again while compactions in place keep moving the generation.
+_TRIES = 8
+
 
 class _Replica:
     """A Ray actor holding one opening of the index. An error while opening is kept and raised by
@@ -54,6 +57,19 @@ class _Replica:
         index = self._ready()
         index.refresh()
         return index.search(queries, top_k, **options)
+
+    def search_at(self, queries, top_k, options):
+        """`(generation, hits)`: the hits and the generation that numbered them, read before and
+        after the search (generations only grow), again while a compaction in place (another
+        thread's of this replica, or another process's that a refresh took) moved it between."""
+        index = self._ready()
+        index.refresh()
+        for _ in range(_TRIES):
+            generation = index.generation
+            hits = index.search(queries, top_k, **options)
+            if index.generation == generation:
+                return generation, hits
+        raise RuntimeError(f"the index was compacted during each of {_TRIES} searches; retry")
 
     def add(self, documents, doc_ids):
         index = self._ready()

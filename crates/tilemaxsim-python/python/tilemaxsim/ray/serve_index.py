@@ -39,7 +39,7 @@ import ray
 from ray import serve
 from ray.exceptions import RayActorError
 
-from ._index import _Replica
+from ._index import _TRIES, _Replica
 from .serve import BadRequest, Ingress, ShardsUnavailable, _query
 
 
@@ -82,11 +82,14 @@ class _ServeIndex:
 
     def search(self, queries, k):
         """The generation searched (its documents' numbers), and per query its hits as `(id,
-        number, score)`, best first."""
-        hits = self.replica.search(queries, k, self.options)
-        ids = self._names()
-        generation = self.replica.index.generation
-        return generation, [[(ids[j] if ids else str(j), j, s) for j, s in row] for row in hits]
+        number, score)`, best first. The ids are that generation's: read again while another
+        thread's compaction moved the generation before they were read."""
+        for _ in range(_TRIES):
+            generation, hits = self.replica.search_at(queries, k, self.options)
+            ids = self._names()
+            if self.replica.index.generation == generation:
+                return generation, [[(ids[j] if ids else str(j), j, s) for j, s in row] for row in hits]
+        raise RuntimeError(f"the index was compacted during each of {_TRIES} searches; retry")
 
     def add(self, documents, doc_ids):
         """`[(id, number)]` of the added documents, and the live documents after."""
