@@ -281,3 +281,43 @@ fn damaged_directories_are_errors() {
         assert!(e.contains(want), "{name}: {e}");
     }
 }
+
+#[test]
+fn exact_tokens_written_beside_the_compression_are_recorded_finite_and_nan_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let dim = 24;
+    // A corpus made in memory (its values not scanned yet): the build scans them before it
+    // writes the exact tokens beside the compression, so the file records them finite.
+    let corpus = unit_corpus(8, &lengths(30, 8), dim, DType::F16);
+    assert_eq!(
+        corpus.finite_check(),
+        tilemaxsim::corpus::FiniteCheck::NotChecked
+    );
+    let path = dir.path().join("idx");
+    build(
+        Source::Exact(&corpus),
+        None,
+        &path,
+        &options(8),
+        &|_, _, _| {},
+    )
+    .unwrap();
+    let exact = Corpus::open(path.join("exact.safetensors")).unwrap();
+    assert_eq!(
+        exact.finite_check(),
+        tilemaxsim::corpus::FiniteCheck::Recorded
+    );
+    assert_eq!(exact.tokens().to_f32_vec(), corpus.tokens().to_f32_vec());
+    assert_eq!(Index::open(&path).unwrap().len(), 30);
+    // A NaN is refused before anything is written: no manifest, no exact file.
+    let mut v = corpus.tokens().to_f32_vec();
+    v[dim * 3 + 1] = f32::NAN;
+    let nan = Corpus::new(OwnedElements::F32(v), dim, corpus.offsets().to_vec()).unwrap();
+    let bad = dir.path().join("bad");
+    let err = build(Source::Exact(&nan), None, &bad, &options(8), &|_, _, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("finite") || err.contains("NaN"), "{err}");
+    assert!(Index::open(&bad).is_err());
+    assert!(!bad.join("exact.safetensors").exists());
+}

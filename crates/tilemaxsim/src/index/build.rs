@@ -1,8 +1,8 @@
 //! Building an index directory: the corpus compressed with PLAID's residual codec (on the
 //! device asked for: k-means and encoding run on a GPU when there is one), its IVF, the exact
-//! tokens when asked, and the manifest last. A directory that is not empty is refused, so a
-//! build never overwrites anything; a build that fails midway leaves no manifest, and
-//! [`super::Index::open`] refuses such a directory.
+//! tokens when asked (written beside the compression), and the manifest last. A directory that
+//! is not empty is refused, so a build never overwrites anything; a build that fails midway
+//! leaves no manifest, and [`super::Index::open`] refuses such a directory.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -59,7 +59,8 @@ pub struct BuildReport {
     pub compress_s: f64,
     /// Building the IVF, while the codes are written.
     pub ivf_s: f64,
-    /// Writing every file and flushing it to disk (the IVF built meanwhile), wall time.
+    /// From the end of the compression until every file is written and on disk (the IVF built
+    /// meanwhile; the exact tokens were written from the start, beside the compression).
     pub write_s: f64,
     /// Bytes of the codes, the IVF and the exact tokens as written.
     pub codes_bytes: usize,
@@ -113,6 +114,70 @@ pub fn build(
         )));
     }
     prepare_dir(dir)?;
+    // The exact tokens do not depend on the codes: they are written while the corpus is
+    // compressed. Their values are scanned first (free where the corpus was opened with the
+    // check, or compressed: the compression scans them anyway), so the file records them finite.
+    if let Some(e) = exact {
+        e.check_finite()?;
+    }
+    let started = Instant::now();
+    let (w, write_s) = std::thread::scope(|s| {
+        let exact_saver = exact.map(|e| s.spawn(move || e.save_durably(&dir.join(EXACT))));
+        let written = compress_then_write(source, dir, options, progress);
+        let exact_saved = exact_saver.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Argument("writing the exact tokens failed".into())))
+        });
+        let written = written?;
+        exact_saved.transpose()?;
+        let write_s = started.elapsed().as_secs_f64() - written.compress_s;
+        Ok::<_, Error>((written, write_s))
+    })?;
+    let manifest = Manifest {
+        documents: w.codes.len(),
+        tokens: w.codes.num_tokens(),
+        dim: w.codes.dim(),
+        nbits: w.nbits,
+        centroids: w.ivf.num_centroids(),
+        codes: CODES.into(),
+        ivf: IVF.into(),
+        exact: exact.map(|_| EXACT.into()),
+        defaults: options.defaults,
+        generation: 0,
+        log: super::LOG.into(),
+    };
+    finish(dir, &manifest)?;
+    Ok(BuildReport {
+        compressed_on: w.compressed_on,
+        compress_s: w.compress_s,
+        ivf_s: w.ivf_s,
+        write_s,
+        codes_bytes: w.codes.size_bytes(),
+        ivf_bytes: w.ivf.size_bytes(),
+        exact_bytes: exact.map_or(0, |e| e.num_tokens() * e.dim() * e.dtype().size()),
+    })
+}
+
+/// The codes and IVF of a build, written.
+struct Written<'a> {
+    codes: Cow<'a, CompressedCorpus>,
+    nbits: u32,
+    /// Where the corpus was compressed ("" for a compressed source), and in how long.
+    compressed_on: String,
+    compress_s: f64,
+    ivf: Ivf,
+    /// Seconds from the end of the compression to the IVF built.
+    ivf_s: f64,
+}
+
+/// `source` compressed (where it is exact), then its codes written while the IVF is built from
+/// their centroid ids and written; each file on disk (fsync) when this returns.
+fn compress_then_write<'a>(
+    source: Source<'a>,
+    dir: &Path,
+    options: &BuildOptions,
+    progress: Progress<'_>,
+) -> Result<Written<'a>> {
     let started = Instant::now();
     let (codes, compressed_on): (Cow<'_, CompressedCorpus>, String) = match source {
         Source::Exact(c) => {
@@ -129,20 +194,13 @@ pub fn build(
             codes.codec().describe()
         )));
     };
-    // The codes (and exact tokens) are written while the IVF is built from their centroid ids
-    // and written; each file is on disk (fsync) before the manifest names it.
+    let (nbits, k) = (r.nbits(), r.num_centroids());
     let t = Instant::now();
     let ids = codes.aux().unwrap_or_default();
     let codes_ref: &CompressedCorpus = &codes;
     let (saved, built) = std::thread::scope(|s| {
-        let saver = s.spawn(|| -> Result<()> {
-            codes_ref.save_durably(&dir.join(CODES))?;
-            if let Some(e) = exact {
-                e.save_durably(&dir.join(EXACT))?;
-            }
-            Ok(())
-        });
-        let built = Ivf::build(ids, codes_ref.offsets(), r.num_centroids()).and_then(|ivf| {
+        let saver = s.spawn(|| codes_ref.save_durably(&dir.join(CODES)));
+        let built = Ivf::build(ids, codes_ref.offsets(), k).and_then(|ivf| {
             let ivf_s = t.elapsed().as_secs_f64();
             ivf.save_durably(&dir.join(IVF))?;
             Ok((ivf, ivf_s))
@@ -154,28 +212,13 @@ pub fn build(
     });
     let (ivf, ivf_s) = built?;
     saved?;
-    let manifest = Manifest {
-        documents: codes.len(),
-        tokens: codes.num_tokens(),
-        dim: codes.dim(),
-        nbits: r.nbits(),
-        centroids: r.num_centroids(),
-        codes: CODES.into(),
-        ivf: IVF.into(),
-        exact: exact.map(|_| EXACT.into()),
-        defaults: options.defaults,
-        generation: 0,
-        log: super::LOG.into(),
-    };
-    finish(dir, &manifest)?;
-    Ok(BuildReport {
+    Ok(Written {
+        codes,
+        nbits,
         compressed_on,
         compress_s,
+        ivf,
         ivf_s,
-        write_s: t.elapsed().as_secs_f64(),
-        codes_bytes: codes.size_bytes(),
-        ivf_bytes: ivf.size_bytes(),
-        exact_bytes: exact.map_or(0, |e| e.num_tokens() * e.dim() * e.dtype().size()),
     })
 }
 
