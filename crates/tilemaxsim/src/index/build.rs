@@ -122,7 +122,8 @@ pub fn build(
     }
     let started = Instant::now();
     let (w, write_s) = std::thread::scope(|s| {
-        let exact_saver = exact.map(|e| s.spawn(move || e.save_durably(&dir.join(EXACT))));
+        let exact_saver =
+            exact.map(|e| s.spawn(move || on_own_pool(|| e.save_durably(&dir.join(EXACT)))));
         let written = compress_then_write(source, dir, options, progress);
         let exact_saved = exact_saver.map(|h| {
             h.join()
@@ -157,6 +158,23 @@ pub fn build(
         exact_bytes: exact.map_or(0, |e| e.num_tokens() * e.dim() * e.dtype().size()),
     })
 }
+
+/// Run `f` (a write of the exact tokens, bound by the disk) on a small rayon pool of its own:
+/// on rayon's global pool its pieces, each waiting for the disk, held back the compression's
+/// own parallel steps (the k-means sample's gather took 10 s instead of 0.5 s at 1M documents).
+fn on_own_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(EXACT_WRITERS)
+        .thread_name(|i| format!("tilemaxsim-exact-{i}"))
+        .build()
+    {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
+}
+
+/// Threads writing the exact tokens beside the compression.
+const EXACT_WRITERS: usize = 4;
 
 /// The codes and IVF of a build, written.
 struct Written<'a> {
