@@ -159,13 +159,14 @@ pub fn build(
     })
 }
 
-/// Run `f` (a write of the exact tokens, bound by the disk) on a small rayon pool of its own:
-/// on rayon's global pool its pieces, each waiting for the disk, held back the compression's
-/// own parallel steps (the k-means sample's gather took 10 s instead of 0.5 s at 1M documents).
+/// Run `f` (a file's write, bound by the disk) on a small rayon pool of its own: on rayon's
+/// global pool its pieces, each waiting for the disk, held back the parallel steps beside it
+/// (the exact tokens' write made the k-means sample's gather take 10 s instead of 0.5 s at 1M
+/// documents; the codes' write slowed the IVF's build).
 fn on_own_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     match rayon::ThreadPoolBuilder::new()
-        .num_threads(EXACT_WRITERS)
-        .thread_name(|i| format!("tilemaxsim-exact-{i}"))
+        .num_threads(WRITERS)
+        .thread_name(|i| format!("tilemaxsim-writer-{i}"))
         .build()
     {
         Ok(pool) => pool.install(f),
@@ -173,8 +174,8 @@ fn on_own_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     }
 }
 
-/// Threads writing the exact tokens beside the compression.
-const EXACT_WRITERS: usize = 4;
+/// Threads writing one file beside other work.
+const WRITERS: usize = 4;
 
 /// The codes and IVF of a build, written.
 struct Written<'a> {
@@ -217,7 +218,7 @@ fn compress_then_write<'a>(
     let ids = codes.aux().unwrap_or_default();
     let codes_ref: &CompressedCorpus = &codes;
     let (saved, built) = std::thread::scope(|s| {
-        let saver = s.spawn(|| codes_ref.save_durably(&dir.join(CODES)));
+        let saver = s.spawn(|| on_own_pool(|| codes_ref.save_durably(&dir.join(CODES))));
         let built = Ivf::build(ids, codes_ref.offsets(), k).and_then(|ivf| {
             let ivf_s = t.elapsed().as_secs_f64();
             ivf.save_durably(&dir.join(IVF))?;
