@@ -235,3 +235,8 @@ def test_documents_added_and_deleted_through_a_served_index(cranfield, tmp_path)
         assert e.value.status == 409 and client.info()["documents"] == 308
         r = same_as_the_index(docs[305])
         assert (r.docs[0], r.indices[0]) == ("new5", 303)
+        # A search names the generation of its numbers, and a delete by them may name it.
+        generation, [r] = client.search_at(docs[305], k=3)
+        assert generation == 1 and r.indices[0] == 303
+        assert client.delete(indices=[303], generation=generation) == 1
+        assert 303 not in client.search(docs[305], k=3)[0].indices

@@ -132,6 +132,12 @@ class Client:
         """The `k` best documents of each query: one `QueryResult` per query, in order. `Q` is
         one query `[Lq, d]`, a batch `[A, Lq, d]`, or a list of `[Lq_i, d]` queries; `ids`
         names them in the results (default "0", "1", ...)."""
+        return self.search_at(Q, k, ids=ids)[1]
+
+    def search_at(self, Q, k: int = 10, *, ids: Sequence[str] | None = None) -> tuple[int | None, list[QueryResult]]:
+        """`search`, and the generation of the index whose numbers the hits carry (None for a
+        corpus): a delete by those numbers may name it (`delete(indices=..., generation=...)`)
+        and is refused if the index was compacted in place since."""
         if isinstance(Q, (list, tuple)):
             queries = list(Q)
         elif getattr(Q, "ndim", None) == 3:
@@ -145,10 +151,11 @@ class Client:
             )
         wire = _named(queries, ids, "query", "queries")
         answer = self._request("POST", "/v1/search", json.dumps({"queries": wire, "k": int(k)}).encode())
-        return [
+        results = [
             QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
             for r in answer["results"]
         ]
+        return answer.get("generation"), results
 
     def add(self, documents, *, ids: Sequence[str] | None = None) -> list[tuple[str, int]]:
         """Add documents to the index the server serves (`tilemaxsim serve --index`): a list of
@@ -170,8 +177,9 @@ class Client:
         """Delete documents of the index the server serves, by `ids` (every document carrying
         one) or by `indices` (their numbers): how many were newly deleted. A name the index does
         not hold raises `ServerError`, and nothing is deleted. `generation` (the index's
-        generation the numbers are of, as `info()` reports it) makes the server refuse the
-        delete (409) once the index was compacted since, which numbers its documents again."""
+        generation the numbers are of, as `search_at` or `info()` reports it) makes the server
+        refuse the delete (409) once the index was compacted since, which numbers its documents
+        again."""
         if (ids is None) == (indices is None):
             raise ValueError("name the documents by ids= or by indices= (one of the two)")
         body: dict = {"ids": [str(i) for i in ids]} if ids is not None else {"indices": [int(j) for j in indices or []]}
