@@ -299,12 +299,6 @@ impl Index {
             .map(|a| (&a.codes, a.exact.as_ref()))
     }
 
-    /// Whether documents carry ids of their own (the build's or an add's); else each is named
-    /// by its number.
-    pub fn has_ids(&self) -> bool {
-        self.codes.doc_ids().is_some() || self.updates.any_ids
-    }
-
     /// Documents deleted since the build.
     pub fn deleted(&self) -> usize {
         self.updates.deleted_count()
@@ -320,28 +314,8 @@ impl Index {
     /// before them (another process's adds included). Where the index's documents carry ids
     /// ([`Index::has_ids`]), the added ones must too.
     pub fn add(&mut self, docs: &Corpus) -> Result<std::ops::Range<usize>> {
-        // Names that another document goes by already are refused: documents without ids go
-        // by their numbers (and keep them as ids through a compaction), so ids given where the
-        // index has documents without ids may not be those numbers, and where its documents
-        // carry ids, an add without ids would name its documents by numbers that may be ids.
-        // Checked again once the log is read whole.
-        let names_free = |index: &Index| match docs.doc_ids() {
-            None if index.has_ids() => Err(Error::Argument(
-                "the index's documents carry ids: give every added document one".into(),
-            )),
-            None => Ok(()),
-            Some(ids) => match ids.iter().find_map(|id| {
-                let j = id.parse::<usize>().ok()?;
-                (j < index.len() && index.doc_id(j) == *id).then_some((id, j))
-            }) {
-                Some((id, j)) => Err(Error::Argument(format!(
-                    "the id {id:?} is document {j}'s name already (documents added without ids \
-                     go by their numbers)"
-                ))),
-                None => Ok(()),
-            },
-        };
-        names_free(self)?;
+        // Checked again once the log is read whole, under the writer's lock.
+        self.names_free(docs.doc_ids())?;
         let r = residual(&self.codes)?;
         let d = self.codes.dim();
         if docs.dim() != d {
@@ -378,7 +352,7 @@ impl Index {
         }
         let record = updates::add_record(&lengths, &ids, &codes, exact.as_ref(), docs.doc_ids());
         let mut w = self.lock(Stale::Reopen)?;
-        names_free(self)?;
+        self.names_free(docs.doc_ids())?;
         let first = self.len();
         w.append(self.updates.applied, &record)?;
         self.catch_up(Some(&mut w))?;

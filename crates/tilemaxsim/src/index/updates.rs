@@ -468,3 +468,35 @@ impl Writer {
         .map_err(|e| Error::io(&self.path, e))
     }
 }
+
+impl super::Index {
+    /// Whether documents carry ids of their own (the build's or an add's); else each is named
+    /// by its number.
+    pub fn has_ids(&self) -> bool {
+        self.codes.doc_ids().is_some() || self.updates.any_ids
+    }
+
+    /// Refuse an add's names (`ids`, or none) where another document goes by one already:
+    /// documents without ids go by their numbers (and keep them as ids through a compaction),
+    /// so ids given where the index has documents without ids may not be those numbers, and
+    /// where its documents carry ids, an add without ids would name its documents by numbers
+    /// that may be ids.
+    pub(super) fn names_free(&self, ids: Option<&[String]>) -> Result<()> {
+        match ids {
+            None if self.has_ids() => Err(Error::Argument(
+                "the index's documents carry ids: give every added document one".into(),
+            )),
+            None => Ok(()),
+            Some(ids) => match ids.iter().find_map(|id| {
+                let j = id.parse::<usize>().ok()?;
+                (j < self.len() && self.doc_id(j) == *id).then_some((id, j))
+            }) {
+                Some((id, j)) => Err(Error::Argument(format!(
+                    "the id {id:?} is document {j}'s name already (documents added without ids \
+                     go by their numbers)"
+                ))),
+                None => Ok(()),
+            },
+        }
+    }
+}
