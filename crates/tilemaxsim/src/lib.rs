@@ -146,14 +146,35 @@ pub fn compress_on(
     seed: u64,
     progress: codec::Progress<'_>,
 ) -> Result<(CompressedCorpus, String)> {
+    compress_into(device, corpus, spec, seed, progress, None)
+}
+
+/// [`compress_on`], every token's codes also handed to `sink`: as they are made where the
+/// GPU encodes residual codes chunk by chunk, else whole at the end.
+pub fn compress_into(
+    device: Device,
+    corpus: &Corpus,
+    spec: &CodecSpec,
+    seed: u64,
+    progress: codec::Progress<'_>,
+    sink: Option<&dyn codec::CodesSink>,
+) -> Result<(CompressedCorpus, String)> {
     let gpu = match device {
         Device::Cpu | Device::Reference => None,
         Device::Cuda(n) => Some(n),
         Device::Auto => gpu_usable(0).then_some(0),
     };
     match gpu {
-        Some(n) => compress_gpu(n, corpus, spec, seed, progress).map(|c| (c, format!("cuda:{n}"))),
-        None => codec::compress(corpus, spec, seed, progress).map(|c| (c, "cpu".into())),
+        Some(n) => {
+            compress_gpu(n, corpus, spec, seed, progress, sink).map(|c| (c, format!("cuda:{n}")))
+        }
+        None => {
+            let c = codec::compress(corpus, spec, seed, progress)?;
+            if let Some(sink) = sink {
+                codec::hand_whole(sink, &c)?;
+            }
+            Ok((c, "cpu".into()))
+        }
     }
 }
 
@@ -174,8 +195,10 @@ fn compress_gpu(
     spec: &CodecSpec,
     seed: u64,
     progress: codec::Progress<'_>,
+    sink: Option<&dyn codec::CodesSink>,
 ) -> Result<CompressedCorpus> {
-    cuda::compress(ordinal, corpus, spec, seed, progress)
+    let chunk = cuda::CHUNK_BYTES;
+    cuda::compress_in_chunks(ordinal, corpus, spec, seed, chunk, progress, sink)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -185,6 +208,7 @@ fn compress_gpu(
     _spec: &CodecSpec,
     _seed: u64,
     _progress: codec::Progress<'_>,
+    _sink: Option<&dyn codec::CodesSink>,
 ) -> Result<CompressedCorpus> {
     Err(Error::DeviceUnavailable(format!(
         "cuda:{ordinal}: this build has no CUDA engine (feature `cuda` off)"

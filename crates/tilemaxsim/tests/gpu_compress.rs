@@ -9,6 +9,8 @@
 //! - int8 / fp8: codes and scales bit-identical to the CPU's.
 //! - PQ: the codebooks are the CPU's (trained there); the codes are the nearest sub-space
 //!   centroids (up to rounding of near ties).
+//! - a sink (an index build's codes file) is handed every token's codes once: the residual
+//!   codec's a chunk at a time as they come back, the others' whole;
 //! - errors: a token that is not unit-norm, the CPU's message.
 //!
 //! Without a usable GPU every test prints a notice and passes.
@@ -18,12 +20,14 @@ mod common;
 
 use common::*;
 use rand::Rng;
-use tilemaxsim::codec::{Codec, CodecSpec, CompressedCorpus, PqOptions, ResidualOptions, compress};
+use tilemaxsim::codec::{
+    Codec, CodecSpec, CodesSink, CompressedCorpus, PqOptions, ResidualOptions, compress,
+};
 use tilemaxsim::cuda::compress_in_chunks;
 use tilemaxsim::{Corpus, DType};
 
 fn on_gpu(corpus: &Corpus, spec: &CodecSpec, seed: u64, chunk: usize) -> CompressedCorpus {
-    compress_in_chunks(0, corpus, spec, seed, chunk, &|_, _, _| {}).expect("GPU compress")
+    compress_in_chunks(0, corpus, spec, seed, chunk, &|_, _, _| {}, None).expect("GPU compress")
 }
 
 /// Document lengths with 1-token and long documents, `total` tokens or so.
@@ -148,6 +152,84 @@ fn residual_on_the_gpu_is_deterministic_and_encodes_as_the_cpu() {
     }
 }
 
+/// A run handed to a sink: its first token, codes and words.
+type Run = (usize, Vec<u8>, Vec<u32>);
+
+/// A sink that keeps what it is handed: the codec, then every run of codes.
+#[derive(Default)]
+struct Kept {
+    codec: std::sync::Mutex<Option<Codec>>,
+    runs: std::sync::Mutex<Vec<Run>>,
+}
+
+impl CodesSink for Kept {
+    fn begin(&self, codec: &Codec) -> tilemaxsim::Result<()> {
+        let mut kept = self.codec.lock().unwrap();
+        assert!(kept.is_none(), "begin came twice");
+        assert!(
+            self.runs.lock().unwrap().is_empty(),
+            "codes came before begin"
+        );
+        *kept = Some(codec.clone());
+        Ok(())
+    }
+    fn codes(&self, first: usize, codes: &[u8], aux: &[u32]) -> tilemaxsim::Result<()> {
+        assert!(
+            self.codec.lock().unwrap().is_some(),
+            "codes came before begin"
+        );
+        self.runs
+            .lock()
+            .unwrap()
+            .push((first, codes.to_vec(), aux.to_vec()));
+        Ok(())
+    }
+}
+
+#[test]
+fn a_sink_is_handed_every_token_once_as_the_chunks_come_back() {
+    if gpu().is_none() {
+        return;
+    }
+    let (dim, dtype) = (128, DType::F16);
+    let corpus = unit_corpus(7, &lengths(7, 3000), dim, dtype);
+    let t = corpus.num_tokens();
+    let residual = CodecSpec::Residual(ResidualOptions {
+        centroids: Some(64),
+        ..Default::default()
+    });
+    // Residual: a run a chunk, as each comes back; int8: handed whole at the end.
+    for (spec, chunk, runs_at_least) in [(residual, 4096, 2), (CodecSpec::Int8, 4096, 1)] {
+        let kept = Kept::default();
+        let z = compress_in_chunks(0, &corpus, &spec, 7, chunk, &|_, _, _| {}, Some(&kept))
+            .expect("GPU compress");
+        assert_eq!(
+            kept.codec.lock().unwrap().as_ref(),
+            Some(z.codec()),
+            "{spec:?}"
+        );
+        let mut runs = kept.runs.into_inner().unwrap();
+        assert!(runs.len() >= runs_at_least, "{spec:?}: {} runs", runs.len());
+        runs.sort_by_key(|r| r.0);
+        let rb = z.codec().row_bytes(dim);
+        let mut next = 0;
+        for (first, codes, aux) in &runs {
+            assert_eq!(*first, next, "{spec:?}: runs overlap or leave a gap");
+            assert_eq!(codes.len() % rb, 0);
+            let n = codes.len() / rb;
+            assert_eq!(aux.len(), n, "{spec:?}: a word a token");
+            assert_eq!(
+                codes[..],
+                z.codes()[first * rb..(first + n) * rb],
+                "{spec:?}"
+            );
+            assert_eq!(aux[..], z.aux().unwrap()[*first..first + n], "{spec:?}");
+            next += n;
+        }
+        assert_eq!(next, t, "{spec:?}: every token");
+    }
+}
+
 #[test]
 fn int8_and_fp8_on_the_gpu_are_the_cpu_codes() {
     if gpu().is_none() {
@@ -258,7 +340,7 @@ fn bad_input_is_a_clear_error() {
         &[5, 5],
     )
     .unwrap();
-    let gpu_err = compress_in_chunks(0, &corpus, &spec, 0, 64 * 2 * 32, &|_, _, _| {})
+    let gpu_err = compress_in_chunks(0, &corpus, &spec, 0, 64 * 2 * 32, &|_, _, _| {}, None)
         .unwrap_err()
         .to_string();
     let cpu_err = compress(&corpus, &spec, 0, &|_, _, _| {})

@@ -21,12 +21,15 @@ pub(crate) mod kmeans;
 pub mod plaid;
 pub(crate) mod pq;
 pub(crate) mod residual;
+mod sink;
 mod subset;
 mod torch_pt;
 
 pub use format::is_compressed_file;
 pub use pq::{PQ_CENTROIDS, PqCodec, PqOptions};
 pub use residual::{Buckets, ResidualCodec, ResidualOptions, plaid_num_centroids};
+pub use sink::CodesSink;
+pub(crate) use sink::hand_whole;
 
 use std::sync::Arc;
 

@@ -19,7 +19,9 @@ use memmap2::Mmap;
 use safetensors::SafeTensors;
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 
-pub(crate) use super::write::{Durable, Parts, le_words, write_atomically, write_parts_atomically};
+pub(crate) use super::write::{
+    Durable, Filling, Parts, le_words, write_atomically, write_parts_atomically,
+};
 use super::{Corpus, FiniteCheck, FiniteState, Storage, check_ids, check_offsets};
 use crate::error::{Error, Result};
 use crate::matrix::{DType, OwnedElements};

@@ -6,9 +6,10 @@
 //! after the other from one thread: a 3 GB codes file or a 20 GB exact corpus is written at the
 //! page cache's speed, not one core's copy speed. A tensor may also be given in parts, one after
 //! another ([`write_parts_atomically`]: a compaction writes the live documents' rows straight
-//! from the files they lie in, never gathered in memory). A durable write ([`Durable::Yes`], an index
-//! build's files) also starts each piece's write-back to disk as soon as it is written and
-//! flushes the file (fsync) before the rename, so the disk works while the rest is written.
+//! from the files they lie in, never gathered in memory), or filled later, as its bytes are made
+//! ([`Filling`]). A durable write ([`Durable::Yes`], an index build's files) also starts each
+//! piece's write-back to disk as soon as it is written and flushes the file (fsync) before the
+//! rename, so the disk works while the rest is written.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -83,83 +84,212 @@ pub(crate) fn write_parts_atomically(
     metadata: HashMap<String, String>,
     durable: Durable,
 ) -> Result<()> {
-    for (name, t) in &tensors {
-        let want = t.shape.iter().product::<usize>() * t.dtype.bitsize() / 8;
-        if t.len() != want {
+    Filling::create(path, tensors, &[], metadata, durable)?.finish()
+}
+
+/// A file being written (under its temporary name): laid out whole, its header and the tensors
+/// given at creation written, the tensors named `later` (created with no parts) filled by
+/// [`Filling::fill`] as their bytes are made (an index build writes its codes while the rest
+/// of the corpus is encoded), then [`Filling::finish`]ed: flushed where durable and renamed into
+/// place. Dropped unfinished, it removes its temporary file.
+pub(crate) struct Filling {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    durable: Durable,
+    /// The `later` tensors: name, byte range in the file, bytes filled so far.
+    later: Vec<(
+        String,
+        std::ops::Range<usize>,
+        std::sync::atomic::AtomicUsize,
+    )>,
+}
+
+impl Filling {
+    /// Lay out `tensors` at `path`'s temporary name (see the type); each tensor's bytes must fill
+    /// its shape, but those named in `later`, which must have none yet.
+    pub(crate) fn create(
+        path: &Path,
+        tensors: Vec<(String, Parts<'_>)>,
+        later: &[&str],
+        metadata: HashMap<String, String>,
+        durable: Durable,
+    ) -> Result<Self> {
+        for (name, t) in &tensors {
+            let want = t.shape.iter().product::<usize>() * t.dtype.bitsize() / 8;
+            let has = t.len();
+            let ok = if later.contains(&name.as_str()) {
+                has == 0
+            } else {
+                has == want
+            };
+            if !ok {
+                return Err(Error::format(
+                    path,
+                    format!(
+                        "cannot write: tensor `{name}` of shape {:?} {:?} needs {want} bytes, has {has}",
+                        t.shape, t.dtype,
+                    ),
+                ));
+            }
+        }
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut filling = Filling {
+            path: path.to_path_buf(),
+            tmp: path.with_file_name(format!(".{file_name}.tmp{}", std::process::id())),
+            file: None,
+            durable,
+            later: Vec::new(),
+        };
+        filling
+            .lay_out(tensors, later, metadata)
+            .map_err(|e| Error::format(path, format!("cannot write: {e}")))?;
+        Ok(filling)
+    }
+
+    /// The header and the given tensors' pieces, in parallel; the `later` tensors' ranges noted.
+    fn lay_out(
+        &mut self,
+        mut tensors: Vec<(String, Parts<'_>)>,
+        later: &[&str],
+        metadata: HashMap<String, String>,
+    ) -> std::result::Result<(), Box<dyn std::error::Error>> {
+        // safetensors' `prepare`: the order, the offsets, the header padded to 8 bytes.
+        tensors.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
+        let mut infos = Vec::with_capacity(tensors.len());
+        let mut end = 0usize;
+        for (name, t) in &tensors {
+            let n = t.shape.iter().product::<usize>() * t.dtype.bitsize() / 8;
+            infos.push((
+                name.clone(),
+                TensorInfo {
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    data_offsets: (end, end + n),
+                },
+            ));
+            end += n;
+        }
+        let mut header = header_json(metadata, infos.clone())?.into_bytes();
+        header.resize(header.len().next_multiple_of(8), b' ');
+        let base = 8 + header.len();
+        let file = std::fs::File::create(&self.tmp)?;
+        file.set_len((base + end) as u64)?;
+        self.file = Some(file);
+        let len = (header.len() as u64).to_le_bytes();
+        let mut pieces: Vec<(usize, &[u8])> = vec![(0, &len), (8, &header)];
+        for ((name, t), (_, info)) in tensors.iter().zip(&infos) {
+            let (from, to) = info.data_offsets;
+            if later.contains(&name.as_str()) {
+                let zero = std::sync::atomic::AtomicUsize::new(0);
+                self.later
+                    .push((name.clone(), base + from..base + to, zero));
+                continue;
+            }
+            let mut at = base + from;
+            for piece in t.parts.iter().flat_map(|p| p.chunks(PIECE)) {
+                pieces.push((at, piece));
+                at += piece.len();
+            }
+        }
+        pieces
+            .par_iter()
+            .try_for_each(|&(at, bytes)| self.write_piece(at, bytes))?;
+        Ok(())
+    }
+
+    fn write_piece(&self, at: usize, bytes: &[u8]) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Err(std::io::ErrorKind::NotFound.into());
+        };
+        write_at(file, bytes, at as u64)?;
+        if self.durable == Durable::Yes {
+            start_writeback(file, at as u64, bytes.len() as u64);
+        }
+        Ok(())
+    }
+
+    /// Write `bytes` at byte `at` of the `later` tensor `name` (in pieces, in parallel). Each
+    /// byte is to be filled once: [`Filling::finish`] counts them.
+    pub(crate) fn fill(&self, name: &str, at: usize, bytes: &[u8]) -> Result<()> {
+        let Some((_, range, filled)) = self.later.iter().find(|(n, ..)| n == name) else {
             return Err(Error::format(
-                path,
+                &self.path,
+                format!("cannot write: no tensor `{name}` is left to fill"),
+            ));
+        };
+        if at + bytes.len() > range.len() {
+            return Err(Error::format(
+                &self.path,
                 format!(
-                    "cannot write: tensor `{name}` of shape {:?} {:?} needs {want} bytes, has {}",
-                    t.shape,
-                    t.dtype,
-                    t.len()
+                    "cannot write: bytes {at}..{} of tensor `{name}`, which has {}",
+                    at + bytes.len(),
+                    range.len()
                 ),
             ));
         }
+        bytes
+            .par_chunks(PIECE)
+            .enumerate()
+            .try_for_each(|(i, piece)| self.write_piece(range.start + at + i * PIECE, piece))
+            .map_err(|e| Error::format(&self.path, format!("cannot write: {e}")))?;
+        filled.fetch_add(bytes.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-    if let Err(e) = write_file(&tmp, tensors, metadata, durable) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::format(path, format!("cannot write: {e}")));
+
+    /// Every `later` tensor filled: flush the file (where durable) and rename it into place.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        for (name, range, filled) in &self.later {
+            let filled = filled.load(std::sync::atomic::Ordering::Relaxed);
+            if filled != range.len() {
+                return Err(Error::format(
+                    &self.path,
+                    format!(
+                        "cannot write: tensor `{name}` has {filled} of its {} bytes",
+                        range.len()
+                    ),
+                ));
+            }
+        }
+        if let Some(file) = self.file.take()
+            && self.durable == Durable::Yes
+        {
+            file.sync_all()
+                .map_err(|e| Error::format(&self.path, format!("cannot write: {e}")))?;
+        }
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        // Renamed: nothing is left for `drop` to remove.
+        self.tmp = std::path::PathBuf::new();
+        Ok(())
     }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
 }
 
-/// The file's bytes at `path`: the header first, then each tensor's pieces, in parallel.
-fn write_file(
-    path: &Path,
-    mut tensors: Vec<(String, Parts<'_>)>,
+impl Drop for Filling {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// safetensors' header (`Metadata`'s serialization: `__metadata__` first, then the tensors in
+/// file order), but the metadata's keys sorted, where safetensors writes them in a `HashMap`'s
+/// random order: the same tensors and metadata give the same bytes every time.
+fn header_json(
     metadata: HashMap<String, String>,
-    durable: Durable,
-) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    // safetensors' `prepare`: the order, the offsets, the header padded to 8 bytes.
-    tensors.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
-    let mut infos = Vec::with_capacity(tensors.len());
-    let mut end = 0usize;
-    for (name, t) in &tensors {
-        let n = t.len();
-        infos.push((
-            name.clone(),
-            TensorInfo {
-                dtype: t.dtype,
-                shape: t.shape.clone(),
-                data_offsets: (end, end + n),
-            },
-        ));
-        end += n;
-    }
-    let mut header = serde_json::to_string(&Metadata::new(Some(metadata), infos)?)?.into_bytes();
-    header.resize(header.len().next_multiple_of(8), b' ');
-    let base = 8 + header.len();
-    let file = std::fs::File::create(path)?;
-    file.set_len((base + end) as u64)?;
-    let len = (header.len() as u64).to_le_bytes();
-    let mut pieces: Vec<(usize, &[u8])> = vec![(0, &len), (8, &header)];
-    let mut at = base;
-    for (_, t) in &tensors {
-        for piece in t.parts.iter().flat_map(|p| p.chunks(PIECE)) {
-            pieces.push((at, piece));
-            at += piece.len();
-        }
-    }
-    pieces.par_iter().try_for_each(|&(at, bytes)| {
-        write_at(&file, bytes, at as u64)?;
-        if durable == Durable::Yes {
-            start_writeback(&file, at as u64, bytes.len() as u64);
-        }
-        Ok::<_, std::io::Error>(())
-    })?;
-    if durable == Durable::Yes {
-        file.sync_all()?;
-    }
-    Ok(())
+    infos: Vec<(String, TensorInfo)>,
+) -> std::result::Result<String, Box<dyn std::error::Error>> {
+    let tensors = serde_json::to_string(&Metadata::new(None, infos)?)?;
+    let sorted: std::collections::BTreeMap<_, _> = metadata.into_iter().collect();
+    let rest = tensors.strip_prefix('{').unwrap_or(&tensors);
+    let comma = if rest == "}" { "" } else { "," };
+    Ok(format!(
+        "{{\"__metadata__\":{}{comma}{rest}",
+        serde_json::to_string(&sorted)?
+    ))
 }
 
 /// Ask the kernel to start writing `len` bytes at `at` of `file` to disk now, without waiting
@@ -237,6 +367,24 @@ mod tests {
         };
         let meta = HashMap::from([("format".to_string(), "test".to_string())]);
         let want = safetensors::serialize(make(), Some(meta.clone())).unwrap();
+        // No tensors: the metadata alone, as safetensors writes it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.safetensors");
+        write_atomically(&path, Vec::new(), meta.clone(), Durable::No).unwrap();
+        let alone = safetensors::serialize(Vec::<(String, TensorView)>::new(), Some(meta.clone()));
+        assert_eq!(std::fs::read(&path).unwrap(), alone.unwrap());
+        // Several keys: sorted, so the bytes are the same every time (a new map each time:
+        // a new random order); safetensors reads them.
+        let keys = || (0..12).map(|i| (format!("k{i}"), i.to_string())).collect();
+        let bytes = |name: &str| {
+            let path = dir.path().join(name);
+            write_atomically(&path, make(), keys(), Durable::No).unwrap();
+            std::fs::read(&path).unwrap()
+        };
+        let first = bytes("a.safetensors");
+        assert_eq!(bytes("b.safetensors"), first);
+        let (_, read) = safetensors::SafeTensors::read_metadata(&first).unwrap();
+        assert_eq!(read.metadata().clone(), Some(keys()));
         // Durable or not: the same bytes, and nothing left beside them.
         for durable in [Durable::No, Durable::Yes] {
             let dir = tempfile::tempdir().unwrap();
@@ -288,6 +436,89 @@ mod tests {
                 .contains("needs 12 bytes, has 8")
         );
         assert!(!other.exists());
+    }
+
+    #[test]
+    fn tensors_filled_later_in_any_order_are_the_tensors_whole() {
+        let big: Vec<u8> = (0..PIECE + 4099).map(|i| (i * 7 % 249) as u8).collect();
+        let words: Vec<u8> = (0..40u8).collect();
+        let head = [9u8; 16];
+        let views = || {
+            vec![
+                (
+                    "big".to_string(),
+                    TensorView::new(Dtype::U8, vec![big.len()], &big).unwrap(),
+                ),
+                (
+                    "words".to_string(),
+                    TensorView::new(Dtype::I32, vec![10], &words).unwrap(),
+                ),
+                (
+                    "head".to_string(),
+                    TensorView::new(Dtype::I64, vec![2], &head).unwrap(),
+                ),
+            ]
+        };
+        let want = safetensors::serialize(views(), Some(HashMap::new())).unwrap();
+        let later = |dtype, shape| Parts {
+            dtype,
+            shape,
+            parts: Vec::new(),
+        };
+        let lay_out = |path: &Path| {
+            let tensors = vec![
+                ("big".to_string(), later(Dtype::U8, vec![big.len()])),
+                ("words".to_string(), later(Dtype::I32, vec![10])),
+                (
+                    "head".to_string(),
+                    Parts {
+                        dtype: Dtype::I64,
+                        shape: vec![2],
+                        parts: vec![&head],
+                    },
+                ),
+            ];
+            Filling::create(
+                path,
+                tensors,
+                &["big", "words"],
+                HashMap::new(),
+                Durable::Yes,
+            )
+            .unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.safetensors");
+        let f = lay_out(&path);
+        // Nothing at the path until it is finished.
+        assert!(!path.exists());
+        // Runs out of order, one longer than a piece.
+        f.fill("words", 20, &words[20..]).unwrap();
+        f.fill("big", 5000, &big[5000..]).unwrap();
+        f.fill("words", 0, &words[..20]).unwrap();
+        f.fill("big", 0, &big[..5000]).unwrap();
+        // Past the end, or a tensor that was given whole: refused.
+        let past = f.fill("words", 36, &words[..8]).unwrap_err().to_string();
+        assert!(
+            past.contains("bytes 36..44 of tensor `words`, which has 40"),
+            "{past}"
+        );
+        assert!(f.fill("head", 0, &head).is_err());
+        f.finish().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Not every byte filled: refused at finish, and nothing left behind; nor after a drop.
+        let other = dir.path().join("g.safetensors");
+        let f = lay_out(&other);
+        f.fill("big", 0, &big).unwrap();
+        let short = f.finish().unwrap_err().to_string();
+        assert!(
+            short.contains("tensor `words` has 0 of its 40 bytes"),
+            "{short}"
+        );
+        drop(lay_out(&other));
+        assert!(!other.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -23,7 +23,8 @@ use super::plan::{KernelShape, TILE_META, WG_BN};
 use crate::codec::kmeans::{LLOYD, half_neg_norms, random_start};
 use crate::codec::residual::TrainingPlan;
 use crate::codec::{
-    Codec, CodecSpec, CompressedCorpus, PqCodec, Progress, ResidualCodec, not_unit,
+    Codec, CodecSpec, CodesSink, CompressedCorpus, PqCodec, Progress, ResidualCodec, hand_whole,
+    not_unit,
 };
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -43,11 +44,12 @@ pub fn compress(
     seed: u64,
     progress: Progress<'_>,
 ) -> Result<CompressedCorpus> {
-    compress_in_chunks(ordinal, corpus, spec, seed, CHUNK_BYTES, progress)
+    compress_in_chunks(ordinal, corpus, spec, seed, CHUNK_BYTES, progress, None)
 }
 
 /// [`compress`], the tokens sent in chunks of at most `chunk_bytes` of input (at least 32 rows):
-/// the codes do not depend on it.
+/// the codes do not depend on it. `sink`, if any, is handed every token's codes too: the
+/// residual codec's chunk by chunk as they come back from the GPU, the others' whole at the end.
 pub fn compress_in_chunks(
     ordinal: usize,
     corpus: &Corpus,
@@ -55,6 +57,7 @@ pub fn compress_in_chunks(
     seed: u64,
     chunk_bytes: usize,
     progress: Progress<'_>,
+    sink: Option<&dyn CodesSink>,
 ) -> Result<CompressedCorpus> {
     let d = corpus.dim();
     spec.check(d)?;
@@ -77,8 +80,8 @@ pub fn compress_in_chunks(
     };
     let (codec, codes, aux) = match spec {
         CodecSpec::Residual(opts) => {
-            let (codec, codes, ids) = job.residual(opts, seed, progress, corpus)?;
-            (Codec::Residual(codec), codes, Some(ids))
+            let (codec, codes, ids) = job.residual(opts, seed, progress, corpus, sink)?;
+            return CompressedCorpus::of(corpus, codec, codes, Some(ids));
         }
         CodecSpec::Pq(opts) => {
             let idx = PqCodec::training_sample(corpus.num_tokens(), opts, seed);
@@ -97,7 +100,11 @@ pub fn compress_in_chunks(
             )
         }
     };
-    CompressedCorpus::of(corpus, codec, codes, aux)
+    let compressed = CompressedCorpus::of(corpus, codec, codes, aux)?;
+    if let Some(sink) = sink {
+        hand_whole(sink, &compressed)?;
+    }
+    Ok(compressed)
 }
 
 /// One compression: the GPU and the tokens.
@@ -327,14 +334,16 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The residual codec trained and every token encoded: the codec, the codes, the ids.
+    /// The residual codec trained and every token encoded: the codec, the codes, the ids. `sink`
+    /// is handed each chunk's codes and ids as they come back.
     fn residual(
         &self,
         opts: &crate::codec::ResidualOptions,
         seed: u64,
         progress: Progress<'_>,
         corpus: &Corpus,
-    ) -> Result<(ResidualCodec, Vec<u8>, Vec<u32>)> {
+        sink: Option<&dyn CodesSink>,
+    ) -> Result<(Codec, Vec<u8>, Vec<u32>)> {
         let d = self.dim;
         let t = self.tokens.rows();
         let plan = TrainingPlan::new(corpus.offsets(), opts, seed)?;
@@ -367,6 +376,10 @@ impl Job<'_> {
             .stream
             .clone_htod(codec.bucket_cutoffs())
             .map_err(drv("codec upload"))?;
+        let trained = Codec::Residual(codec);
+        if let Some(sink) = sink {
+            sink.begin(&trained)?;
+        }
         let mut first_bad = self
             .stream
             .clone_htod(&[u64::MAX])
@@ -408,10 +421,19 @@ impl Job<'_> {
                 Ok((dev_codes, dev_ids))
             },
             |range, (dev_codes, dev_ids), copy| {
-                copy.memcpy_dtoh(&dev_codes, &mut codes[range.start * rb..range.end * rb])
+                let (codes, ids) = (
+                    &mut codes[range.start * rb..range.end * rb],
+                    &mut ids[range.clone()],
+                );
+                // Into pageable memory: each copy returns once done.
+                copy.memcpy_dtoh(&dev_codes, codes)
                     .map_err(drv("codes download"))?;
-                copy.memcpy_dtoh(&dev_ids, &mut ids[range.clone()])
-                    .map_err(drv("ids download"))
+                copy.memcpy_dtoh(&dev_ids, ids)
+                    .map_err(drv("ids download"))?;
+                match sink {
+                    Some(sink) => sink.codes(range.start, codes, ids),
+                    None => Ok(()),
+                }
             },
         )?;
         let bad = self
@@ -424,7 +446,7 @@ impl Job<'_> {
             let norm = x.iter().map(|v| v * v).sum::<f32>().sqrt();
             return Err(not_unit(corpus, row, norm));
         }
-        Ok((codec, codes, ids))
+        Ok((trained, codes, ids))
     }
 
     /// PLAID's k-means on the GPU over the plan's sample: `plan.centroids` rows `[K, d]` f32.

@@ -1,19 +1,23 @@
 //! Building an index directory: the corpus compressed with PLAID's residual codec (on the
-//! device asked for: k-means and encoding run on a GPU when there is one), its IVF, the exact
-//! tokens when asked (written beside the compression), and the manifest last. A directory that
+//! device asked for: k-means and encoding run on a GPU when there is one; the codes written to
+//! their file as the encoding hands them back), its IVF, the exact tokens when asked (written
+//! beside the compression), and the manifest last. A directory that
 //! is not empty is refused, so a build never overwrites anything; a build that fails midway
 //! leaves no manifest, and [`super::Index::open`] refuses such a directory.
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::manifest::{Manifest, write_manifest};
 use super::{CODES, Defaults, EXACT, IVF, MANIFEST, ivf::Ivf};
-use crate::codec::{Codec, CodecSpec, CompressedCorpus, Progress, ResidualOptions};
+use crate::codec::format::CodesFile;
+use crate::codec::{Codec, CodecSpec, CodesSink, CompressedCorpus, Progress, ResidualOptions};
 use crate::corpus::Corpus;
+use crate::corpus::format::Durable;
 use crate::error::{Error, Result};
-use crate::{Device, compress_on};
+use crate::{Device, compress_into};
 
 /// What an index is built from.
 #[derive(Clone, Copy)]
@@ -60,7 +64,8 @@ pub struct BuildReport {
     /// Building the IVF, while the codes are written.
     pub ivf_s: f64,
     /// From the end of the compression until every file is written and on disk (the IVF built
-    /// meanwhile; the exact tokens were written from the start, beside the compression).
+    /// meanwhile; the codes were written as they were encoded and the exact tokens from the
+    /// start, beside the compression).
     pub write_s: f64,
     /// Bytes of the codes, the IVF and the exact tokens as written.
     pub codes_bytes: usize,
@@ -189,8 +194,9 @@ struct Written<'a> {
     ivf_s: f64,
 }
 
-/// `source` compressed (where it is exact), then its codes written while the IVF is built from
-/// their centroid ids and written; each file on disk (fsync) when this returns.
+/// `source` compressed (where it is exact), its codes written as the compression makes them,
+/// then the IVF built from their centroid ids and written while the codes' file is flushed;
+/// each file on disk (fsync) when this returns.
 fn compress_then_write<'a>(
     source: Source<'a>,
     dir: &Path,
@@ -198,13 +204,13 @@ fn compress_then_write<'a>(
     progress: Progress<'_>,
 ) -> Result<Written<'a>> {
     let started = Instant::now();
-    let (codes, compressed_on): (Cow<'_, CompressedCorpus>, String) = match source {
+    let path = dir.join(CODES);
+    let (codes, compressed_on, file) = match source {
         Source::Exact(c) => {
-            let spec = CodecSpec::Residual(options.residual);
-            let (made, on) = compress_on(options.device, c, &spec, options.seed, progress)?;
-            (Cow::Owned(made), on)
+            let (made, on, file) = compress_streamed(c, &path, options, progress)?;
+            (Cow::Owned(made), on, Some(file))
         }
-        Source::Compressed(c) => (Cow::Borrowed(c), String::new()),
+        Source::Compressed(c) => (Cow::Borrowed(c), String::new(), None),
     };
     let compress_s = started.elapsed().as_secs_f64();
     let Codec::Residual(r) = codes.codec() else {
@@ -218,7 +224,12 @@ fn compress_then_write<'a>(
     let ids = codes.aux().unwrap_or_default();
     let codes_ref: &CompressedCorpus = &codes;
     let (saved, built) = std::thread::scope(|s| {
-        let saver = s.spawn(|| on_own_pool(|| codes_ref.save_durably(&dir.join(CODES))));
+        let saver = s.spawn(|| {
+            on_own_pool(|| match file {
+                Some(file) => file.finish(),
+                None => codes_ref.save_durably(&path),
+            })
+        });
         let built = Ivf::build(ids, codes_ref.offsets(), k).and_then(|ivf| {
             let ivf_s = t.elapsed().as_secs_f64();
             ivf.save_durably(&dir.join(IVF))?;
@@ -239,6 +250,102 @@ fn compress_then_write<'a>(
         ivf,
         ivf_s,
     })
+}
+
+/// `corpus` compressed with the build's residual codec, its codes written to (the temporary name
+/// of) `path` as the compression hands them back, by a thread of their own, so that the disk
+/// never holds back the encoding: the compressed corpus, where it ran, and its file, to finish.
+fn compress_streamed(
+    corpus: &Corpus,
+    path: &Path,
+    options: &BuildOptions,
+    progress: Progress<'_>,
+) -> Result<(CompressedCorpus, String, CodesFile)> {
+    let spec = CodecSpec::Residual(options.residual);
+    let file = OnceLock::new();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Run>(QUEUED_RUNS);
+    std::thread::scope(|s| {
+        let file = &file;
+        let writer = s.spawn(move || on_own_pool(|| write_runs(file, rx)));
+        let sink = Streamed {
+            corpus,
+            path,
+            file,
+            tx,
+        };
+        let (device, seed) = (options.device, options.seed);
+        let compressed = compress_into(device, corpus, &spec, seed, progress, Some(&sink));
+        // The queue closed: the writer ends once it has written every run.
+        drop(sink);
+        writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Argument("writing the codes failed".into())))?;
+        compressed
+    })
+    .and_then(|(c, on)| match file.into_inner() {
+        Some(file) => Ok((c, on, file)),
+        None => Err(Error::Argument(
+            "the compression handed back no codes to write".into(),
+        )),
+    })
+}
+
+/// A run of tokens' codes and ids, queued for the writer: the first token, the codes, the ids.
+type Run = (usize, Vec<u8>, Vec<u32>);
+
+/// Runs queued at most (a run is a GPU chunk's codes: 36 MB at d = 128, nbits = 2).
+const QUEUED_RUNS: usize = 4;
+
+/// A run at least this large (a compression that does not stream hands its codes whole) is
+/// written by the caller's thread, not copied into the queue.
+const WRITTEN_IN_PLACE: usize = 256 << 20;
+
+/// The build's [`CodesSink`]: lays out the codes' file once the codec is trained, then queues
+/// each run of codes for the writer thread ([`write_runs`]).
+struct Streamed<'a> {
+    corpus: &'a Corpus,
+    path: &'a Path,
+    file: &'a OnceLock<CodesFile>,
+    tx: std::sync::mpsc::SyncSender<Run>,
+}
+
+impl CodesSink for Streamed<'_> {
+    fn begin(&self, codec: &Codec) -> Result<()> {
+        let file = CodesFile::create(self.corpus, codec, self.path, Durable::Yes)?;
+        self.file
+            .set(file)
+            .map_err(|_| Error::Argument("the codes' file was laid out twice".into()))
+    }
+
+    fn codes(&self, first: usize, codes: &[u8], aux: &[u32]) -> Result<()> {
+        if codes.len() >= WRITTEN_IN_PLACE {
+            return self.laid_out()?.write(first, codes, aux);
+        }
+        // A writer that stopped (on an error it returns) closed the queue.
+        self.tx
+            .send((first, codes.to_vec(), aux.to_vec()))
+            .map_err(|_| Error::Argument("the codes' writer stopped".into()))
+    }
+}
+
+impl Streamed<'_> {
+    fn laid_out(&self) -> Result<&CodesFile> {
+        self.file
+            .get()
+            .ok_or_else(|| Error::Argument("codes came before their codec".into()))
+    }
+}
+
+/// The writer thread: every queued run written into `file` (laid out before the first run is
+/// queued), until the queue closes or a write fails.
+fn write_runs(file: &OnceLock<CodesFile>, rx: std::sync::mpsc::Receiver<Run>) -> Result<()> {
+    for (first, codes, aux) in rx {
+        let Some(file) = file.get() else {
+            return Err(Error::Argument("codes came before their codec".into()));
+        };
+        file.write(first, &codes, &aux)?;
+    }
+    Ok(())
 }
 
 /// The last step of writing an index in `dir`, its files written and on disk: their names on
