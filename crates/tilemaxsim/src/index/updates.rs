@@ -110,7 +110,6 @@ impl Updates {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         file.seek(SeekFrom::Start(self.applied))
             .map_err(|e| Error::io(path, e))?;
         let mut bytes = Vec::new();
@@ -119,7 +118,9 @@ impl Updates {
         let (base, mut at) = (self.applied, 0usize);
         while at < bytes.len() {
             let start = base + at as u64;
-            let torn = Ok(len - start);
+            // The tail from here, as read: a writer may be appending while this reads, so the
+            // file's length from before the read is no bound on it.
+            let torn = Ok((bytes.len() - at) as u64);
             let Some(head) = bytes.get(at..at + HEADER) else {
                 return torn;
             };
