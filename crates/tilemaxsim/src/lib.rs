@@ -149,8 +149,8 @@ pub fn compress_on(
     compress_into(device, corpus, spec, seed, progress, None)
 }
 
-/// [`compress_on`], every token's codes also handed to `sink`: as they are made where the
-/// GPU encodes residual codes chunk by chunk, else whole at the end.
+/// [`compress_on`], the codes also handed to `sink` as they are made, by a compression that
+/// makes them in runs (the residual codec on a GPU; see [`codec::CodesSink`]).
 pub fn compress_into(
     device: Device,
     corpus: &Corpus,
@@ -168,13 +168,7 @@ pub fn compress_into(
         Some(n) => {
             compress_gpu(n, corpus, spec, seed, progress, sink).map(|c| (c, format!("cuda:{n}")))
         }
-        None => {
-            let c = codec::compress(corpus, spec, seed, progress)?;
-            if let Some(sink) = sink {
-                codec::hand_whole(sink, &c)?;
-            }
-            Ok((c, "cpu".into()))
-        }
+        None => codec::compress(corpus, spec, seed, progress).map(|c| (c, "cpu".into())),
     }
 }
 

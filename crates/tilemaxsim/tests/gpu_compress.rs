@@ -9,8 +9,8 @@
 //! - int8 / fp8: codes and scales bit-identical to the CPU's.
 //! - PQ: the codebooks are the CPU's (trained there); the codes are the nearest sub-space
 //!   centroids (up to rounding of near ties).
-//! - a sink (an index build's codes file) is handed every token's codes once: the residual
-//!   codec's a chunk at a time as they come back, the others' whole;
+//! - a sink (an index build's codes file) is handed every token's residual codes once, a
+//!   chunk at a time as they come back (and nothing by int8, which makes its codes at once);
 //! - errors: a token that is not unit-norm, the CPU's message.
 //!
 //! Without a usable GPU every test prints a notice and passes.
@@ -198,35 +198,49 @@ fn a_sink_is_handed_every_token_once_as_the_chunks_come_back() {
         centroids: Some(64),
         ..Default::default()
     });
-    // Residual: a run a chunk, as each comes back; int8: handed whole at the end.
-    for (spec, chunk, runs_at_least) in [(residual, 4096, 2), (CodecSpec::Int8, 4096, 1)] {
+    // int8 makes its codes at once: no sink is called.
+    let kept = Kept::default();
+    compress_in_chunks(
+        0,
+        &corpus,
+        &CodecSpec::Int8,
+        7,
+        4096,
+        &|_, _, _| {},
+        Some(&kept),
+    )
+    .expect("GPU compress");
+    assert!(kept.codec.lock().unwrap().is_none() && kept.runs.lock().unwrap().is_empty());
+    // Residual: a run a chunk, as each comes back; in one chunk, one run.
+    for (chunk, runs_at_least) in [(4096, 2), (usize::MAX, 1)] {
+        let label = format!("chunks of {chunk} bytes");
         let kept = Kept::default();
-        let z = compress_in_chunks(0, &corpus, &spec, 7, chunk, &|_, _, _| {}, Some(&kept))
+        let z = compress_in_chunks(0, &corpus, &residual, 7, chunk, &|_, _, _| {}, Some(&kept))
             .expect("GPU compress");
         assert_eq!(
             kept.codec.lock().unwrap().as_ref(),
             Some(z.codec()),
-            "{spec:?}"
+            "{label}"
         );
         let mut runs = kept.runs.into_inner().unwrap();
-        assert!(runs.len() >= runs_at_least, "{spec:?}: {} runs", runs.len());
+        assert!(runs.len() >= runs_at_least, "{label}: {} runs", runs.len());
         runs.sort_by_key(|r| r.0);
         let rb = z.codec().row_bytes(dim);
         let mut next = 0;
         for (first, codes, aux) in &runs {
-            assert_eq!(*first, next, "{spec:?}: runs overlap or leave a gap");
+            assert_eq!(*first, next, "{label}: runs overlap or leave a gap");
             assert_eq!(codes.len() % rb, 0);
             let n = codes.len() / rb;
-            assert_eq!(aux.len(), n, "{spec:?}: a word a token");
+            assert_eq!(aux.len(), n, "{label}: a word a token");
             assert_eq!(
                 codes[..],
                 z.codes()[first * rb..(first + n) * rb],
-                "{spec:?}"
+                "{label}"
             );
-            assert_eq!(aux[..], z.aux().unwrap()[*first..first + n], "{spec:?}");
+            assert_eq!(aux[..], z.aux().unwrap()[*first..first + n], "{label}");
             next += n;
         }
-        assert_eq!(next, t, "{spec:?}: every token");
+        assert_eq!(next, t, "{label}: every token");
     }
 }
 

@@ -29,7 +29,6 @@ pub use format::is_compressed_file;
 pub use pq::{PQ_CENTROIDS, PqCodec, PqOptions};
 pub use residual::{Buckets, ResidualCodec, ResidualOptions, plaid_num_centroids};
 pub use sink::CodesSink;
-pub(crate) use sink::hand_whole;
 
 use std::sync::Arc;
 

@@ -2,22 +2,18 @@
 //! them to their file while the rest of the corpus is still being encoded on the GPU, instead of
 //! writing the whole file once the compression is done.
 
-use super::{Codec, CompressedCorpus};
+use super::Codec;
 use crate::error::Result;
 
-/// Receives a compression's codes. `begin` comes once, with the trained codec, before any
-/// codes; then every token's codes come exactly once, in runs of whole tokens (in order, but a
-/// sink may not rely on it).
+/// Receives the codes of a compression that makes them in runs: the residual codec on a GPU,
+/// a chunk of tokens at a time. `begin` comes once, with the trained codec, before any codes;
+/// then every token's codes come exactly once, in runs of whole tokens (in order, but a sink
+/// may not rely on it). Other compressions never call a sink (not even `begin`): their result
+/// is saved whole.
 pub trait CodesSink {
     /// The codec is trained.
     fn begin(&self, codec: &Codec) -> Result<()>;
     /// The codes of tokens `first..first + n`: `codes` n rows of the codec's row bytes, `aux`
-    /// their n per-token words (centroid ids or scale bits; empty for PQ).
+    /// their n per-token words (the centroid ids).
     fn codes(&self, first: usize, codes: &[u8], aux: &[u32]) -> Result<()>;
-}
-
-/// `c` handed to `sink` whole (a compression that does not stream its codes).
-pub(crate) fn hand_whole(sink: &dyn CodesSink, c: &CompressedCorpus) -> Result<()> {
-    sink.begin(c.codec())?;
-    sink.codes(0, c.codes(), c.aux().unwrap_or_default())
 }

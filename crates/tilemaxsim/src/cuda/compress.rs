@@ -23,8 +23,7 @@ use super::plan::{KernelShape, TILE_META, WG_BN};
 use crate::codec::kmeans::{LLOYD, half_neg_norms, random_start};
 use crate::codec::residual::TrainingPlan;
 use crate::codec::{
-    Codec, CodecSpec, CodesSink, CompressedCorpus, PqCodec, Progress, ResidualCodec, hand_whole,
-    not_unit,
+    Codec, CodecSpec, CodesSink, CompressedCorpus, PqCodec, Progress, ResidualCodec, not_unit,
 };
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
@@ -48,8 +47,8 @@ pub fn compress(
 }
 
 /// [`compress`], the tokens sent in chunks of at most `chunk_bytes` of input (at least 32 rows):
-/// the codes do not depend on it. `sink`, if any, is handed every token's codes too: the
-/// residual codec's chunk by chunk as they come back from the GPU, the others' whole at the end.
+/// the codes do not depend on it. `sink`, if any, is handed the residual codec's codes too,
+/// chunk by chunk as they come back from the GPU (the other codecs do not use it).
 pub fn compress_in_chunks(
     ordinal: usize,
     corpus: &Corpus,
@@ -100,11 +99,7 @@ pub fn compress_in_chunks(
             )
         }
     };
-    let compressed = CompressedCorpus::of(corpus, codec, codes, aux)?;
-    if let Some(sink) = sink {
-        hand_whole(sink, &compressed)?;
-    }
-    Ok(compressed)
+    CompressedCorpus::of(corpus, codec, codes, aux)
 }
 
 /// One compression: the GPU and the tokens.

@@ -1,6 +1,6 @@
 //! Building an index directory: the corpus compressed with PLAID's residual codec (on the
-//! device asked for: k-means and encoding run on a GPU when there is one; the codes written to
-//! their file as the encoding hands them back), its IVF, the exact tokens when asked (written
+//! device asked for: k-means and encoding run on a GPU when there is one, and there the codes
+//! are written to their file as the encoding hands them back), its IVF, the exact tokens when asked (written
 //! beside the compression), and the manifest last. A directory that
 //! is not empty is refused, so a build never overwrites anything; a build that fails midway
 //! leaves no manifest, and [`super::Index::open`] refuses such a directory.
@@ -208,7 +208,7 @@ fn compress_then_write<'a>(
     let (codes, compressed_on, file) = match source {
         Source::Exact(c) => {
             let (made, on, file) = compress_streamed(c, &path, options, progress)?;
-            (Cow::Owned(made), on, Some(file))
+            (Cow::Owned(made), on, file)
         }
         Source::Compressed(c) => (Cow::Borrowed(c), String::new(), None),
     };
@@ -253,14 +253,15 @@ fn compress_then_write<'a>(
 }
 
 /// `corpus` compressed with the build's residual codec, its codes written to (the temporary name
-/// of) `path` as the compression hands them back, by a thread of their own, so that the disk
-/// never holds back the encoding: the compressed corpus, where it ran, and its file, to finish.
+/// of) `path` as the compression hands them back (on a GPU), by a thread of their own, so that
+/// the disk never holds back the encoding: the compressed corpus, where it ran, and its file
+/// to finish (`None` where the compression made its codes at once: the CPU's).
 fn compress_streamed(
     corpus: &Corpus,
     path: &Path,
     options: &BuildOptions,
     progress: Progress<'_>,
-) -> Result<(CompressedCorpus, String, CodesFile)> {
+) -> Result<(CompressedCorpus, String, Option<CodesFile>)> {
     let spec = CodecSpec::Residual(options.residual);
     let file = OnceLock::new();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Run>(QUEUED_RUNS);
@@ -282,12 +283,7 @@ fn compress_streamed(
             .unwrap_or_else(|_| Err(Error::Argument("writing the codes failed".into())))?;
         compressed
     })
-    .and_then(|(c, on)| match file.into_inner() {
-        Some(file) => Ok((c, on, file)),
-        None => Err(Error::Argument(
-            "the compression handed back no codes to write".into(),
-        )),
-    })
+    .map(|(c, on)| (c, on, file.into_inner()))
 }
 
 /// A run of tokens' codes and ids, queued for the writer: the first token, the codes, the ids.
@@ -295,10 +291,6 @@ type Run = (usize, Vec<u8>, Vec<u32>);
 
 /// Runs queued at most (a run is a GPU chunk's codes: 36 MB at d = 128, nbits = 2).
 const QUEUED_RUNS: usize = 4;
-
-/// A run at least this large (a compression that does not stream hands its codes whole) is
-/// written by the caller's thread, not copied into the queue.
-const WRITTEN_IN_PLACE: usize = 256 << 20;
 
 /// The build's [`CodesSink`]: lays out the codes' file once the codec is trained, then queues
 /// each run of codes for the writer thread ([`write_runs`]).
@@ -318,21 +310,10 @@ impl CodesSink for Streamed<'_> {
     }
 
     fn codes(&self, first: usize, codes: &[u8], aux: &[u32]) -> Result<()> {
-        if codes.len() >= WRITTEN_IN_PLACE {
-            return self.laid_out()?.write(first, codes, aux);
-        }
         // A writer that stopped (on an error it returns) closed the queue.
         self.tx
             .send((first, codes.to_vec(), aux.to_vec()))
             .map_err(|_| Error::Argument("the codes' writer stopped".into()))
-    }
-}
-
-impl Streamed<'_> {
-    fn laid_out(&self) -> Result<&CodesFile> {
-        self.file
-            .get()
-            .ok_or_else(|| Error::Argument("codes came before their codec".into()))
     }
 }
 
