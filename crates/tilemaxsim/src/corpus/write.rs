@@ -137,9 +137,13 @@ impl Filling {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The process and a serial number: two files being written to one path in one process
+        // (a build's codes stay open while the corpus is encoded) never share a temporary name.
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut filling = Filling {
             path: path.to_path_buf(),
-            tmp: path.with_file_name(format!(".{file_name}.tmp{}", std::process::id())),
+            tmp: path.with_file_name(format!(".{file_name}.tmp{}-{serial}", std::process::id())),
             file: None,
             durable,
             later: Vec::new(),

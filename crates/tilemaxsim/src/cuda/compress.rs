@@ -186,7 +186,9 @@ impl Job<'_> {
             collect(&r, out, stager.copy())?;
             progress(ENCODE, r.end, t);
         }
-        Ok(())
+        // Every download done before the caller reads what they wrote (into pageable memory a
+        // copy may return before it is done: CUDA does not promise otherwise).
+        stager.copy().synchronize().map_err(drv("codes download"))
     }
 
     /// The input bytes of rows `idx` (in that order).
@@ -420,11 +422,13 @@ impl Job<'_> {
                     &mut codes[range.start * rb..range.end * rb],
                     &mut ids[range.clone()],
                 );
-                // Into pageable memory: each copy returns once done.
                 copy.memcpy_dtoh(&dev_codes, codes)
                     .map_err(drv("codes download"))?;
                 copy.memcpy_dtoh(&dev_ids, ids)
                     .map_err(drv("ids download"))?;
+                // Into pageable memory the copies may well be done already, but CUDA does not
+                // promise it: the host reads these bytes next (the sink, or the caller).
+                copy.synchronize().map_err(drv("codes download"))?;
                 match sink {
                     Some(sink) => sink.codes(range.start, codes, ids),
                     None => Ok(()),
