@@ -12,7 +12,9 @@
 //! rename, so the disk works while the rest is written.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use safetensors::tensor::{Dtype, Metadata, TensorInfo, TensorView};
@@ -97,12 +99,17 @@ pub(crate) struct Filling {
     tmp: std::path::PathBuf,
     file: Option<std::fs::File>,
     durable: Durable,
-    /// The `later` tensors: name, byte range in the file, bytes filled so far.
-    later: Vec<(
-        String,
-        std::ops::Range<usize>,
-        std::sync::atomic::AtomicUsize,
-    )>,
+    /// The `later` tensors.
+    later: Vec<Later>,
+}
+
+/// A tensor of a [`Filling`] filled after its creation.
+struct Later {
+    name: String,
+    /// Its bytes in the file.
+    bytes: Range<usize>,
+    /// The ranges of them filled so far (from the tensor's start).
+    filled: Mutex<Vec<Range<usize>>>,
 }
 
 impl Filling {
@@ -188,9 +195,11 @@ impl Filling {
         for ((name, t), (_, info)) in tensors.iter().zip(&infos) {
             let (from, to) = info.data_offsets;
             if later.contains(&name.as_str()) {
-                let zero = std::sync::atomic::AtomicUsize::new(0);
-                self.later
-                    .push((name.clone(), base + from..base + to, zero));
+                self.later.push(Later {
+                    name: name.clone(),
+                    bytes: base + from..base + to,
+                    filled: Mutex::new(Vec::new()),
+                });
                 continue;
             }
             let mut at = base + from;
@@ -217,9 +226,15 @@ impl Filling {
     }
 
     /// Write `bytes` at byte `at` of the `later` tensor `name` (in pieces, in parallel). Each
-    /// byte is to be filled once: [`Filling::finish`] counts them.
+    /// byte is to be filled once: [`Filling::finish`] checks that the ranges filled cover each
+    /// tensor without overlap.
     pub(crate) fn fill(&self, name: &str, at: usize, bytes: &[u8]) -> Result<()> {
-        let Some((_, range, filled)) = self.later.iter().find(|(n, ..)| n == name) else {
+        let Some(Later {
+            bytes: range,
+            filled,
+            ..
+        }) = self.later.iter().find(|l| l.name == name)
+        else {
             return Err(Error::format(
                 &self.path,
                 format!("cannot write: no tensor `{name}` is left to fill"),
@@ -240,19 +255,38 @@ impl Filling {
             .enumerate()
             .try_for_each(|(i, piece)| self.write_piece(range.start + at + i * PIECE, piece))
             .map_err(|e| Error::format(&self.path, format!("cannot write: {e}")))?;
-        filled.fetch_add(bytes.len(), std::sync::atomic::Ordering::Relaxed);
+        filled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(at..at + bytes.len());
         Ok(())
     }
 
     /// Every `later` tensor filled: flush the file (where durable) and rename it into place.
     pub(crate) fn finish(mut self) -> Result<()> {
-        for (name, range, filled) in &self.later {
-            let filled = filled.load(std::sync::atomic::Ordering::Relaxed);
-            if filled != range.len() {
+        for Later {
+            name,
+            bytes: range,
+            filled,
+        } in &mut self.later
+        {
+            let filled = filled
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            filled.sort_by_key(|r| r.start);
+            // The first byte not filled in order: a hole, an overlap, or the end.
+            let mut next = 0;
+            for r in filled.iter().filter(|r| !r.is_empty()) {
+                if r.start != next {
+                    break;
+                }
+                next = r.end;
+            }
+            if next != range.len() {
                 return Err(Error::format(
                     &self.path,
                     format!(
-                        "cannot write: tensor `{name}` has {filled} of its {} bytes",
+                        "cannot write: tensor `{name}` of {} bytes is filled in order up to byte {next} only",
                         range.len()
                     ),
                 ));
@@ -517,9 +551,16 @@ mod tests {
         f.fill("big", 0, &big).unwrap();
         let short = f.finish().unwrap_err().to_string();
         assert!(
-            short.contains("tensor `words` has 0 of its 40 bytes"),
+            short.contains("tensor `words` of 40 bytes is filled in order up to byte 0 only"),
             "{short}"
         );
+        // Every byte counted, but one range twice and another never: refused too.
+        let f = lay_out(&other);
+        f.fill("big", 0, &big).unwrap();
+        f.fill("words", 0, &words[..20]).unwrap();
+        f.fill("words", 10, &words[10..30]).unwrap();
+        let hole = f.finish().unwrap_err().to_string();
+        assert!(hole.contains("up to byte 20 only"), "{hole}");
         drop(lay_out(&other));
         assert!(!other.exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
