@@ -413,6 +413,12 @@ fn documents_are_added_and_deleted_over_http_and_are_on_disk_when_acknowledged()
             json!({"documents": [document(None, &docs[2], false)]}),
             "carry ids",
         ),
+        // An id a live document carries.
+        (
+            "/v1/index/add",
+            json!({"documents": [document(Some("new-1"), &docs[2], false)]}),
+            "is live document 301",
+        ),
         ("/v1/index/add", with_nan, "non-finite"),
         (
             "/v1/index/add",

@@ -143,6 +143,9 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     # numbers, they could take ids other documents carry).
     with pytest.raises(ValueError, match="carry ids"):
         index.add([unit(rng, 5, 24)])
+    # Nor may an added document take an id a live document carries.
+    with pytest.raises(ValueError, match="is live document 1"):
+        index.add([np.eye(24, dtype=np.float32)[:2]], doc_ids=["d1"])
     assert index.add([unit(rng, 5, 24)], doc_ids=["new-d"]) == [83]
     assert index.delete([3, 81, 3]) == 2 and index.delete(np.array([3])) == 0
     assert len(index) == 84 and index.deleted == 2

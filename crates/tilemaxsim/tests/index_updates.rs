@@ -326,6 +326,26 @@ fn an_add_never_names_a_document_by_a_name_another_goes_by() {
         .to_string();
     assert!(err.contains("carry ids"), "{err}");
     assert_eq!(Index::open(&path).unwrap().len(), 22);
+    // An id a live document carries: refused, nothing written.
+    for clash in [["z", "x"], ["07", "w"]] {
+        let err = index.add(&two(clash)).unwrap_err().to_string();
+        assert!(err.contains("is live document"), "{err}");
+    }
+    assert_eq!(Index::open(&path).unwrap().len(), 22);
+    // Deleted, its id may be taken again; a compaction keeps the new document under it.
+    index.delete(&[20]).unwrap();
+    assert_eq!(index.add(&two(["x", "v"])).unwrap(), 22..24);
+    let compacted = dir.path().join("compacted");
+    index.compact(&compacted).unwrap();
+    let mut c = Index::open(&compacted).unwrap();
+    let ids: Vec<String> = (0..c.len()).map(|j| c.doc_id(j)).collect();
+    assert_eq!(ids.iter().filter(|id| *id == "x").count(), 1);
+    assert_eq!(ids.last().map(String::as_str), Some("v"));
+    // The same for the ids the build's documents carry (the compacted index's).
+    let err = c.add(&two(["q", "v"])).unwrap_err().to_string();
+    assert!(err.contains("is live document"), "{err}");
+    c.delete(&[ids.len() - 1]).unwrap();
+    assert_eq!(c.add(&two(["q", "v"])).unwrap(), ids.len()..ids.len() + 2);
 }
 
 #[test]

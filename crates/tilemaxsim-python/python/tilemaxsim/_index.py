@@ -141,7 +141,8 @@ class Index:
         them. On disk when this returns (it survives a crash); searches see them at once. Once
         the index's documents carry ids (its build's, or an earlier add's), `doc_ids` must be
         given: named by their numbers, the new documents could take ids others carry; and an id
-        may not be the number a document without an id goes by."""
+        may not be the number a document without an id goes by, nor a live document's id (a
+        deleted document's may be given again)."""
         if self._native is None:
             raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
         corpus = _as_corpus(documents_embeddings, doc_ids)

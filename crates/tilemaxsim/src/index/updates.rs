@@ -478,26 +478,56 @@ impl super::Index {
     }
 
     /// Refuse an add's names (`ids`, or none) where another document goes by one already:
-    /// documents without ids go by their numbers (and keep them as ids through a compaction),
-    /// so ids given where the index has documents without ids may not be those numbers, and
-    /// where its documents carry ids, an add without ids would name its documents by numbers
-    /// that may be ids.
+    /// - an id a live document carries (a deleted one's may be taken again: a compaction drops
+    ///   the deleted document);
+    /// - documents without ids go by their numbers (and keep them as ids through a compaction),
+    ///   so ids given where the index has documents without ids may not be those numbers;
+    /// - where its documents carry ids, an add without ids would name its documents by numbers
+    ///   that may be ids.
     pub(super) fn names_free(&self, ids: Option<&[String]>) -> Result<()> {
-        match ids {
-            None if self.has_ids() => Err(Error::Argument(
-                "the index's documents carry ids: give every added document one".into(),
-            )),
-            None => Ok(()),
-            Some(ids) => match ids.iter().find_map(|id| {
-                let j = id.parse::<usize>().ok()?;
-                (j < self.len() && self.doc_id(j) == *id).then_some((id, j))
-            }) {
-                Some((id, j)) => Err(Error::Argument(format!(
-                    "the id {id:?} is document {j}'s name already (documents added without ids \
-                     go by their numbers)"
-                ))),
-                None => Ok(()),
-            },
+        let Some(ids) = ids else {
+            if self.has_ids() {
+                return Err(Error::Argument(
+                    "the index's documents carry ids: give every added document one".into(),
+                ));
+            }
+            return Ok(());
+        };
+        if let Some((id, j)) = ids.iter().find_map(|id| {
+            let j = id.parse::<usize>().ok()?;
+            (j < self.len() && self.doc_id(j) == *id).then_some((id, j))
+        }) {
+            return Err(Error::Argument(format!(
+                "the id {id:?} is document {j}'s name already (documents added without ids go \
+                 by their numbers)"
+            )));
         }
+        match self.live_id_among(ids) {
+            Some((j, id)) => Err(Error::Argument(format!(
+                "the id {id:?} is live document {j}'s already (ids are unique; delete it first \
+                 to give its id to a new document)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The first live document carrying one of `ids` as its own id (the build's or an add's),
+    /// and that id: every stored id looked up in a set of `ids`, on every core.
+    fn live_id_among(&self, ids: &[String]) -> Option<(usize, &str)> {
+        use rayon::prelude::*;
+        let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let n = self.codes.len();
+        let base = self.codes.doc_ids().unwrap_or_default();
+        let added = &self.updates.doc_ids;
+        let live = |j: usize, id: &str| !self.is_deleted(j) && wanted.contains(id);
+        let found = |(j, id): (usize, &String)| live(j, id).then_some(j);
+        base.par_iter()
+            .enumerate()
+            .find_map_first(found)
+            .or_else(|| {
+                let at = |(i, id): (usize, &String)| found((n + i, id));
+                added.par_iter().enumerate().find_map_first(at)
+            })
+            .map(|j| (j, if j < n { &base[j] } else { &added[j - n] }.as_str()))
     }
 }

@@ -22,7 +22,7 @@ pub struct AddArgs {
     #[arg(long)]
     corpus: PathBuf,
     /// Document ids, one per line (instead of the corpus's own). Required (here or in the
-    /// corpus) once the index's documents carry ids.
+    /// corpus) once the index's documents carry ids; none may be a live document's id.
     #[arg(long)]
     ids: Option<PathBuf>,
     #[command(flatten)]
