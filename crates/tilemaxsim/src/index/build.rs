@@ -1,9 +1,9 @@
 //! Building an index directory: the corpus compressed with PLAID's residual codec (on the
 //! device asked for: k-means and encoding run on a GPU when there is one, and there the codes
-//! are written to their file as the encoding hands them back), its IVF, the exact tokens when asked (written
-//! beside the compression), and the manifest last. A directory that
-//! is not empty is refused, so a build never overwrites anything; a build that fails midway
-//! leaves no manifest, and [`super::Index::open`] refuses such a directory.
+//! are written to their file as the encoding hands them back), its IVF, the exact tokens when
+//! asked (written beside the compression), and the manifest last. A directory that is not empty
+//! is refused, so a build never overwrites anything; a build that fails midway leaves no
+//! manifest, and [`super::Index::open`] refuses such a directory.
 
 use std::borrow::Cow;
 use std::path::Path;
