@@ -8,7 +8,7 @@ mod common;
 use common::index::*;
 use common::*;
 use tilemaxsim::corpus::FiniteCheck;
-use tilemaxsim::index::{Index, IndexSearch, Stamp, StampWatch};
+use tilemaxsim::index::{Index, IndexSearch, LOG, Stamp, StampWatch};
 use tilemaxsim::{Corpus, DType, OwnedElements};
 
 #[test]
@@ -321,8 +321,9 @@ fn compaction_refusals_write_nothing() {
     std::fs::create_dir(&busy).unwrap();
     std::fs::write(busy.join("x"), b"x").unwrap();
     assert!(index.compact(&busy).is_err());
-    // Two live documents under one id: two adds given the same id (an add may not take the
-    // name of the build's document 3, its number, but ids it gives are its own).
+    // Two live documents under one id. An add may not take the name of the build's document
+    // 3 (its number), nor a live document's id; a log written before adds refused those holds
+    // them, as the add's record written twice does here.
     let doc = |id: &str| {
         Corpus::from_lengths(
             OwnedElements::from_f32(&one(&corpus, 1), DType::F16),
@@ -334,8 +335,20 @@ fn compaction_refusals_write_nothing() {
         .unwrap()
     };
     assert!(index.add(&doc("3")).is_err());
+    let log = path.join(LOG);
+    let before = std::fs::read(&log).map_or(0, |b| b.len());
     index.add(&doc("dup")).unwrap();
-    index.add(&doc("dup")).unwrap();
+    let err = index.add(&doc("dup")).unwrap_err().to_string();
+    assert!(err.contains("is live document"), "{err}");
+    let record = std::fs::read(&log).unwrap()[before..].to_vec();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut file, &record).unwrap();
+    drop(file);
+    let mut index = Index::open(&path).unwrap();
+    let live_dups = (0..index.len())
+        .filter(|&j| index.doc_id(j) == "dup")
+        .count();
+    assert_eq!(live_dups, 2);
     let err = index.compact(dir.path().join("a")).unwrap_err().to_string();
     assert!(err.contains("\"dup\""), "{err}");
     assert!(!dir.path().join("a").exists());
