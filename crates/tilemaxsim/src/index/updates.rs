@@ -517,17 +517,19 @@ impl super::Index {
         use rayon::prelude::*;
         let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         let n = self.codes.len();
+        let found = |j: usize, id: &'_ String| {
+            (!self.is_deleted(j) && wanted.contains(id.as_str())).then_some(j)
+        };
         let base = self.codes.doc_ids().unwrap_or_default();
         let added = &self.updates.doc_ids;
-        let live = |j: usize, id: &str| !self.is_deleted(j) && wanted.contains(id);
-        let found = |(j, id): (usize, &String)| live(j, id).then_some(j);
-        base.par_iter()
+        let j = base
+            .par_iter()
             .enumerate()
-            .find_map_first(found)
+            .find_map_first(|(j, id)| found(j, id))
             .or_else(|| {
-                let at = |(i, id): (usize, &String)| found((n + i, id));
+                let at = |(i, id)| found(n + i, id);
                 added.par_iter().enumerate().find_map_first(at)
-            })
-            .map(|j| (j, if j < n { &base[j] } else { &added[j - n] }.as_str()))
+            })?;
+        Some((j, if j < n { &base[j] } else { &added[j - n] }))
     }
 }
