@@ -89,6 +89,8 @@ def server():
 def cranfield():
     from safetensors.numpy import load_file
 
+    if not CRANFIELD.exists():
+        pytest.skip(f"Cranfield data not found at {CRANFIELD}")
     q = load_file(str(CRANFIELD / "queries.safetensors"))
     emb, off = q["embeddings"], q["offsets"]
     queries = [emb[off[i] : off[i + 1]] for i in range(len(off) - 1)]
