@@ -48,12 +48,44 @@ pub struct Rerank<'c> {
     pub candidates: usize,
 }
 
-/// A first stage, then its top `k'` rescored exactly.
+/// A first stage, then its top `k'` rescored exactly. The exact tokens may lie in segments (an
+/// index's build and added documents), numbered one after the other.
 struct Reranked<'c> {
     first: Box<dyn Searcher + 'c>,
-    exact: &'c Corpus,
+    exact: Vec<&'c Corpus>,
+    /// Each segment's first document number, then the number of documents in all.
+    starts: Vec<usize>,
     candidates: usize,
     scorer: Box<dyn Scorer>,
+}
+
+impl Reranked<'_> {
+    /// The exact scores of `docs` (numbered across the segments) for `q`, in their order.
+    fn score(&self, q: Matrix<'_>, docs: &[usize]) -> Result<Vec<f32>> {
+        let mut scores = vec![0f32; docs.len()];
+        for (exact, w) in self.exact.iter().zip(self.starts.windows(2)) {
+            let (at, local): (Vec<usize>, Vec<usize>) = docs
+                .iter()
+                .enumerate()
+                .filter(|&(_, &j)| (w[0]..w[1]).contains(&j))
+                .map(|(i, &j)| (i, j - w[0]))
+                .unzip();
+            if local.is_empty() {
+                continue;
+            }
+            let got = if self.scorer.scores_in_place() {
+                self.scorer.score_subset(q, *exact, &local)?
+            } else {
+                // A device scorer gets only the candidates' rows, not the whole corpus.
+                let rows: Vec<Matrix<'_>> = local.iter().map(|&j| exact.doc(j)).collect();
+                self.scorer.score(q, &Corpus::from_docs(&rows)?)?
+            };
+            for (i, score) in at.into_iter().zip(got) {
+                scores[i] = score;
+            }
+        }
+        Ok(scores)
+    }
 }
 
 impl Searcher for Reranked<'_> {
@@ -76,13 +108,7 @@ impl Searcher for Reranked<'_> {
             .zip(first)
             .map(|(q, hits)| {
                 let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
-                let scores = if self.scorer.scores_in_place() || docs.is_empty() {
-                    self.scorer.score_subset(*q, self.exact, &docs)?
-                } else {
-                    // A device scorer gets only the candidates' rows, not the whole corpus.
-                    let rows: Vec<Matrix<'_>> = docs.iter().map(|&j| self.exact.doc(j)).collect();
-                    self.scorer.score(*q, &Corpus::from_docs(&rows)?)?
-                };
+                let scores = self.score(*q, &docs)?;
                 Ok(top_k_of(
                     scores
                         .iter()
@@ -181,6 +207,22 @@ pub fn searcher_for<'c>(
     Ok((searcher, notice.or(second)))
 }
 
+/// An error unless `exact` holds as many documents as `corpus`, of its d (a rerank stage's
+/// tokens must be the searched documents').
+pub(crate) fn same_documents(exact: &Corpus, corpus: &dyn AnyCorpus) -> Result<()> {
+    if exact.len() != corpus.len() || exact.dim() != corpus.dim() {
+        return Err(Error::Argument(format!(
+            "the rerank corpus has {} documents of d = {}, the searched one {} of d = {}; \
+             they must be the same documents",
+            exact.len(),
+            exact.dim(),
+            corpus.len(),
+            corpus.dim()
+        )));
+    }
+    Ok(())
+}
+
 /// `first` (a search of `corpus`) followed by the exact second stage `rerank` when there is one
 /// (scored on `device`), plus a notice when that stage is not on the device asked for.
 pub(crate) fn reranked<'c>(
@@ -192,16 +234,7 @@ pub(crate) fn reranked<'c>(
     let Some(r) = rerank else {
         return Ok((first, None));
     };
-    if r.exact.len() != corpus.len() || r.exact.dim() != corpus.dim() {
-        return Err(Error::Argument(format!(
-            "the rerank corpus has {} documents of d = {}, the searched one {} of d = {}; \
-             they must be the same documents",
-            r.exact.len(),
-            r.exact.dim(),
-            corpus.len(),
-            corpus.dim()
-        )));
-    }
+    same_documents(r.exact, corpus)?;
     if r.candidates == 0 {
         return Err(Error::Argument(
             "rerank candidates k' must be at least 1".into(),
@@ -222,11 +255,28 @@ pub(crate) fn reranked<'c>(
             Err(e) => return Err(e),
         }
     }
+    reranked_on_host(first, vec![r.exact], r.candidates, device)
+}
+
+/// `first` (a search of documents whose exact tokens are the segments `exact`, numbered one
+/// after the other) followed by the exact stage of its top `candidates` (at least 1), each
+/// call's candidates scored from host memory by `device`'s scorer; plus that scorer's notice.
+pub(crate) fn reranked_on_host<'c>(
+    first: Box<dyn Searcher + 'c>,
+    exact: Vec<&'c Corpus>,
+    candidates: usize,
+    device: Device,
+) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
     let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
+    let mut starts = vec![0];
+    for e in &exact {
+        starts.push(starts[starts.len() - 1] + e.len());
+    }
     let searcher = Reranked {
         first,
-        exact: r.exact,
-        candidates: r.candidates,
+        exact,
+        starts,
+        candidates,
         scorer,
     };
     Ok((Box::new(searcher), notice))

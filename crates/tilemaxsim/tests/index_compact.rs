@@ -401,3 +401,53 @@ fn a_stamp_watch_sees_every_update_and_generation_as_on_disk_does() {
     std::fs::rename(dir.path().join("away.json"), path.join("index.json")).unwrap();
     assert_eq!(same(&mut watch), last);
 }
+
+#[test]
+fn a_live_index_searches_as_its_compaction_at_any_probe() {
+    // One ranking of both segments' candidates, `ndocs` rescored in all, then one exact stage:
+    // with documents added (and none deleted, which would hold candidates' places), the live
+    // index and its compaction (the same codes under the same centroids in one segment) give
+    // the same hits, at probes far below every centroid where each segment ranked apart would
+    // rescore `ndocs` of its own.
+    for seed in 0..3u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        build_index(&path, 60, 40 + seed);
+        let mut index = Index::open(&path).unwrap();
+        for step in 0..3u64 {
+            let lengths: Vec<usize> = (0..7).map(|i| 1 + (i * 5 + step as usize) % 29).collect();
+            index
+                .add(&unit_corpus(
+                    700 + 10 * seed + step,
+                    &lengths,
+                    DIM,
+                    DType::F16,
+                ))
+                .unwrap();
+        }
+        let out = dir.path().join("compacted");
+        index.compact(&out).unwrap();
+        let compacted = Index::open(&out).unwrap();
+        assert_eq!(compacted.len(), index.len());
+        let mut r = rng(900 + seed);
+        let owned = queries(&mut r, &[1, 4, 9]);
+        let qs = views(&owned);
+        for (nprobe, ndocs) in [(1, 1), (1, 5), (2, 12), (3, 40)] {
+            for rerank_k in [0, 6] {
+                let how = IndexSearch {
+                    nprobe: Some(nprobe),
+                    ndocs: Some(ndocs),
+                    rerank_k: Some(rerank_k),
+                    ..Default::default()
+                };
+                for k in [1, 3, 10] {
+                    assert_eq!(
+                        search(&index, how, &qs, k),
+                        search(&compacted, how, &qs, k),
+                        "seed {seed}, k {k}, {how:?}"
+                    );
+                }
+            }
+        }
+    }
+}

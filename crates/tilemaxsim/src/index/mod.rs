@@ -473,6 +473,9 @@ impl Index {
         how: &IndexSearch,
         options: &SearchOptions<'a>,
     ) -> Result<(Box<dyn Searcher + 'a>, Option<String>)> {
+        if let Some(joint) = self.joint_searcher(device, how, options)? {
+            return Ok(joint);
+        }
         let (base, notice) = self.base_searcher(device, how, options)?;
         if self.updates.is_empty() {
             return Ok((base.searcher, notice));
@@ -530,10 +533,97 @@ impl Index {
                 self.generation
             )));
         }
+        if let Some((joint, _)) = self.joint_searcher(device, how, options)? {
+            return Ok(joint);
+        }
         let added = self.added_searcher(device, how, options)?;
         Ok(Box::new(
             self.live(live::Base::Shared(base.searcher.as_ref()), added),
         ))
+    }
+
+    /// The IVF stages of the build's and the added documents as one on the CPU (one ranking of
+    /// both segments' candidates, `ndocs` rescored in all), then the exact stage over both,
+    /// deleted documents dropped: the search of the same documents compacted. `None` where the
+    /// segments are searched apart: no added documents, exhaustive search (each segment's
+    /// top-k is exact there), IVF stages on a GPU, or exact tokens kept by one segment only.
+    #[allow(clippy::type_complexity)]
+    fn joint_searcher<'a>(
+        &'a self,
+        device: Device,
+        how: &IndexSearch,
+        options: &SearchOptions<'a>,
+    ) -> Result<Option<(Box<dyn Searcher + 'a>, Option<String>)>> {
+        let Some(a) = &self.updates.added else {
+            return Ok(None);
+        };
+        let (on_cpu, notice) = match device {
+            Device::Cpu | Device::Reference => (true, None),
+            Device::Auto if options.devices.is_empty() && crate::gpu_count() == 0 => (
+                true,
+                Some("no usable GPU here; IVF search runs on the CPU".to_string()),
+            ),
+            _ => (false, None),
+        };
+        if how.exhaustive || !on_cpu {
+            return Ok(None);
+        }
+        let options = self.stage_options(how, options);
+        let exact = match (options.rerank, &a.exact) {
+            (None, _) => None,
+            (Some(r), Some(added)) => {
+                crate::search::same_documents(r.exact, &self.codes)?;
+                Some((vec![r.exact, added], r.candidates))
+            }
+            (Some(_), None) => return Ok(None),
+        };
+        let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
+        let segments = vec![
+            probe::Segment {
+                codes: &self.codes,
+                ivf: &self.ivf,
+            },
+            probe::Segment {
+                codes: &a.codes,
+                ivf: &a.ivf,
+            },
+        ];
+        let first: Box<dyn Searcher + 'a> = Box::new(probe::IvfSearch::new(
+            segments,
+            self.centroids_f32(),
+            self.probe_of(how),
+            scorer,
+        )?);
+        let (searcher, second) = match exact {
+            Some((exact, candidates)) => {
+                crate::search::reranked_on_host(first, exact, candidates, device)?
+            }
+            None => (first, None),
+        };
+        let live = live::LiveSearch {
+            base: live::Base::Owned(searcher),
+            added: None,
+            base_docs: self.len(),
+            added_docs: 0,
+            deleted: &self.updates.deleted,
+        };
+        Ok(Some((Box::new(live), notice.or(second))))
+    }
+
+    /// The IVF stages' settings of `how`, the index's defaults where it names none.
+    fn probe_of(&self, how: &IndexSearch) -> Probe {
+        Probe {
+            nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
+            ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
+        }
+    }
+
+    /// The residual centroids as f32, made once.
+    fn centroids_f32(&self) -> &[f32] {
+        self.centroids.get_or_init(|| match self.codes.codec() {
+            Codec::Residual(r) => r.centroids().iter().map(|x| x.to_f32()).collect(),
+            _ => Vec::new(),
+        })
     }
 
     /// The options of a segment's search: the exact stage of the caller's, else the index's
@@ -613,10 +703,7 @@ impl Index {
         if how.exhaustive {
             return searcher_for(device, codes, options);
         }
-        let probe = Probe {
-            nprobe: how.nprobe.unwrap_or(self.defaults.probe.nprobe),
-            ndocs: how.ndocs.unwrap_or(self.defaults.probe.ndocs),
-        };
+        let probe = self.probe_of(how);
         let devices = match (device, options.devices.is_empty()) {
             (Device::Cuda(_) | Device::Auto, false) => options.devices.clone(),
             (Device::Cuda(n), true) => vec![n],
@@ -642,11 +729,13 @@ impl Index {
             }
         }
         let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
-        let centroids = self.centroids.get_or_init(|| match self.codes.codec() {
-            Codec::Residual(r) => r.centroids().iter().map(|x| x.to_f32()).collect(),
-            _ => Vec::new(),
-        });
-        let first = Box::new(probe::IvfSearch::new(codes, ivf, centroids, probe, scorer)?);
+        let segment = probe::Segment { codes, ivf };
+        let first = Box::new(probe::IvfSearch::new(
+            vec![segment],
+            self.centroids_f32(),
+            probe,
+            scorer,
+        )?);
         let (searcher, second) = reranked(first, codes, options.rerank, device)?;
         Ok((searcher, notice.or(second)))
     }

@@ -5,6 +5,11 @@
 //! `ndocs` best candidates scored on their codes by a [`Scorer`] (the same scores exhaustive
 //! search gives them), keeping the best `k`. With `nprobe` = K and `ndocs` ≥ N every document
 //! is a candidate and rescored, so the hits are exhaustive search's.
+//!
+//! An index with added documents is searched as one: its segments (the build's codes and IVF,
+//! then the added documents', encoded against the same centroids) give their candidates to one
+//! centroid-interaction ranking, and only the `ndocs` best of all are rescored, so the hits are
+//! those of the same documents compacted into one segment.
 
 use rayon::prelude::*;
 
@@ -35,10 +40,19 @@ impl Probe {
     }
 }
 
+/// One segment of an index: its residual codes and their IVF.
+pub(crate) struct Segment<'a> {
+    pub codes: &'a CompressedCorpus,
+    pub ivf: &'a Ivf,
+}
+
 /// The IVF searcher of an index (see the module's text).
 pub(crate) struct IvfSearch<'a> {
-    codes: &'a CompressedCorpus,
-    ivf: &'a Ivf,
+    /// The segments in order; their documents are numbered one after the other.
+    segments: Vec<Segment<'a>>,
+    /// Each segment's first document number, then the number of documents in all.
+    starts: Vec<usize>,
+    dim: usize,
     /// The residual centroids as f32, `[K][d]`.
     centroids: &'a [f32],
     probe: Probe,
@@ -46,29 +60,36 @@ pub(crate) struct IvfSearch<'a> {
 }
 
 impl<'a> IvfSearch<'a> {
-    /// `codes` must be residual with `ivf`'s centroids (`centroids`, as f32); `scorer` scores
-    /// residual codes in place.
+    /// Each segment's codes must be residual with its IVF's centroids, all of them
+    /// `centroids` (as f32); `scorer` scores residual codes in place.
     pub(crate) fn new(
-        codes: &'a CompressedCorpus,
-        ivf: &'a Ivf,
+        segments: Vec<Segment<'a>>,
         centroids: &'a [f32],
         probe: Probe,
         scorer: Box<dyn Scorer>,
     ) -> Result<Self> {
-        let Codec::Residual(r) = codes.codec() else {
-            return Err(Error::Argument(
-                "IVF search needs a residual (PLAID) corpus".into(),
-            ));
+        let Some(dim) = segments.first().map(|s| s.codes.dim()) else {
+            return Err(Error::Argument("IVF search needs a segment".into()));
         };
-        if r.num_centroids() != ivf.num_centroids()
-            || codes.aux().is_none()
-            || centroids.len() != r.num_centroids() * codes.dim()
-        {
-            return Err(Error::Argument(format!(
-                "the IVF has {} centroids, the codes {}",
-                ivf.num_centroids(),
-                r.num_centroids()
-            )));
+        for Segment { codes, ivf } in &segments {
+            let Codec::Residual(r) = codes.codec() else {
+                return Err(Error::Argument(
+                    "IVF search needs a residual (PLAID) corpus".into(),
+                ));
+            };
+            if r.num_centroids() != ivf.num_centroids()
+                || codes.aux().is_none()
+                || codes.dim() != dim
+                || centroids.len() != r.num_centroids() * dim
+            {
+                return Err(Error::Argument(format!(
+                    "the IVF has {} centroids, the codes {} of d = {} ({} centroid values given)",
+                    ivf.num_centroids(),
+                    r.num_centroids(),
+                    codes.dim(),
+                    centroids.len()
+                )));
+            }
         }
         if probe.nprobe == 0 || probe.ndocs == 0 {
             return Err(Error::Argument(
@@ -81,9 +102,14 @@ impl<'a> IvfSearch<'a> {
                 scorer.name()
             )));
         }
+        let mut starts = vec![0];
+        for s in &segments {
+            starts.push(starts[starts.len() - 1] + s.codes.len());
+        }
         Ok(IvfSearch {
-            codes,
-            ivf,
+            segments,
+            starts,
+            dim,
             centroids,
             probe,
             scorer,
@@ -92,8 +118,8 @@ impl<'a> IvfSearch<'a> {
 
     /// Every centroid's score against every query row: `[K][nq]`.
     fn centroid_scores(&self, q: &[f32], nq: usize) -> Vec<f32> {
-        let d = self.codes.dim();
-        let k = self.ivf.num_centroids();
+        let d = self.dim;
+        let k = self.centroids.len() / d;
         let mut cs = vec![0f32; k * nq];
         // Blocks of centroids in parallel; each a product [rows][d] x [d][nq].
         const ROWS: usize = 1024;
@@ -126,12 +152,11 @@ impl<'a> IvfSearch<'a> {
         cs
     }
 
-    /// The candidates of one query, ascending: the IVF lists of each row's `nprobe` best
-    /// centroids.
-    fn candidates(&self, cs: &[f32], nq: usize) -> Vec<usize> {
-        let k = self.ivf.num_centroids();
+    /// Each row's `nprobe` best centroids.
+    fn probed(&self, cs: &[f32], nq: usize) -> Vec<usize> {
+        let k = self.centroids.len() / self.dim;
         let nprobe = self.probe.nprobe.min(k);
-        let probed: Vec<Vec<usize>> = (0..nq)
+        (0..nq)
             .into_par_iter()
             .map(|i| {
                 let mut col: Vec<(f32, usize)> = (0..k).map(|c| (cs[c * nq + i], c)).collect();
@@ -145,11 +170,17 @@ impl<'a> IvfSearch<'a> {
                 }
                 col[..nprobe].iter().map(|&(_, c)| c).collect()
             })
-            .collect();
-        let n = self.codes.len();
+            .collect::<Vec<Vec<usize>>>()
+            .concat()
+    }
+
+    /// The candidates of one query in `segment`, ascending: the IVF lists of the `probed`
+    /// centroids.
+    fn candidates(segment: &Segment<'_>, probed: &[usize]) -> Vec<usize> {
+        let n = segment.codes.len();
         let mut marks = vec![0u64; n.div_ceil(64)];
-        for c in probed.into_iter().flatten() {
-            for &j in self.ivf.list(c) {
+        for &c in probed {
+            for &j in segment.ivf.list(c) {
                 marks[j as usize / 64] |= 1 << (j % 64);
             }
         }
@@ -165,9 +196,9 @@ impl<'a> IvfSearch<'a> {
     }
 
     /// Each candidate's centroid-interaction score: `Σ_i max_t cs[id_t][i]`.
-    fn interaction(&self, cs: &[f32], nq: usize, docs: &[usize]) -> Vec<f32> {
-        let ids = self.codes.aux().unwrap_or_default();
-        let offsets = self.codes.offsets();
+    fn interaction(codes: &CompressedCorpus, cs: &[f32], nq: usize, docs: &[usize]) -> Vec<f32> {
+        let ids = codes.aux().unwrap_or_default();
+        let offsets = codes.offsets();
         docs.par_iter()
             .map_init(
                 || vec![f32::NEG_INFINITY; nq],
@@ -189,31 +220,40 @@ impl<'a> IvfSearch<'a> {
         let nq = query.rows();
         let q = query.to_f32_vec();
         let cs = self.centroid_scores(&q, nq);
-        let candidates = self.candidates(&cs, nq);
-        let approx = self.interaction(&cs, nq, &candidates);
-        let keep = self.probe.ndocs.max(k);
-        let mut best: Vec<usize> = top_k_of(
-            approx
-                .iter()
-                .zip(&candidates)
-                .map(|(&score, &doc)| Hit { doc, score }),
-            keep,
-        )
-        .into_iter()
-        .map(|h| h.doc)
-        .collect();
-        best.sort_unstable();
-        if best.is_empty() {
-            return Ok(Vec::new());
+        let probed = self.probed(&cs, nq);
+        // Every segment's candidates, numbered in the index, in one ranking.
+        let mut approx = Vec::new();
+        for (s, &first) in self.segments.iter().zip(&self.starts) {
+            let docs = Self::candidates(s, &probed);
+            let scores = Self::interaction(s.codes, &cs, nq, &docs);
+            approx.extend(scores.into_iter().zip(docs).map(|(score, j)| Hit {
+                doc: first + j,
+                score,
+            }));
         }
-        let scores = self.scorer.score_subset(query, self.codes, &best)?;
-        Ok(top_k_of(
-            scores
-                .iter()
-                .zip(&best)
-                .map(|(&score, &doc)| Hit { doc, score }),
-            k,
-        ))
+        let keep = self.probe.ndocs.max(k);
+        let mut best: Vec<usize> = top_k_of(approx, keep).into_iter().map(|h| h.doc).collect();
+        best.sort_unstable();
+        // The kept candidates rescored on their own segment's codes.
+        let mut hits = Vec::with_capacity(best.len());
+        for (s, w) in self.segments.iter().zip(self.starts.windows(2)) {
+            let (lo, hi) = (
+                best.partition_point(|&j| j < w[0]),
+                best.partition_point(|&j| j < w[1]),
+            );
+            if lo == hi {
+                continue;
+            }
+            let docs: Vec<usize> = best[lo..hi].iter().map(|&j| j - w[0]).collect();
+            let scores = self.scorer.score_subset(query, s.codes, &docs)?;
+            hits.extend(
+                scores
+                    .into_iter()
+                    .zip(&best[lo..hi])
+                    .map(|(score, &doc)| Hit { doc, score }),
+            );
+        }
+        Ok(top_k_of(hits, k))
     }
 }
 
@@ -227,7 +267,7 @@ impl Searcher for IvfSearch<'_> {
         if k == 0 {
             return Err(Error::Argument("k must be at least 1".into()));
         }
-        check_queries(queries, self.codes.dim())?;
+        check_queries(queries, self.dim)?;
         queries.iter().map(|&q| self.search_one(q, k)).collect()
     }
 }
