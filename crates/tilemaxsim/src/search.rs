@@ -62,6 +62,12 @@ struct Reranked<'c> {
 impl Reranked<'_> {
     /// The exact scores of `docs` (numbered across the segments) for `q`, in their order.
     fn score(&self, q: Matrix<'_>, docs: &[usize]) -> Result<Vec<f32>> {
+        let all = self.starts.last().copied().unwrap_or(0);
+        if let Some(j) = docs.iter().find(|&&j| j >= all) {
+            return Err(Error::Argument(format!(
+                "the first stage gave document {j}; the exact tokens hold {all}"
+            )));
+        }
         let mut scores = vec![0f32; docs.len()];
         for (exact, w) in self.exact.iter().zip(self.starts.windows(2)) {
             let (at, local): (Vec<usize>, Vec<usize>) = docs

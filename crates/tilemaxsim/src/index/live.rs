@@ -1,8 +1,8 @@
 //! Search over an index with live updates: the build's documents and the added ones, each
 //! searched as a segment of its own (IVF through its own lists, or exhaustively, then the exact
-//! stage), deleted documents dropped, the two top-k merged; or, for IVF on the CPU, one
-//! searcher over both segments (`probe::IvfSearch` over two segments, `Index::joint_searcher`)
-//! taken here as a single segment of every document. Each segment is asked for its k best
+//! stage), deleted documents dropped, the two top-k merged. (IVF search on the CPU does not
+//! come here: `Index::joint_searcher` searches the segments as one, deleted documents never
+//! candidates.) Each segment is asked for its k best
 //! live documents: first for k grown by its share of deleted documents (and a margin), then for
 //! four times as many while a query's hits hold fewer than k live ones though the segment gave
 //! all that was asked. Exhaustively a segment's top-k' is the head of its whole ranking, so its

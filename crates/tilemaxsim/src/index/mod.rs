@@ -542,11 +542,12 @@ impl Index {
         ))
     }
 
-    /// The IVF stages of the build's and the added documents as one on the CPU (one ranking of
-    /// both segments' candidates, `ndocs` rescored in all), then the exact stage over both,
-    /// deleted documents dropped: the search of the same documents compacted. `None` where the
-    /// segments are searched apart: no added documents, exhaustive search (each segment's
-    /// top-k is exact there), IVF stages on a GPU, or exact tokens kept by one segment only.
+    /// IVF search of an index with updates on the CPU, its segments as one: the build's and the
+    /// added documents' candidates (deleted ones left out) in one ranking, `ndocs` rescored in
+    /// all, then the exact stage over both; the search of the live documents compacted. `None`
+    /// where the segments are searched apart ([`live::LiveSearch`]): no updates, exhaustive
+    /// search (each segment's top-k is exact there), IVF stages on a GPU, or exact tokens kept
+    /// by one segment only.
     #[allow(clippy::type_complexity)]
     fn joint_searcher<'a>(
         &'a self,
@@ -554,9 +555,6 @@ impl Index {
         how: &IndexSearch,
         options: &SearchOptions<'a>,
     ) -> Result<Option<(Box<dyn Searcher + 'a>, Option<String>)>> {
-        let Some(a) = &self.updates.added else {
-            return Ok(None);
-        };
         let (on_cpu, notice) = match device {
             Device::Cpu | Device::Reference => (true, None),
             Device::Auto if options.devices.is_empty() && crate::gpu_count() == 0 => (
@@ -565,31 +563,39 @@ impl Index {
             ),
             _ => (false, None),
         };
-        if how.exhaustive || !on_cpu {
+        if self.updates.is_empty() || how.exhaustive || !on_cpu {
             return Ok(None);
         }
+        let added = self.updates.added.as_ref();
         let options = self.stage_options(how, options);
-        let exact = match (options.rerank, &a.exact) {
-            (None, _) => None,
-            (Some(r), Some(added)) => {
+        let exact = match options.rerank {
+            None => None,
+            Some(r) => {
                 crate::search::same_documents(r.exact, &self.codes)?;
-                Some((vec![r.exact, added], r.candidates))
+                match added {
+                    None => Some((vec![r.exact], r.candidates)),
+                    Some(a) => match &a.exact {
+                        Some(e) => {
+                            crate::search::same_documents(e, &a.codes)?;
+                            Some((vec![r.exact, e], r.candidates))
+                        }
+                        None => return Ok(None),
+                    },
+                }
             }
-            (Some(_), None) => return Ok(None),
         };
         let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
-        let segments = vec![
-            probe::Segment {
-                codes: &self.codes,
-                ivf: &self.ivf,
-            },
-            probe::Segment {
-                codes: &a.codes,
-                ivf: &a.ivf,
-            },
-        ];
+        let mut segments = vec![probe::Segment {
+            codes: &self.codes,
+            ivf: &self.ivf,
+        }];
+        segments.extend(added.map(|a| probe::Segment {
+            codes: &a.codes,
+            ivf: &a.ivf,
+        }));
         let first: Box<dyn Searcher + 'a> = Box::new(probe::IvfSearch::new(
             segments,
+            &self.updates.deleted,
             self.centroids_f32(),
             self.probe_of(how),
             scorer,
@@ -600,14 +606,7 @@ impl Index {
             }
             None => (first, None),
         };
-        let live = live::LiveSearch {
-            base: live::Base::Owned(searcher),
-            added: None,
-            base_docs: self.len(),
-            added_docs: 0,
-            deleted: &self.updates.deleted,
-        };
-        Ok(Some((Box::new(live), notice.or(second))))
+        Ok(Some((searcher, notice.or(second))))
     }
 
     /// The IVF stages' settings of `how`, the index's defaults where it names none.
@@ -732,6 +731,7 @@ impl Index {
         let segment = probe::Segment { codes, ivf };
         let first = Box::new(probe::IvfSearch::new(
             vec![segment],
+            &[],
             self.centroids_f32(),
             probe,
             scorer,

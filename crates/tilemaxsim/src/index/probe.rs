@@ -8,8 +8,9 @@
 //!
 //! An index with added documents is searched as one: its segments (the build's codes and IVF,
 //! then the added documents', encoded against the same centroids) give their candidates to one
-//! centroid-interaction ranking, and only the `ndocs` best of all are rescored, so the hits are
-//! those of the same documents compacted into one segment.
+//! centroid-interaction ranking, and only the `ndocs` best of all are rescored; deleted
+//! documents are never candidates. So the hits are those of the live documents compacted into
+//! one segment.
 
 use rayon::prelude::*;
 
@@ -52,6 +53,8 @@ pub(crate) struct IvfSearch<'a> {
     segments: Vec<Segment<'a>>,
     /// Each segment's first document number, then the number of documents in all.
     starts: Vec<usize>,
+    /// The deleted documents (numbered across the segments; past its end, none).
+    deleted: &'a [bool],
     dim: usize,
     /// The residual centroids as f32, `[K][d]`.
     centroids: &'a [f32],
@@ -61,9 +64,11 @@ pub(crate) struct IvfSearch<'a> {
 
 impl<'a> IvfSearch<'a> {
     /// Each segment's codes must be residual with its IVF's centroids, all of them
-    /// `centroids` (as f32); `scorer` scores residual codes in place.
+    /// `centroids` (as f32); `scorer` scores residual codes in place. The documents `deleted`
+    /// marks are left out.
     pub(crate) fn new(
         segments: Vec<Segment<'a>>,
+        deleted: &'a [bool],
         centroids: &'a [f32],
         probe: Probe,
         scorer: Box<dyn Scorer>,
@@ -109,6 +114,7 @@ impl<'a> IvfSearch<'a> {
         Ok(IvfSearch {
             segments,
             starts,
+            deleted,
             dim,
             centroids,
             probe,
@@ -224,7 +230,8 @@ impl<'a> IvfSearch<'a> {
         // Every segment's candidates, numbered in the index, in one ranking.
         let mut approx = Vec::new();
         for (s, &first) in self.segments.iter().zip(&self.starts) {
-            let docs = Self::candidates(s, &probed);
+            let mut docs = Self::candidates(s, &probed);
+            docs.retain(|&j| !self.deleted.get(first + j).copied().unwrap_or(false));
             let scores = Self::interaction(s.codes, &cs, nq, &docs);
             approx.extend(scores.into_iter().zip(docs).map(|(score, j)| Hit {
                 doc: first + j,
@@ -259,8 +266,12 @@ impl<'a> IvfSearch<'a> {
 
 impl Searcher for IvfSearch<'_> {
     fn name(&self) -> String {
+        let segments = match self.segments.len() {
+            1 => String::new(),
+            n => format!("(the build's and the added documents, {n} segments as one) "),
+        };
         self.probe
-            .searcher_name(&format!("by {}", self.scorer.name()))
+            .searcher_name(&format!("{segments}by {}", self.scorer.name()))
     }
 
     fn search(&self, queries: &[Matrix<'_>], k: usize) -> Result<Vec<Vec<Hit>>> {
