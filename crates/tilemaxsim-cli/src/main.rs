@@ -47,6 +47,12 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    // Output piped into a reader that stops early (`| head`) ends the command quietly, as
+    // other Unix tools do, instead of `println!` panicking on the broken pipe. Not for
+    // `serve`, whose writes to a closed client socket must fail, not end the server.
+    if !matches!(cli.command, Command::Serve(_)) {
+        quiet_on_broken_pipe();
+    }
     let result = match cli.command {
         Command::Bench(a) => bench::run(a),
         Command::BenchSearch(a) => bench::search::run(a),
@@ -63,3 +69,16 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+/// SIGPIPE back to its default action (the Rust runtime ignores it, so a write to a closed
+/// pipe returns an error, which `println!` turns into a panic): the process ends at the write.
+#[cfg(unix)]
+fn quiet_on_broken_pipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL, before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn quiet_on_broken_pipe() {}

@@ -611,3 +611,65 @@ fn info_lists_cpu_kernels() {
     assert!(s.contains("kernel") && s.contains("portable"), "{s}");
     let _ = Matrix::new(&[0.0f32][..], 1).unwrap();
 }
+
+/// A run written to stdout and read by a reader that stops early (`| head`): the command ends
+/// on the broken pipe by SIGPIPE, quietly, as other Unix tools do, not with a panic.
+#[cfg(unix)]
+#[test]
+fn output_piped_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let (c, q) = (
+        dir.path().join("c.safetensors"),
+        dir.path().join("q.safetensors"),
+    );
+    for (path, docs, seed) in [(&c, "2000", "1"), (&q, "300", "2")] {
+        run_ok(
+            bin()
+                .args([
+                    "corpus",
+                    "synth",
+                    "--docs",
+                    docs,
+                    "--doc-len",
+                    "4",
+                    "--dim",
+                    "8",
+                ])
+                .args(["--seed", seed, "-o"])
+                .arg(path),
+        );
+    }
+    // 300 queries x 1000 hits: megabytes, far past what a pipe holds unread.
+    let mut child = bin()
+        .args(["search", "--device", "cpu", "-k", "1000", "--corpus"])
+        .arg(&c)
+        .arg("--queries")
+        .arg(&q)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("0 Q0 "), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc_sigpipe()),
+        "{:?}: {err}",
+        out.status
+    );
+}
+
+/// SIGPIPE's number (13 on Linux and the BSDs).
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
+}
