@@ -213,6 +213,17 @@ pub fn searcher_for<'c>(
     Ok((searcher, notice.or(second)))
 }
 
+/// Each segment's first document number when segments of these lengths are numbered one after
+/// the other, then the number of documents in all.
+pub(crate) fn segment_starts(lengths: impl Iterator<Item = usize>) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(lengths.scan(0, |end, n| {
+            *end += n;
+            Some(*end)
+        }))
+        .collect()
+}
+
 /// An error unless `exact` holds as many documents as `corpus`, of its d (a rerank stage's
 /// tokens must be the searched documents').
 pub(crate) fn same_documents(exact: &Corpus, corpus: &dyn AnyCorpus) -> Result<()> {
@@ -274,10 +285,7 @@ pub(crate) fn reranked_on_host<'c>(
     device: Device,
 ) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
     let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
-    let mut starts = vec![0];
-    for e in &exact {
-        starts.push(starts[starts.len() - 1] + e.len());
-    }
+    let starts = segment_starts(exact.iter().map(|e| e.len()));
     let searcher = Reranked {
         first,
         exact,

@@ -107,10 +107,7 @@ impl<'a> IvfSearch<'a> {
                 scorer.name()
             )));
         }
-        let mut starts = vec![0];
-        for s in &segments {
-            starts.push(starts[starts.len() - 1] + s.codes.len());
-        }
+        let starts = crate::search::segment_starts(segments.iter().map(|s| s.codes.len()));
         Ok(IvfSearch {
             segments,
             starts,
