@@ -367,15 +367,24 @@ fn raw_device_memory_in_every_layout() {
         let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
         let dense_len = [1usize, 7, 128, 300][case % 4];
         let dense = random_corpus(&mut r, &vec![dense_len; n_docs], dim, dtype, 1.0);
+        // Every third case: queries as a contiguous [Q, Lq, d] tensor of whole 32-row blocks,
+        // which score_raw reads in place where a tensor-core kernel scores them.
+        let contiguous = case % 3 == 1;
+        let whole = [32usize, 64][r.random_range(0..2)];
         let qs: Vec<OwnedElements> = (0..r.random_range(1..4))
             .map(|_| {
-                let nq = [1usize, 5, 32, 33, 70][r.random_range(0..5)];
+                let nq = if contiguous {
+                    whole
+                } else {
+                    [1usize, 5, 32, 33, 70][r.random_range(0..5)]
+                };
                 random_query(&mut r, nq, dim, qdtype, 1.0)
             })
             .collect();
         let queries = matrices(&qs, dim);
-        // Queries as a padded [Q, Lq, d + 3] tensor, junk past each one's rows and d.
-        let (qrow, lq) = (dim + 3, queries.iter().map(|q| q.rows()).max().unwrap());
+        // Otherwise as a padded [Q, Lq, d + 3] tensor, junk past each one's rows and d.
+        let qrow = if contiguous { dim } else { dim + 3 };
+        let lq = queries.iter().map(|q| q.rows()).max().unwrap();
         let spans: Vec<(usize, usize)> = (0..queries.len())
             .map(|i| (i * lq * qrow, queries[i].rows()))
             .collect();

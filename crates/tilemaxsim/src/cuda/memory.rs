@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
 use super::device::drv;
 use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance, wide_any_bound};
@@ -104,7 +104,9 @@ impl DeviceCorpus {
 /// Queries in GPU memory: f32 tokens (widened exactly from any input dtype) and offsets, plus,
 /// when every query can take the tensor-core path, their raw 16-bit tokens in 32-row blocks.
 pub struct DeviceQueries {
-    pub(super) tokens: CudaSlice<f32>,
+    /// `None`: the queries are the caller's own blocks, read in place (`score_raw`), and only
+    /// the tensor-core kernels, which read the blocks, may score them.
+    pub(super) tokens: Option<CudaSlice<f32>>,
     pub(super) offsets: Mem<i64>,
     pub(super) len: usize,
     pub(super) dim: usize,
@@ -121,7 +123,7 @@ pub struct DeviceQueries {
 /// Queries as blocks of 32 rows for the tensor-core kernels (see `QueryBlocks`), on the device.
 pub(super) struct DeviceBlocks {
     pub(super) dtype: DType,
-    pub(super) tokens: CudaSlice<u16>,
+    pub(super) tokens: Mem<u16>,
     pub(super) rows: Mem<i32>,
     pub(super) start: Mem<i32>,
     pub(super) blocks: usize,
@@ -253,6 +255,15 @@ impl DeviceQueries {
     pub fn len(&self) -> usize {
         self.len
     }
+
+    /// The device address of the f32 rows, which the CUDA-core and split kernels read; an
+    /// error for queries read in place (the kernel choice keeps them from those kernels).
+    pub(super) fn f32_rows(&self, stream: &Arc<CudaStream>) -> Result<u64> {
+        self.tokens
+            .as_ref()
+            .map(|t| t.device_ptr(stream).0)
+            .ok_or_else(|| Error::Argument("queries read in place have no f32 rows".into()))
+    }
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -352,7 +363,7 @@ impl DeviceQueries {
             Some(b) => Some(DeviceBlocks {
                 dtype: b.dtype,
                 blocks: b.rows.len(),
-                tokens: stream.clone_htod(&b.tokens).map_err(up("query upload"))?,
+                tokens: Mem::owned(stream.clone_htod(&b.tokens).map_err(up("query upload"))?),
                 rows: Mem::owned(stream.clone_htod(&b.rows).map_err(up("query upload"))?),
                 start: Mem::owned(stream.clone_htod(&b.start).map_err(up("query upload"))?),
             }),
@@ -363,7 +374,7 @@ impl DeviceQueries {
             _meta: None,
             dtype: queries.first().map_or(DType::F32, |q| q.dtype()),
             longest: queries.iter().map(|q| q.rows()).max().unwrap_or(0),
-            tokens: stream.clone_htod(&tokens).map_err(up("query upload"))?,
+            tokens: Some(stream.clone_htod(&tokens).map_err(up("query upload"))?),
             offsets: Mem::owned(stream.clone_htod(&offsets).map_err(up("query upload"))?),
             len: queries.len(),
             dim,

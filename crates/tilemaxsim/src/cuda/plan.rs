@@ -368,6 +368,16 @@ impl Kernel {
         }
     }
 
+    /// The tensor-core kernels: they read the queries' 32-row blocks (of the corpus's dtype, or
+    /// f32 queries' own rows in `maxsim_bulk_split`), never the CUDA-core kernels' f32 rows of
+    /// 16-bit queries, and take counts as i32.
+    pub(super) fn tensor_core(self) -> bool {
+        matches!(
+            self,
+            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
+        )
+    }
+
     pub(super) fn threads(self) -> u32 {
         match self {
             Kernel::Tiled => TILED_THREADS,

@@ -107,6 +107,145 @@ pub struct RawArgs<'a> {
     pub out: u64,
 }
 
+/// What the gather and the kernels need to know of the query spans, uploaded once per shape
+/// (`RawCache::meta`) or for this call: offsets (Q + 1 i64), block rows (one i32 per block) and
+/// each query's first block (Q + 1 i32), with the gather's source starts (Q i64).
+struct SpanMeta {
+    /// The upload of this call (`None`: a cached one); the `DeviceQueries` keeps it.
+    up: Option<CudaSlice<u8>>,
+    base: u64,
+    src: usize,
+    offsets: usize,
+    rows_at: usize,
+    start_at: usize,
+    blocks: usize,
+}
+
+impl SpanMeta {
+    fn upload(
+        gpu: &GpuContext,
+        cache: &RawCache,
+        stream: &Arc<CudaStream>,
+        q: &RawQueries<'_>,
+    ) -> Result<Self> {
+        // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
+        // (i32, one per block), each query's first block (i32, Q + 1).
+        let mut meta = Meta::default();
+        let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
+        let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
+            *t += s.1 as i64;
+            Some(*t)
+        })));
+        let (rows, start) =
+            block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| too_many("query blocks"))?;
+        let rows_at = meta.i32s(&rows);
+        // Query q's first block is start[q]: the gather's `dst_block`.
+        let start_at = meta.i32s(&start);
+        // The same spans (a repeated shape) reuse their upload; others upload for this call.
+        let (up, base) = match cache.meta(gpu, &meta.bytes)? {
+            Some(base) => (None, base),
+            None => {
+                let up = stream
+                    .clone_htod(&meta.bytes)
+                    .map_err(drv("query upload"))?;
+                let base = up.device_ptr(stream).0;
+                (Some(up), base)
+            }
+        };
+        Ok(SpanMeta {
+            up,
+            base,
+            src,
+            offsets,
+            rows_at,
+            start_at,
+            blocks: rows.len(),
+        })
+    }
+
+    /// The device address of the section at byte `at`.
+    fn at(&self, at: usize) -> u64 {
+        self.base + at as u64
+    }
+
+    /// The queries over `tokens` (f32 rows or none) and `blocks` (32-row blocks or none).
+    fn queries(
+        self,
+        stream: &Arc<CudaStream>,
+        q: &RawQueries<'_>,
+        tokens: Option<CudaSlice<f32>>,
+        blocks: Option<Mem<u16>>,
+    ) -> DeviceQueries {
+        let count = q.spans.len();
+        let mma = blocks.map(|tokens| DeviceBlocks {
+            dtype: q.dtype,
+            blocks: self.blocks,
+            tokens,
+            // SAFETY: sections of the upload (one i32 per block, Q + 1 block starts), kept
+            // alive by the DeviceQueries (`_meta`) or the cache.
+            rows: unsafe { Mem::borrowed(stream, self.at(self.rows_at), self.blocks) },
+            start: unsafe { Mem::borrowed(stream, self.at(self.start_at), count + 1) },
+        });
+        DeviceQueries {
+            tokens,
+            // SAFETY: a section of the upload (Q + 1 i64), kept alive as above.
+            offsets: unsafe { Mem::borrowed(stream, self.at(self.offsets), count + 1) },
+            len: count,
+            dim: q.dim,
+            dtype: q.dtype,
+            longest: q.spans.iter().map(|s| s.1).max().unwrap_or(0),
+            mma,
+            _meta: self.up,
+        }
+    }
+}
+
+/// The queries of `q` read where they lie, as the tensor-core kernels' 32-row blocks, when
+/// they already are that layout: 16-bit of the documents' dtype at a d with blocks, rows
+/// contiguous, every query a whole number of blocks (Lq a multiple of 32) and each right after
+/// the one before, at an address the engine's own buffers would have (256-byte aligned).
+/// Nothing is gathered or allocated; the result has no f32 rows, so only the kernels that read
+/// the blocks may score it (`None`: the layout is not that one).
+///
+/// # Safety
+/// Every span's rows must be live device memory of `q.dtype` in this context.
+pub(super) unsafe fn queries_in_place(
+    gpu: &GpuContext,
+    cache: &RawCache,
+    stream: &Arc<CudaStream>,
+    q: &RawQueries<'_>,
+    doc_dtype: DType,
+) -> Result<Option<DeviceQueries>> {
+    if !blocks_in_place(q, doc_dtype) {
+        return Ok(None);
+    }
+    let meta = SpanMeta::upload(gpu, cache, stream, q)?;
+    let rows: usize = q.spans.iter().map(|s| s.1).sum();
+    // SAFETY: the caller's rows (this function's contract): `rows` contiguous rows of d
+    // elements from `q.tokens`, block b at rows b·32 ..
+    let blocks = unsafe { Mem::borrowed(stream, q.tokens, rows * q.dim) };
+    Ok(Some(meta.queries(stream, q, None, Some(blocks))))
+}
+
+/// Whether `q` already is the tensor-core kernels' 32-row blocks against documents of
+/// `doc_dtype` (see `queries_in_place`).
+fn blocks_in_place(q: &RawQueries<'_>, doc_dtype: DType) -> bool {
+    let dim = q.dim;
+    let mut row = 0;
+    let mut whole_blocks = q.spans.iter().map(|s| {
+        let ok = s.1.is_multiple_of(QBLOCK) && s.0 == row * dim;
+        row += s.1;
+        ok
+    });
+    q.dtype == doc_dtype
+        && q.dtype != DType::F32
+        && blocks_dim_ok(q.dtype, dim)
+        && q.row_stride == dim
+        && q.tokens.is_multiple_of(256)
+        && !q.spans.is_empty()
+        && whole_blocks.all(|b| b)
+}
+
 /// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
 /// f32 rows, and 32-row blocks where the tensor cores can take them against `doc_dtype`.
 /// What the gather and the kernels need to know of the spans goes up in one copy.
@@ -122,48 +261,17 @@ pub(super) unsafe fn gather_queries(
 ) -> Result<DeviceQueries> {
     let (dim, count) = (q.dim, q.spans.len());
     let blocks_ok = q.dtype == doc_dtype && q.dtype != DType::F32 && blocks_dim_ok(q.dtype, dim);
-    // One upload, 8-byte sections: source starts (i64, Q), offsets (i64, Q + 1), block rows
-    // (i32, one per block), each query's first block (i32, Q + 1).
-    let mut meta = Meta::default();
-    let src = meta.i64s(q.spans.iter().map(|s| s.0 as i64));
-    let offsets = meta.i64s(std::iter::once(0).chain(q.spans.iter().scan(0i64, |t, s| {
-        *t += s.1 as i64;
-        Some(*t)
-    })));
-    let (rows, start) =
-        block_layout(q.spans.iter().map(|s| s.1)).ok_or_else(|| too_many("query blocks"))?;
-    let rows_at = meta.i32s(&rows);
-    // Query q's first block is start[q]: the gather's `dst_block`.
-    let start_at = meta.i32s(&start);
+    let meta = SpanMeta::upload(gpu, cache, stream, q)?;
     let tokens_total: usize = q.spans.iter().map(|s| s.1).sum();
-    // The same spans (a repeated shape) reuse their upload; others upload for this call.
-    let (up, base) = match cache.meta(gpu, &meta.bytes)? {
-        Some(base) => (None, base),
-        None => {
-            let up = stream
-                .clone_htod(&meta.bytes)
-                .map_err(drv("query upload"))?;
-            let base = up.device_ptr(stream).0;
-            (Some(up), base)
-        }
-    };
-    // Device addresses of the sections of `up` (the DeviceQueries keeps it).
-    let view = |at: usize| base + at as u64;
     // SAFETY: `pack_queries_*` writes every one of the tokens_total × d floats and, with
     // blocks, every element of every query's blocks.
     let tokens =
         unsafe { stream.alloc::<f32>((tokens_total * dim).max(1)) }.map_err(drv("query buffer"))?;
-    let mma = if blocks_ok {
-        Some(DeviceBlocks {
-            dtype: q.dtype,
-            blocks: rows.len(),
-            // SAFETY: as `tokens`.
-            tokens: unsafe { stream.alloc::<u16>((rows.len() * QBLOCK * dim).max(1)) }
-                .map_err(drv("query buffer"))?,
-            // SAFETY: sections of `up` (one i32 per block, Q + 1 block starts).
-            rows: unsafe { Mem::borrowed(stream, view(rows_at), rows.len()) },
-            start: unsafe { Mem::borrowed(stream, view(start_at), count + 1) },
-        })
+    let blocks = if blocks_ok {
+        // SAFETY: as `tokens`.
+        let b = unsafe { stream.alloc::<u16>((meta.blocks * QBLOCK * dim).max(1)) }
+            .map_err(drv("query buffer"))?;
+        Some(Mem::owned(b))
     } else {
         None
     };
@@ -188,9 +296,13 @@ pub(super) unsafe fn gather_queries(
     let (row_stride, d) = (q.row_stride as i64, dim as i32);
     let (tp, bp) = (
         tokens.device_ptr(stream).0,
-        mma.as_ref().map_or(0, |b| b.tokens.device_ptr(stream).0),
+        blocks.as_ref().map_or(0, |b| b.device_ptr(stream).0),
     );
-    let (sp, op, fp) = (view(src), view(offsets), view(start_at));
+    let (sp, op, fp) = (
+        meta.at(meta.src),
+        meta.at(meta.offsets),
+        meta.at(meta.start_at),
+    );
     let mut b = stream.launch_builder(func);
     b.arg(&q.tokens)
         .arg(&sp)
@@ -201,21 +313,11 @@ pub(super) unsafe fn gather_queries(
         .arg(&tp)
         .arg(&bp);
     // SAFETY: the arguments match `pack_queries_*` in kernels/utility.cu: one source start
-    // per query, Q + 1 offsets and Q + 1 first blocks (sections of `up`), `tp` holds the offsets'
-    // total rows of d floats, `bp` null or every query's blocks of 32 × d; the source rows
-    // are the caller's (this function's contract).
+    // per query, Q + 1 offsets and Q + 1 first blocks (sections of the upload), `tp` holds the
+    // offsets' total rows of d floats, `bp` null or every query's blocks of 32 × d; the source
+    // rows are the caller's (this function's contract).
     unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
-    Ok(DeviceQueries {
-        tokens,
-        // SAFETY: a section of `up` (Q + 1 i64).
-        offsets: unsafe { Mem::borrowed(stream, view(offsets), count + 1) },
-        len: count,
-        dim,
-        dtype: q.dtype,
-        longest: q.spans.iter().map(|s| s.1).max().unwrap_or(0),
-        mma,
-        _meta: up,
-    })
+    Ok(meta.queries(stream, q, Some(tokens), blocks))
 }
 
 /// The documents as a `DeviceCorpus` over the caller's memory, when the packed-corpus
@@ -455,6 +557,61 @@ mod tests {
         assert_eq!(m.bytes.len(), 56);
         let i32_at = |at: usize| i32::from_ne_bytes(m.bytes[at..at + 4].try_into().unwrap());
         assert_eq!((i32_at(24), i32_at(32), i32_at(40)), (7, 9, 10));
+    }
+
+    #[test]
+    fn only_whole_contiguous_blocks_are_read_in_place() {
+        let q = RawQueries {
+            tokens: 1 << 20,
+            dtype: DType::F16,
+            dim: 128,
+            row_stride: 128,
+            spans: &[(0, 32), (32 * 128, 64), (96 * 128, 32)],
+        };
+        assert!(blocks_in_place(&q, DType::F16));
+        assert!(blocks_in_place(
+            &RawQueries {
+                dim: 77,
+                row_stride: 77,
+                spans: &[(0, 32)],
+                ..q
+            },
+            DType::F16
+        ));
+        // Another dtype than the documents', f32, rows apart, an unaligned start, a query that
+        // ends inside a block, a gap or a reordering between queries, none at all.
+        assert!(!blocks_in_place(&q, DType::BF16));
+        let f32 = RawQueries {
+            dtype: DType::F32,
+            ..q
+        };
+        assert!(!blocks_in_place(&f32, DType::F32));
+        assert!(!blocks_in_place(
+            &RawQueries {
+                row_stride: 136,
+                ..q
+            },
+            DType::F16
+        ));
+        assert!(!blocks_in_place(
+            &RawQueries {
+                tokens: (1 << 20) + 128,
+                ..q
+            },
+            DType::F16
+        ));
+        for spans in [
+            &[(0, 32), (32 * 128, 33)][..],
+            &[(0, 31)],
+            &[(0, 32), (40 * 128, 32)],
+            &[(32 * 128, 32), (0, 32)],
+            &[],
+        ] {
+            assert!(
+                !blocks_in_place(&RawQueries { spans, ..q }, DType::F16),
+                "{spans:?}"
+            );
+        }
     }
 
     #[test]

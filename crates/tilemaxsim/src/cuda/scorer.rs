@@ -226,10 +226,7 @@ impl CudaScorer {
         if t.n == 0 || queries.len == 0 {
             return Ok(kernel);
         }
-        if matches!(
-            kernel,
-            Kernel::Mma | Kernel::Bulk | Kernel::Gemm | Kernel::Wgmma | Kernel::Ring
-        ) {
+        if kernel.tensor_core() {
             // The tensor-core kernels take counts as i32 (query blocks ≥ queries).
             launch_size_ok(t.n, queries.mma.as_ref().map_or(queries.len, |b| b.blocks))?;
         }
@@ -373,20 +370,37 @@ impl CudaScorer {
         if q.spans.is_empty() || n == 0 {
             return Ok(Kernel::Tiled);
         }
+        let corpus = raw::borrow_corpus(&self.gpu, &self.raw_cache, stream, &docs)?;
+        if let Some(corpus) = &corpus {
+            // Queries already in the blocks' layout are read where they lie (no gather, no
+            // buffers: a call's host time is mostly launches), by a kernel that reads blocks.
+            // SAFETY: the query spans lie in the caller's memory (this function's contract).
+            let in_place = unsafe {
+                raw::queries_in_place(&self.gpu, &self.raw_cache, stream, &q, docs.dtype)
+            }?;
+            if let Some(queries) = in_place
+                && self
+                    .kernel_to_run(&queries, corpus, target.doc_index != 0)
+                    .tensor_core()
+            {
+                // SAFETY: as below.
+                return unsafe { self.enqueue(&queries, corpus, target) };
+            }
+        }
         // SAFETY: the query spans lie in the caller's memory (this function's contract).
         let queries =
             unsafe { raw::gather_queries(&self.gpu, &self.raw_cache, stream, &q, docs.dtype) }?;
-        if let Some(corpus) = raw::borrow_corpus(&self.gpu, &self.raw_cache, stream, &docs)? {
+        if let Some(corpus) = &corpus {
             // SAFETY: the corpus borrows the caller's rows and offsets, the target its
             // candidates and output (this function's contract); all on `stream`.
-            return unsafe { self.enqueue(&queries, &corpus, target) };
+            return unsafe { self.enqueue(&queries, corpus, target) };
         }
         let kernel = match self.force {
             Some(k @ (Kernel::V1 | Kernel::V2)) => k,
             _ => Kernel::Tiled,
         };
         let args = GeneralArgs {
-            q_tokens: queries.tokens.device_ptr(stream).0,
+            q_tokens: queries.f32_rows(stream)?,
             q_offsets: queries.offsets.device_ptr(stream).0,
             num_queries: queries.len,
             docs: raw::doc_rows(&docs),

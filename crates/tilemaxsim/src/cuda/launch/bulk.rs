@@ -3,7 +3,7 @@
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
 //! d ≤ 256).
 
-use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
 use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
 use crate::cuda::context::GpuContext;
@@ -186,7 +186,7 @@ impl Bulk {
         };
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
         let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
-        let args = PairArgs::at(queries.tokens.device_ptr(t.stream).0, queries, corpus, t);
+        let args = PairArgs::at(queries.f32_rows(t.stream)?, queries, corpus, t);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr);

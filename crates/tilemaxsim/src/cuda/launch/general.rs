@@ -69,7 +69,7 @@ impl Launch for General {
         t: Target<'_>,
     ) -> Result<()> {
         let args = GeneralArgs {
-            q_tokens: queries.tokens.device_ptr(t.stream).0,
+            q_tokens: queries.f32_rows(t.stream)?,
             q_offsets: queries.offsets.device_ptr(t.stream).0,
             num_queries: queries.len,
             docs: DocRows::packed(
