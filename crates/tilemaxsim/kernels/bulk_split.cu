@@ -18,12 +18,20 @@
 #include "split.cuh"
 #include "bulk.cu"
 
-// Blocks a SM the compiler must leave room for (__launch_bounds__'s second argument): 3 holds
-// every instantiation to 168 registers (the f32 ones need no more; the 16-bit ones use up to
-// 230 unbounded).
+// Blocks a SM the compiler must leave room for (__launch_bounds__'s second argument), f32
+// corpora and 16-bit ones apart. f32: 3 holds the kernel to 168 registers (176 unbounded: two
+// blocks a SM, the schedulers idle two cycles in three on the H200). H200, B = 100K: 58.0 ->
+// 63.5 M docs/s (81% -> 89% of the read ceiling) in one run, 52.2-53.2 -> 56.7-57.6 on a slower
+// machine (bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log). 16-bit
+// corpora: 1 (they use up to 230 registers; bounded to 168 they spill, f16 97.9 -> 89.0 M
+// docs/s in the same run, bf16 slower on the H100).
+#ifndef SPLIT_MIN_BLOCKS_F32
+#define SPLIT_MIN_BLOCKS_F32 3
+#endif
 #ifndef SPLIT_MIN_BLOCKS
 #define SPLIT_MIN_BLOCKS 1
 #endif
+#define SPLIT_BLOCKS(DOC) ((DOC) == 2 ? SPLIT_MIN_BLOCKS_F32 : SPLIT_MIN_BLOCKS)
 
 // DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo (f16 and
 // f32 corpora; the low part carries 2^11, its products are summed apart and scaled back) or
@@ -201,7 +209,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
 }
 
 #define INSTANTIATE_BULK_SPLIT(NAME, DOC, KCH)                                                 \
-    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_MIN_BLOCKS) NAME(        \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_BLOCKS(DOC)) NAME(      \
         const float* q_tokens, const i64* q_offsets, int num_queries, const void* d_tokens,    \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
         int group)                                                                             \

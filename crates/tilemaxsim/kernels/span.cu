@@ -357,9 +357,25 @@ __device__ __forceinline__ void maxsim_span_impl(
 #ifndef SPAN_K1_BLOCKS
 #define SPAN_K1_BLOCKS 6
 #endif
-#define SPAN_BLOCKS(KCH) ((KCH) == 1 ? SPAN_K1_BLOCKS : (KCH) <= 5 ? 3 : 2)
+// Two to five chunks (d = 33..160): 3, but 5 for the any-d kernels (MODE > 0) of two chunks,
+// which their registers and shared memory allow without spilling: H200, B = 100K, U[32,256],
+// d = 48: 70.0% -> 75.5% of the read ceiling in one run, 66.4% -> 68.4% (two runs each,
+// alternating) on another machine. Tried and not kept: 4 or 5 at three chunks (d = 77: +2.7%,
+// then -0.8% on the other machine) and at four (spills: d = 100 68.5% -> 44.6% and 28.9%);
+// bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log.
+#ifndef SPAN_MID_BLOCKS
+#define SPAN_MID_BLOCKS 3
+#endif
+#ifndef SPAN_K2_ANY_BLOCKS
+#define SPAN_K2_ANY_BLOCKS 5
+#endif
+#define SPAN_BLOCKS(KCH, MODE)                                   \
+    ((KCH) == 1                 ? SPAN_K1_BLOCKS                 \
+     : (KCH) == 2 && (MODE) > 0 ? SPAN_K2_ANY_BLOCKS             \
+     : (KCH) <= 5               ? SPAN_MID_BLOCKS                \
+                                : 2)
 #define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \
-    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, SPAN_BLOCKS(KCH)) NAME(                          \
+    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, SPAN_BLOCKS(KCH, MODE)) NAME(                          \
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
         int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
