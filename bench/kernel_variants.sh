@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# usage: OUT=$OUT bash bench/kernel_variants.sh   (on the GPU machine, .dev carried)
-# Issue 27's misses on the H200 under kernel-constant variants, one device call: each variant
-# of TILEMAXSIM_KERNEL_DEFINES is compiled first, all of them at once (one NVRTC process each,
-# ~80 s), into the shared cache; then f32 (maxsim_bulk_split: SPLIT_MIN_BLOCKS, the register
-# bound, and SPLIT_ROUND_BITS, the split by integer rounding) and the odd and small d
-# (maxsim_span_any: SPAN_MID_BLOCKS at 2-5 chunks, SPAN_K1_BLOCKS at one) against the defaults,
-# alternating so drift shows. Log: $OUT/kernel_variants.log.
+# usage: OUT=$OUT [VARIANTS="A=1,B=2 C=3"] [CASES="args|args"] [ROUNDS=2] bash bench/kernel_variants.sh
+#        (on the GPU machine, .dev carried)
+# Kernel constants tried against the defaults in one device call: every variant of
+# TILEMAXSIM_KERNEL_DEFINES (space-separated; commas within one) is compiled first, all at once
+# (one NVRTC process each, about 100 s for six on the H200), into the shared cache; then each
+# case (`tilemaxsim bench` arguments, `|`-separated) is timed under the defaults and every
+# variant in turn, ROUNDS times, so drift between machines or over the call shows. The default
+# variants restore the launch bounds before 63c7544, the cases are issue 27's f32 and d rows.
+# (The run of bench/results/h200/2026-11-28b/kernel_variants.log used 63c7544's version of this
+# script, with its variant lists written out.) Log: $OUT/kernel_variants.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/exact_split_lib.sh
-VARIANTS=${VARIANTS:-"SPLIT_MIN_BLOCKS=3 SPLIT_MIN_BLOCKS=3,SPLIT_ROUND_BITS=1 SPAN_MID_BLOCKS=4 SPAN_MID_BLOCKS=5 SPAN_K1_BLOCKS=8"}
+VARIANTS=${VARIANTS:-"SPLIT_MIN_BLOCKS_F32=1,SPAN_K2_ANY_BLOCKS=3"}
+CASES=${CASES:-"--dtype f32 --docs 100000 --doc-len 128|--dtype f16 --docs 100000 --doc-len 32:256 --dim 48|--dtype f16 --docs 100000 --doc-len 32:256 --dim 77|--dtype f16 --docs 100000 --doc-len 32:256 --dim 128"}
 with() { local v=$1; shift; if [ "$v" = default ]; then "$@"; else TILEMAXSIM_KERNEL_DEFINES=$v "$@"; fi; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -19,22 +23,15 @@ with() { local v=$1; shift; if [ "$v" = default ]; then "$@"; else TILEMAXSIM_KE
   done
   wait
   echo "== compiled $(date -u +%T)"
-  f32() { bench --dtype f32 --docs 100000 --doc-len 128; }
-  mixed() { bench --dtype f16 --query-dtype f32 --docs 100000 --doc-len 128; }
-  for round in 1 2; do
-    for v in default SPLIT_MIN_BLOCKS=3 SPLIT_MIN_BLOCKS=3,SPLIT_ROUND_BITS=1; do
-      echo -n "[$v] "; with "$v" f32
+  IFS='|' read -r -a cases <<< "$CASES"
+  for round in $(seq "${ROUNDS:-2}"); do
+    for c in "${cases[@]}"; do
+      for v in default $VARIANTS; do
+        echo -n "[$v] "
+        # shellcheck disable=SC2086  # the case's arguments split on spaces
+        with "$v" bench $c
+      done
     done
-    echo -n "[default, BULK=3,8] "; TILEMAXSIM_BULK=3,8 f32
-  done
-  for v in default SPLIT_MIN_BLOCKS=3; do echo -n "[$v] "; with "$v" mixed; done
-  for d in 48 77 100 127; do
-    for v in default SPAN_MID_BLOCKS=4 SPAN_MID_BLOCKS=5 default; do
-      echo -n "[$v] "; with "$v" bench --dtype f16 --docs 100000 --doc-len 32:256 --dim "$d"
-    done
-  done
-  for v in default SPAN_K1_BLOCKS=8 default; do
-    echo -n "[$v] "; with "$v" bench --dtype f16 --docs 100000 --doc-len 32:256 --dim 16
   done
   echo "== $(date -u +%T) done"
 } 2>&1 | tee "$OUT/kernel_variants.log"
