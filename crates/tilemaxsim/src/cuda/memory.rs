@@ -256,6 +256,10 @@ impl DeviceQueries {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The device address of the f32 rows, which the CUDA-core and split kernels read; an
     /// error for queries read in place (the kernel choice keeps them from those kernels).
     pub(super) fn f32_rows(&self, stream: &Arc<CudaStream>) -> Result<u64> {
@@ -263,9 +267,6 @@ impl DeviceQueries {
             .as_ref()
             .map(|t| t.device_ptr(stream).0)
             .ok_or_else(|| Error::Argument("queries read in place have no f32 rows".into()))
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

@@ -203,9 +203,10 @@ impl SpanMeta {
 /// The queries of `q` read where they lie, as the tensor-core kernels' 32-row blocks, when
 /// they already are that layout: 16-bit of the documents' dtype at a d with blocks, rows
 /// contiguous, every query a whole number of blocks (Lq a multiple of 32) and each right after
-/// the one before, at an address the engine's own buffers would have (256-byte aligned).
-/// Nothing is gathered or allocated; the result has no f32 rows, so only the kernels that read
-/// the blocks may score it (`None`: the layout is not that one).
+/// the one before, from a first row at an address the engine's own buffers would have
+/// (256-byte aligned; it need not be `q.tokens`: one pair of `maxsim_pairs` is query i of a
+/// larger tensor). Nothing is gathered or allocated; the result has no f32 rows, so only the
+/// kernels that read the blocks may score it (`None`: the layout is not that one).
 ///
 /// # Safety
 /// Every span's rows must be live device memory of `q.dtype` in this context.
@@ -216,34 +217,35 @@ pub(super) unsafe fn queries_in_place(
     q: &RawQueries<'_>,
     doc_dtype: DType,
 ) -> Result<Option<DeviceQueries>> {
-    if !blocks_in_place(q, doc_dtype) {
+    let Some(first) = blocks_in_place(q, doc_dtype) else {
         return Ok(None);
-    }
+    };
     let meta = SpanMeta::upload(gpu, cache, stream, q)?;
     let rows: usize = q.spans.iter().map(|s| s.1).sum();
     // SAFETY: the caller's rows (this function's contract): `rows` contiguous rows of d
-    // elements from `q.tokens`, block b at rows b·32 ..
-    let blocks = unsafe { Mem::borrowed(stream, q.tokens, rows * q.dim) };
+    // elements from `first`, block b at rows b·32 ..
+    let blocks = unsafe { Mem::borrowed(stream, first, rows * q.dim) };
     Ok(Some(meta.queries(stream, q, None, Some(blocks))))
 }
 
-/// Whether `q` already is the tensor-core kernels' 32-row blocks against documents of
-/// `doc_dtype` (see `queries_in_place`).
-fn blocks_in_place(q: &RawQueries<'_>, doc_dtype: DType) -> bool {
-    let dim = q.dim;
+/// The device address of the first query's first row when `q` already is the tensor-core
+/// kernels' 32-row blocks against documents of `doc_dtype` (see `queries_in_place`).
+fn blocks_in_place(q: &RawQueries<'_>, doc_dtype: DType) -> Option<u64> {
+    let (dim, start) = (q.dim, q.spans.first()?.0);
     let mut row = 0;
     let mut whole_blocks = q.spans.iter().map(|s| {
-        let ok = s.1.is_multiple_of(QBLOCK) && s.0 == row * dim;
+        let ok = s.1.is_multiple_of(QBLOCK) && s.0 == start + row * dim;
         row += s.1;
         ok
     });
-    q.dtype == doc_dtype
+    let first = q.tokens + (start * q.dtype.size()) as u64;
+    (q.dtype == doc_dtype
         && q.dtype != DType::F32
         && blocks_dim_ok(q.dtype, dim)
         && q.row_stride == dim
-        && q.tokens.is_multiple_of(256)
-        && !q.spans.is_empty()
-        && whole_blocks.all(|b| b)
+        && first.is_multiple_of(256)
+        && whole_blocks.all(|b| b))
+    .then_some(first)
 }
 
 /// The queries of `q` gathered on `stream` into the engine's layout (`pack_queries_*`):
@@ -568,38 +570,64 @@ mod tests {
             row_stride: 128,
             spans: &[(0, 32), (32 * 128, 64), (96 * 128, 32)],
         };
-        assert!(blocks_in_place(&q, DType::F16));
-        assert!(blocks_in_place(
-            &RawQueries {
-                dim: 77,
-                row_stride: 77,
-                spans: &[(0, 32)],
-                ..q
-            },
-            DType::F16
-        ));
-        // Another dtype than the documents', f32, rows apart, an unaligned start, a query that
-        // ends inside a block, a gap or a reordering between queries, none at all.
-        assert!(!blocks_in_place(&q, DType::BF16));
+        assert_eq!(blocks_in_place(&q, DType::F16), Some(1 << 20));
+        assert!(
+            blocks_in_place(
+                &RawQueries {
+                    dim: 77,
+                    row_stride: 77,
+                    spans: &[(0, 32)],
+                    ..q
+                },
+                DType::F16
+            )
+            .is_some()
+        );
+        // One query of a larger tensor (a pair of `maxsim_pairs`): read from its own first row.
+        let pair = RawQueries {
+            spans: &[(3 * 32 * 128, 32)],
+            ..q
+        };
+        assert_eq!(
+            blocks_in_place(&pair, DType::F16),
+            Some((1 << 20) + 3 * 32 * 128 * 2)
+        );
+        // Another dtype than the documents', f32, rows apart, an unaligned start (of the tensor
+        // or of its first query), a query that ends inside a block, a gap or a reordering
+        // between queries, none at all.
+        assert!(blocks_in_place(&q, DType::BF16).is_none());
         let f32 = RawQueries {
             dtype: DType::F32,
             ..q
         };
-        assert!(!blocks_in_place(&f32, DType::F32));
-        assert!(!blocks_in_place(
-            &RawQueries {
-                row_stride: 136,
-                ..q
-            },
-            DType::F16
-        ));
-        assert!(!blocks_in_place(
-            &RawQueries {
-                tokens: (1 << 20) + 128,
-                ..q
-            },
-            DType::F16
-        ));
+        assert!(blocks_in_place(&f32, DType::F32).is_none());
+        assert!(
+            blocks_in_place(
+                &RawQueries {
+                    row_stride: 136,
+                    ..q
+                },
+                DType::F16
+            )
+            .is_none()
+        );
+        assert!(
+            blocks_in_place(
+                &RawQueries {
+                    tokens: (1 << 20) + 128,
+                    ..q
+                },
+                DType::F16
+            )
+            .is_none()
+        );
+        let odd = RawQueries {
+            dim: 77,
+            row_stride: 77,
+            spans: &[(77, 32)],
+            ..q
+        };
+        assert!(blocks_in_place(&odd, DType::F16).is_none());
         for spans in [
             &[(0, 32), (32 * 128, 33)][..],
             &[(0, 31)],
@@ -608,7 +636,7 @@ mod tests {
             &[],
         ] {
             assert!(
-                !blocks_in_place(&RawQueries { spans, ..q }, DType::F16),
+                blocks_in_place(&RawQueries { spans, ..q }, DType::F16).is_none(),
                 "{spans:?}"
             );
         }
