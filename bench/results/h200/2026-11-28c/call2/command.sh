@@ -1,0 +1,3 @@
+# device call 2 (nvidia-h200, warm after s1.sh): the Python suite on CUDA tensors again, with
+# tokenizers 0.22.1 added to .whl/compat (transformers 5.3.0 refuses the machine's 0.23.2)
+export PYTHONUNBUFFERED=1 LIK_SUPPRESS_NORM_WARN=1 TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache; python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site-compat .whl/compat/*.whl || exit 1; export PYTHONPATH=/tmp/site:/tmp/site-compat TILEMAXSIM_PYLATE_SDIST=$PWD/.whl/pylate-1.6.0.tar.gz; rm -rf .dev; cp -r .devcache .dev; cd crates/tilemaxsim-python && TILEMAXSIM_TEST_DEVICE=cuda timeout 400 python3 -m pytest -q -rfs --tb=short -W ignore::DeprecationWarning -p no:cacheprovider tests 2>&1 | tail -40 | tee $OUT/pytest_cuda.log
