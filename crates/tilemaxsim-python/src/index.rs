@@ -193,6 +193,34 @@ impl Index {
         })
     }
 
+    /// The best `k` of query i among `lists[i]` (document numbers): every listed document
+    /// scored on its codes, then the best `rerank_k` exactly (`tilemaxsim::index::Index::
+    /// search_within`); scores and numbers as `search`'s.
+    #[pyo3(signature = (queries, query_lengths, k, lists, rerank_k=None, device="auto"))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_within(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        query_lengths: Vec<usize>,
+        k: usize,
+        lists: Vec<Vec<usize>>,
+        rerank_k: Option<usize>,
+        device: &str,
+    ) -> PyResult<(Vec<f32>, Vec<i64>)> {
+        let parsed: Device = device.parse().map_err(to_py)?;
+        let how = IndexSearch {
+            rerank_k,
+            ..Default::default()
+        };
+        let n = self.state().inner.len();
+        search_queries(py, queries, query_lengths, k, n, |matrices, kk| {
+            self.state()
+                .inner
+                .search_within(matrices, &lists, kk, &how, parsed)
+        })
+    }
+
     /// Add `corpus`'s documents (exact, unit-norm tokens): their numbers `(first, end)`, on
     /// disk when this returns.
     fn add(&self, py: Python<'_>, corpus: &Corpus) -> PyResult<(usize, usize)> {

@@ -3,7 +3,8 @@ tensors and numpy arrays, `search` returning `(document, score)` lists; IVF with
 probed and every candidate rescored equals exhaustive search on the codes, and equals
 `Corpus.compress("residual")` searched on the same codes; exact reranking scores are the float64
 reference's; reopening the directory gives the same hits; a compaction (into a new directory, or in place)
-keeps every live document's id and scores; and the errors."""
+keeps every live document's id and scores; `subset` (fast-plaid's) ranks each query's own
+documents, exactly as exhaustive search filtered to them; and the errors."""
 
 import numpy as np
 import pytest
@@ -200,6 +201,49 @@ def test_add_and_delete_live_then_reopen(tmp_path):
     for opening in (index, other):
         assert opening.search(Q, top_k=20, **how) == compacted.search(Q, top_k=20, **how)
     assert not other.refresh()
+
+
+def test_search_within_a_subset(tmp_path):
+    # fast-plaid's `subset`: one list for every query, or one a query (lists, arrays, tensors);
+    # each query's hits are its listed live documents in the order exhaustive search gives
+    # them (on the codes alone, and with every candidate rescored exactly: the float64
+    # reference's scores), repeats and deleted documents ignored. Compared on the CPU, where
+    # exhaustive search scores the codes with the same scorer; the exact stage also on the
+    # test device.
+    rng = np.random.default_rng(9)
+    docs = [unit(rng, n, 24) for n in rng.integers(1, 30, size=70)]
+    index = tilemaxsim.Index(tmp_path / "idx", device="cpu")
+    index.create(documents_embeddings=docs, n_centroids=8, kmeans_niters=2)
+    index.add([unit(rng, 12, 24)])
+    index.delete([5, 70])
+    Q = np.stack([unit(rng, 9, 24) for _ in range(3)])
+    lists = [[5, 1, 1, 40, 70, 69], [2], list(range(71))]
+    for rerank_k in (0, 200):
+        every = index.search(Q, top_k=71, exhaustive=True, rerank_k=rerank_k)
+        for subset in (lists, [np.array(x) for x in lists]):
+            got = index.search(Q, top_k=4, rerank_k=rerank_k, subset=subset)
+            for h, e, allowed in zip(got, every, lists):
+                want = [(d, s) for d, s in e if d in allowed][:4]
+                assert [d for d, _ in h] == [d for d, _ in want]
+                np.testing.assert_allclose([s for _, s in h], [s for _, s in want], rtol=1e-5, atol=1e-5)
+        # One list for every query (a list, a tensor).
+        for shared in ([3, 9, 27], torch.tensor([3, 9, 27])):
+            one = index.search(Q, top_k=2, rerank_k=rerank_k, subset=shared)
+            assert all({d for d, _ in h} <= {3, 9, 27} and len(h) == 2 for h in one)
+    # With the exact stage, the float64 reference's scores, on the test device too.
+    on_device = tilemaxsim.Index(tmp_path / "idx", device=DEVICE)
+    got = on_device.search(Q, top_k=3, rerank_k=200, subset=[10, 11, 12, 13])
+    for q, h in zip(Q, got):
+        np.testing.assert_allclose([s for _, s in h], reference(q, [docs[d] for d, _ in h]), rtol=1e-5, atol=1e-5)
+    # Empty lists and deleted-only lists find nothing.
+    assert index.search(Q, top_k=3, subset=[]) == [[], [], []]
+    assert index.search(Q, top_k=3, subset=[[5], [70], []]) == [[], [], []]
+    with pytest.raises(ValueError, match="document 71 is not in the index"):
+        index.search(Q, top_k=3, subset=[0, 71])
+    with pytest.raises(ValueError, match="2 lists for 3 queries"):
+        index.search(Q, top_k=3, subset=[[0], [1]])
+    with pytest.raises(ValueError, match="0 or more"):
+        index.search(Q, top_k=3, subset=[0, -1])
 
 
 def test_refresh_takes_another_openings_updates(tmp_path):

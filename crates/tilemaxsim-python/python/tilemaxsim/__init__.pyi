@@ -116,6 +116,7 @@ class Index:
         exhaustive: bool = False,
         q_mask: Array | None = None,
         residency: str = "auto",
+        subset: Sequence[int] | Sequence[Sequence[int]] | Array | None = None,
     ) -> list[list[tuple[int, float]]]: ...
     def add(
         self, documents_embeddings: Sequence[Array] | Corpus, *, doc_ids: Sequence[str] | None = None

@@ -23,6 +23,31 @@ def _as_corpus(documents_embeddings, doc_ids):
     return Corpus.from_tensors(list(documents_embeddings), doc_ids=doc_ids, device="cpu")
 
 
+def _subset_lists(subset, queries):
+    """fast-plaid's `subset` as one list of document numbers a query: a list (or 1-D array) for
+    every query, or a list of lists, one a query."""
+    subset = subset.tolist() if getattr(subset, "ndim", 0) >= 1 else list(subset)
+    if subset and (isinstance(subset[0], (list, tuple)) or getattr(subset[0], "ndim", 0) >= 1):
+        lists = [[int(j) for j in (s.tolist() if getattr(s, "ndim", 0) >= 1 else s)] for s in subset]
+        if len(lists) != queries:
+            raise ValueError(f"subset: {len(lists)} lists for {queries} queries (one for every query, or one a query)")
+    else:
+        lists = [[int(j) for j in subset]] * queries
+    if any(j < 0 for lst in lists for j in lst):
+        raise ValueError("subset: document numbers are 0 or more")
+    return lists
+
+
+def _hits(scores, index, queries, kk):
+    """The native search's flat scores and numbers as one `[(number, score), ...]` a query
+    (the -1 numbers past a query's hits left out)."""
+    out = []
+    for q in range(queries):
+        row = zip(index[q * kk : (q + 1) * kk], scores[q * kk : (q + 1) * kk])
+        out.append([(int(i), float(s)) for i, s in row if i >= 0])
+    return out
+
+
 class Index:
     """An index directory at `index`: opened when it holds one, else made by `create`.
 
@@ -96,12 +121,18 @@ class Index:
         exhaustive=False,
         q_mask=None,
         residency="auto",
+        subset=None,
     ):
         """The `top_k` best documents of each query: `[[(document, score), ...], ...]`.
         `queries_embeddings`: `[A, Lq, d]` (or one query `[Lq, d]`, or a list of queries of any
         lengths). IVF search may find fewer than `top_k` documents for a query. On a GPU the
         codes are held `residency="auto"` (resident when they fit its free memory, else
-        streamed: each batch's candidates uploaded), `"resident"` or `"stream"`."""
+        streamed: each batch's candidates uploaded), `"resident"` or `"stream"`.
+        `subset` (fast-plaid's): document numbers to search within, one list for every query or
+        one list a query. Each listed document is then scored on its codes on the host (the
+        cost is the list's, not the index's), the best `rerank_k` exactly where the index keeps
+        its exact tokens; `n_ivf_probe`, `n_full_scores`, `exhaustive` and `residency` do not
+        apply. Deleted and repeated numbers are ignored; one past the index is an error."""
         if self._native is None:
             raise ValueError(f"{self._path}: no index here yet; call create(documents_embeddings=...) first")
         if top_k < 1:
@@ -117,6 +148,12 @@ class Index:
             host = Q.detach().cpu().float().contiguous() if is_torch(Q) else np.ascontiguousarray(Q, dtype=np.float32)
             lengths = [int(Q.shape[1])] * int(Q.shape[0])
         device = "cuda" if self._device == "auto" and _native.cuda_available() else self._device
+        if subset is not None:
+            lists = _subset_lists(subset, len(lengths))
+            scores, index = self._native.search_within(
+                host, lengths, int(top_k), lists, rerank_k=rerank_k, device=device
+            )
+            return _hits(scores, index, len(lengths), min(int(top_k), len(self)))
         scores, index = self._native.search(
             host,
             lengths,
@@ -128,12 +165,7 @@ class Index:
             device=device,
             residency=residency,
         )
-        kk = min(int(top_k), len(self))
-        out = []
-        for q in range(len(lengths)):
-            row = zip(index[q * kk : (q + 1) * kk], scores[q * kk : (q + 1) * kk])
-            out.append([(int(i), float(s)) for i, s in row if i >= 0])
-        return out
+        return _hits(scores, index, len(lengths), min(int(top_k), len(self)))
 
     def add(self, documents_embeddings, *, doc_ids=None):
         """Add documents (a list of `[Ld_i, d]` unit-norm documents, or an exact `Corpus`),

@@ -32,6 +32,7 @@ mod manifest;
 pub mod probe;
 mod searchers;
 mod updates;
+mod within;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

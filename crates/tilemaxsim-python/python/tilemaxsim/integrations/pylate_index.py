@@ -14,8 +14,8 @@ an IVF, and the exact tokens kept for the last rescoring unless `keep_exact=Fals
 add documents against the same centroids, on disk before they return. `remove_documents`
 deletes by id (numbers are never reused; a removed id may be added again). A search returns,
 per query, `[{"id": ..., "score": ...}, ...]` best first. `subset` restricts a search to the
-given ids (one list for every query, or one list a query): those documents are scored
-exhaustively on their codes, then rescored exactly. The index keeps its ids itself: reopening
+given ids (one list for every query, or one list a query): only those documents are scored,
+on their codes, then the best rescored exactly (`Index.search`'s `subset`). The index keeps its ids itself: reopening
 the folder (`override=False`) finds them. `get_documents_embeddings` is not offered (as with
 `FastPlaid`): an end-to-end index does not need it.
 """
@@ -155,13 +155,11 @@ class TileMaxSimIndex(Base):
             per_query = subset if subset and isinstance(subset[0], (list, tuple)) else [subset] * len(queries)
             if len(per_query) != len(queries):
                 raise ValueError(f"subset: {len(per_query)} lists for {len(queries)} queries")
-            # Every document scored on its codes, then the subset's kept (exactly rescored).
-            total = len(self.index)
-            every = self.index.search(queries, top_k=total, exhaustive=True, rerank_k=total)
-            hits = []
-            for row, allowed in zip(every, per_query):
-                keep = {str(a) for a in allowed}
-                hits.append([(n, s) for n, s in row if ids[n] in keep][:k])
+            # Each id's numbers (unknown ids are ignored, as PyLate's FastPlaid does), searched
+            # within: only those documents are scored, then rescored exactly.
+            live = self._live()
+            lists = [[n for i in allowed for n in live.get(str(i), [])] for allowed in per_query]
+            hits = self.index.search(queries, top_k=k, rerank_k=self.rerank_k, subset=lists)
         return [[{"id": ids[n], "score": float(s)} for n, s in row] for row in hits]
 
     def get_documents_embeddings(self, documents_ids):
