@@ -67,6 +67,12 @@ def test_replicas_answer_as_the_index_and_take_updates_through_any(cluster, cran
             Q[i, : len(q)], mask[i, : len(q)] = q, True
         got = s.search(Q, 5, q_mask=mask, n_ivf_probe=4)
         assert got == tilemaxsim.Index(path, device="cpu").search(Q, 5, q_mask=mask, n_ivf_probe=4)
+        # subset: one list a query, split over the replicas with their queries; one for all.
+        lists = [[j, j + 1, 299 - j] for j in range(7)]
+        for subset in (lists, [5, 50, 150]):
+            got = s.search(queries[:7], 2, subset=subset)
+            assert got == tilemaxsim.Index(path, device="cpu").search(queries[:7], 2, subset=subset)
+        assert all({d for d, _ in row} <= set(lst) for row, lst in zip(s.search(queries[:7], 3, subset=lists), lists))
         # An add through the searcher: every replica's next search sees it.
         assert s.add(docs[300:305], doc_ids=ids[300:305]) == [300, 301, 302, 303, 304]
         assert all(row[0] == 302 for row in tops(s.search([docs[302]] * 4, 3)))

@@ -15,7 +15,7 @@ import numpy as np
 import ray
 
 from .._arrays import is_torch
-from .._index import Index
+from .._index import Index, _subset_lists
 from ._actors import ActorGroup, actor_class
 
 # How often a search is made again while compactions in place keep moving the generation.
@@ -140,13 +140,14 @@ class IndexSearcher(ActorGroup):
         """`Index.search` over the replicas: `[[(document, score), ...], ...]`, one list per
         query, in order. `queries_embeddings`: `[A, Lq, d]`, one `[Lq, d]`, or a list of
         `[Lq_i, d]`; `options`: `Index.search`'s (`n_ivf_probe`, `n_full_scores`,
-        `rerank_k`, `exhaustive`, `q_mask`)."""
+        `rerank_k`, `exhaustive`, `q_mask`, `subset`: each replica gets its queries' lists)."""
         if top_k < 1:
             raise ValueError(f"top_k = {top_k}: must be at least 1")
         queries, mask = self._split(queries_embeddings, options.pop("q_mask", None))
         if not queries:
             raise ValueError("queries_embeddings: no queries")
         n = len(queries)
+        lists = _subset_lists(options.pop("subset"), n) if options.get("subset") is not None else None
         per = math.ceil(n / len(self.actors))
         refs = []
         for r, a in enumerate(self.actors):
@@ -157,6 +158,8 @@ class IndexSearcher(ActorGroup):
             if mask is not None:
                 kw["q_mask"] = mask[r * per : (r + 1) * per]
                 part = np.stack(part)
+            if lists is not None:
+                kw["subset"] = lists[r * per : (r + 1) * per]
             refs.append(a.search.remote(part, int(top_k), kw))
         out = []
         for part in ray.get(refs, timeout=timeout):
