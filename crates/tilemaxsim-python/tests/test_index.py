@@ -238,7 +238,7 @@ def test_search_within_a_subset(tmp_path):
     # Empty lists and deleted-only lists find nothing.
     assert index.search(Q, top_k=3, subset=[]) == [[], [], []]
     assert index.search(Q, top_k=3, subset=[[5], [70], []]) == [[], [], []]
-    with pytest.raises(ValueError, match="document 71 is not in the index"):
+    with pytest.raises(ValueError, match="document 71 does not exist"):
         index.search(Q, top_k=3, subset=[0, 71])
     with pytest.raises(ValueError, match="2 lists for 3 queries"):
         index.search(Q, top_k=3, subset=[[0], [1]])

@@ -122,7 +122,7 @@ fn bad_lists_are_errors_that_change_nothing() {
             .unwrap_err()
             .to_string()
     };
-    assert!(err(&[vec![0], vec![20]], 5).contains("document 20 is not in the index"));
+    assert!(err(&[vec![0], vec![20]], 5).contains("document 20 does not exist"));
     assert!(err(&[vec![0]], 5).contains("2 queries for 1 lists"));
     assert!(err(&[vec![0], vec![1]], 0).contains("k must be at least 1"));
     // A query of another width.

@@ -312,6 +312,25 @@ impl Index {
         self.updates.deleted.get(j).copied().unwrap_or(false)
     }
 
+    /// The live documents of `docs` (numbers), sorted, each once; an error naming the first
+    /// number past [`Index::len`].
+    fn live_of(&self, docs: &[usize]) -> Result<Vec<usize>> {
+        let total = self.len();
+        if let Some(&bad) = docs.iter().find(|&&j| j >= total) {
+            return Err(Error::Argument(format!(
+                "document {bad} does not exist: the index numbers {total} documents"
+            )));
+        }
+        let mut live: Vec<usize> = docs
+            .iter()
+            .copied()
+            .filter(|&j| !self.is_deleted(j))
+            .collect();
+        live.sort_unstable();
+        live.dedup();
+        Ok(live)
+    }
+
     /// Add `docs` (unit-norm tokens, as the build's): encoded against the index's centroids and
     /// appended to its log, on disk before this returns. Their numbers, after every document
     /// before them (another process's adds included). Where the index's documents carry ids
@@ -367,19 +386,7 @@ impl Index {
     /// past [`Index::len`] is an error, and nothing is deleted.
     pub fn delete(&mut self, docs: &[usize]) -> Result<usize> {
         let mut w = self.lock(Stale::Refuse)?;
-        let total = self.len();
-        if let Some(&bad) = docs.iter().find(|&&j| j >= total) {
-            return Err(Error::Argument(format!(
-                "document {bad} does not exist: the index numbers {total} documents"
-            )));
-        }
-        let mut new: Vec<usize> = docs
-            .iter()
-            .copied()
-            .filter(|&j| !self.is_deleted(j))
-            .collect();
-        new.sort_unstable();
-        new.dedup();
+        let new = self.live_of(docs)?;
         if new.is_empty() {
             return Ok(0);
         }

@@ -89,24 +89,9 @@ impl Index {
             )));
         }
         crate::scorer::check_queries(queries, self.codes.dim())?;
-        let n = self.len();
         let lists = lists
             .iter()
-            .map(|list| {
-                if let Some(&j) = list.iter().find(|&&j| j >= n) {
-                    return Err(Error::Argument(format!(
-                        "document {j} is not in the index: it numbers {n} documents"
-                    )));
-                }
-                let mut live: Vec<usize> = list
-                    .iter()
-                    .copied()
-                    .filter(|&j| !self.is_deleted(j))
-                    .collect();
-                live.sort_unstable();
-                live.dedup();
-                Ok(live)
-            })
+            .map(|list| self.live_of(list))
             .collect::<Result<Vec<_>>>()?;
         let added = self.updates.added.as_ref();
         let mut segments = vec![&self.codes];
