@@ -115,19 +115,10 @@ impl Index {
         let options = self.stage_options(how, options);
         let exact = match options.rerank {
             None => None,
-            Some(r) => {
-                crate::search::same_documents(r.exact, &self.codes)?;
-                match added {
-                    None => Some((vec![r.exact], r.candidates)),
-                    Some(a) => match &a.exact {
-                        Some(e) => {
-                            crate::search::same_documents(e, &a.codes)?;
-                            Some((vec![r.exact, e], r.candidates))
-                        }
-                        None => return Ok(None),
-                    },
-                }
-            }
+            Some(r) => match self.exact_segments(r.exact)? {
+                Some(exact) => Some((exact, r.candidates)),
+                None => return Ok(None),
+            },
         };
         let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
         let mut segments = vec![probe::Segment {
@@ -154,6 +145,25 @@ impl Index {
         Ok(Some((searcher, notice.or(second))))
     }
 
+    /// The exact tokens of every segment, the build's (`base`) first, each checked against its
+    /// codes; `None` where documents were added without theirs (no exact stage over both).
+    pub(super) fn exact_segments<'a>(
+        &'a self,
+        base: &'a Corpus,
+    ) -> Result<Option<Vec<&'a Corpus>>> {
+        crate::search::same_documents(base, &self.codes)?;
+        match &self.updates.added {
+            None => Ok(Some(vec![base])),
+            Some(a) => match &a.exact {
+                Some(e) => {
+                    crate::search::same_documents(e, &a.codes)?;
+                    Ok(Some(vec![base, e]))
+                }
+                None => Ok(None),
+            },
+        }
+    }
+
     /// The IVF stages' settings of `how`, the index's defaults where it names none.
     fn probe_of(&self, how: &IndexSearch) -> Probe {
         Probe {
@@ -172,7 +182,7 @@ impl Index {
 
     /// The options of a segment's search: the exact stage of the caller's, else the index's
     /// own exact tokens, with the candidates of `how`, the caller's or the index's default.
-    fn stage_options<'a>(
+    pub(super) fn stage_options<'a>(
         &'a self,
         how: &IndexSearch,
         options: &SearchOptions<'a>,

@@ -104,14 +104,13 @@ impl Index {
             scorer,
         });
         // The exact stage where every segment keeps its exact tokens.
-        let candidates = how.rerank_k.unwrap_or(self.defaults.rerank_k);
-        let exact: Option<Vec<&Corpus>> = match (&self.exact, added) {
-            (Some(e), None) => Some(vec![e]),
-            (Some(e), Some(a)) => a.exact.as_ref().map(|ae| vec![e, ae]),
-            (None, _) => None,
+        let options = self.stage_options(how, &SearchOptions::default());
+        let exact = match options.rerank {
+            Some(r) => self.exact_segments(r.exact)?.map(|e| (e, r.candidates)),
+            None => None,
         };
-        let searcher = match exact.filter(|_| candidates > 0) {
-            Some(exact) => reranked_on_host(first, exact, candidates, device)?.0,
+        let searcher = match exact {
+            Some((exact, candidates)) => reranked_on_host(first, exact, candidates, device)?.0,
             None => first,
         };
         searcher.search(queries, k)

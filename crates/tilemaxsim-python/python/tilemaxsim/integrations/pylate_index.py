@@ -14,10 +14,10 @@ an IVF, and the exact tokens kept for the last rescoring unless `keep_exact=Fals
 add documents against the same centroids, on disk before they return. `remove_documents`
 deletes by id (numbers are never reused; a removed id may be added again). A search returns,
 per query, `[{"id": ..., "score": ...}, ...]` best first. `subset` restricts a search to the
-given ids (one list for every query, or one list a query): only those documents are scored,
-on their codes, then the best rescored exactly (`Index.search`'s `subset`). The index keeps its ids itself: reopening
-the folder (`override=False`) finds them. `get_documents_embeddings` is not offered (as with
-`FastPlaid`): an end-to-end index does not need it.
+given ids (one list for every query, or one list a query): only those documents are scored, on
+their codes, then the best rescored exactly (`Index.search`'s `subset`). The index keeps its
+ids itself: reopening the folder (`override=False`) finds them. `get_documents_embeddings` is
+not offered (as with `FastPlaid`): an end-to-end index does not need it.
 """
 
 from __future__ import annotations
