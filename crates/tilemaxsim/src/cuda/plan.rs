@@ -108,7 +108,7 @@ impl DocLengths {
     ///   to that many documents. (Documents that leave tiles partly empty go to `maxsim_span`
     ///   when every document is scored: `spans_pay`.)
     /// - Wide d: about four 128 × 128-element tiles' worth of the document's bytes per block,
-    ///   `tuning.wide_least` to 4: two 128-token documents at d = 256 (48.61 M docs/s against
+    ///   `tuning.least_at(dim)` to 4: two 128-token documents at d = 256 (48.61 M docs/s against
     ///   47.50 with one, H100, bench/results/profile_peer.log).
     pub(super) fn bulk_run(&self, dim: usize, tuning: &Tuning) -> u64 {
         let (work, unit) = if wide_dim(dim) {
@@ -117,7 +117,7 @@ impl DocLengths {
             (self.padded, WG_BN)
         };
         let (tiles, least) = if wide_dim(dim) {
-            (4, tuning.wide_least)
+            (4, tuning.least_at(dim))
         } else {
             (tuning.bulk_tiles, 1)
         };
@@ -162,6 +162,13 @@ pub(super) struct Tuning {
     /// d = 768 B = 10K: two 21.45 M docs/s against one 20.43 (bench/results/h200/tuning.log);
     /// H100: one 15.70 against two 15.58.
     pub(super) wide_least: usize,
+    /// Fewest documents per `maxsim_bulk` run at wide d of 32-token tiles (d = 256, 384, 512),
+    /// `wide_least` past them. H200, f16 U[32,256] B = 100K: four documents d = 256 49.95 M
+    /// docs/s against two 48.20, d = 384 33.57 against 32.66; B = 10K, d = 512 27.37 / 27.38
+    /// against 26.62 / 26.52 (two rounds); at d = 768 (16-token tiles) four and two are level
+    /// (bench/results/h200/2026-11-28d). `maxsim_bulk_any`, sized by the same rule at its
+    /// bound, keeps `wide_least` (`for_bulk_any`): four there were not measured.
+    pub(super) wide_least_tok32: usize,
     /// Three stages at wide d of 16-token tiles (d > 512) where two blocks an SM still fit
     /// (`bulk_stages`). H100, d = 768: 15.94 M docs/s (99.5% of the read ceiling) against
     /// 15.70 with two stages; not measured on the H200.
@@ -173,12 +180,14 @@ impl Tuning {
         bulk_tiles: 8,
         span_tiles_d128: SPAN_RUN_TILES,
         wide_least: 2,
+        wide_least_tok32: 4,
         wide_three_stages: false,
     };
     pub(super) const H100: Tuning = Tuning {
         bulk_tiles: 4,
         span_tiles_d128: 3,
         wide_least: 1,
+        wide_least_tok32: 1,
         wide_three_stages: true,
     };
 
@@ -189,6 +198,23 @@ impl Tuning {
             self.span_tiles_d128
         } else {
             SPAN_RUN_TILES
+        }
+    }
+
+    /// Fewest documents per `maxsim_bulk` run at wide `dim` (`DocLengths::bulk_run`).
+    pub(super) fn least_at(&self, dim: usize) -> usize {
+        if bulk_wide_tok(dim) == 32 {
+            self.wide_least_tok32
+        } else {
+            self.wide_least
+        }
+    }
+
+    /// These shapes for `maxsim_bulk_any`, which takes `wide_least` at every bound.
+    pub(super) fn for_bulk_any(&self) -> Self {
+        Tuning {
+            wide_least_tok32: self.wide_least,
+            ..*self
         }
     }
 
@@ -891,11 +917,17 @@ mod tests {
         assert_eq!(run(&[0]), 8, "no documents");
         assert_eq!(run(&[0, 0, 0]), 8, "empty documents");
         // Wide d: about four 128 x 128 tiles' worth of bytes.
+        // On the H200 (DEFAULT) at least four documents at 32-token tiles (d <= 512), two past.
         let wide = |o: &[usize], d| DocLengths::of(o).bulk_run(d, &Tuning::DEFAULT);
-        assert_eq!(wide(&[0, 128, 256], 256), 2);
+        assert_eq!(wide(&[0, 128, 256], 256), 4);
+        assert_eq!(wide(&[0, 2000], 512), 4);
         assert_eq!(wide(&[0, 128, 256], 768), 2);
         assert_eq!(wide(&[0, 40, 80], 256), 4);
         assert_eq!(wide(&[0, 2000], 1024), 2);
+        // maxsim_bulk_any keeps two at every bound.
+        let any = Tuning::DEFAULT.for_bulk_any();
+        assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(256, &any), 2);
+        assert_eq!(DocLengths::of(&[0, 40, 80]).bulk_run(256, &any), 4);
         // Lengths known only by their mean (borrowed device memory).
         assert_eq!(DocLengths::mean(3, 384).bulk_run(128, &Tuning::DEFAULT), 8);
         assert_eq!(DocLengths::mean(2, 512).bulk_run(128, &Tuning::DEFAULT), 4);

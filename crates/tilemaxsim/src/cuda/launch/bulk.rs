@@ -141,7 +141,7 @@ impl Bulk {
         )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let run = corpus.lengths.bulk_run(bound, &gpu.tuning);
+        let run = corpus.lengths.bulk_run(bound, &gpu.tuning.for_bulk_any());
         let smem = |s| bulk_any_smem(s, corpus.dim, bound);
         let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
