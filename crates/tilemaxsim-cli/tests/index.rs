@@ -2,8 +2,9 @@
 //! built with the defaults and searched with them (IVF, reranked by the exact tokens it keeps)
 //! keeps recall@10 against the float64 reference ranking at 0.95 or above; `--exhaustive`
 //! without reranking returns the same run as `search` on the same codes; IVF without it keeps
-//! the codes' quality; and the errors a user
-//! can meet (a directory that is not empty, a directory with no index, contradicting flags).
+//! the codes' quality; a search within given documents (`--subset`, `--subset-run`) is the
+//! exhaustive run filtered to them; and the errors a user can meet (a directory that is not
+//! empty, a directory with no index, contradicting flags, ids the index does not hold).
 
 mod common;
 use common::{bin, cranfield, run_err, run_ok};
@@ -95,6 +96,7 @@ fn index_build_and_search_on_cranfield() {
             .arg(&plain),
     );
     assert_eq!(exhaustive, ranking(&plain));
+    within_given_documents(dir.path(), &index, &data);
     // IVF without the exact stage: the codes' own ranking quality (0.908 here, BENCHMARKS.md).
     let ivf = search("ivf", &["--rerank-k", "0"]);
     let r10 = recall_at(&ivf, &reference, 10);
@@ -186,4 +188,111 @@ fn index_build_and_search_on_cranfield() {
             .arg(data.join("queries.safetensors")),
     );
     assert!(err.contains("at least 1"), "{err}");
+}
+
+/// `--subset IDS` and `--subset-run RUN` on the codes: each query's run is the exhaustive run
+/// over every document filtered to its documents; with the exact stage, its hits are its
+/// documents; ids the index does not hold and malformed lines are errors.
+fn within_given_documents(dir: &Path, index: &Path, data: &Path) {
+    let search = |name: &str, k: usize, extra: &[&str]| {
+        let run = dir.join(format!("{name}.trec"));
+        let mut cmd = bin();
+        cmd.args([
+            "index",
+            "search",
+            "--device",
+            "cpu",
+            "-k",
+            &k.to_string(),
+            "--index",
+        ])
+        .arg(index)
+        .arg("--queries")
+        .arg(data.join("queries.safetensors"))
+        .arg("--query-ids")
+        .arg(data.join("query_ids.txt"))
+        .args(extra)
+        .arg("--out")
+        .arg(&run);
+        (cmd, run)
+    };
+    let ok = |name: &str, k: usize, extra: &[&str]| {
+        let (mut cmd, run) = search(name, k, extra);
+        run_ok(&mut cmd);
+        ranking(&run)
+    };
+    let err = |extra: &[&str]| run_err(&mut search("bad", 10, extra).0);
+    let full = ok("full", 1400, &["--exhaustive", "--rerank-k", "0"]);
+    let filtered = |q: &str, keep: &dyn Fn(&String) -> bool| -> Vec<String> {
+        full[q]
+            .iter()
+            .filter(|d| keep(d))
+            .take(10)
+            .cloned()
+            .collect()
+    };
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+
+    // Each query its own documents: every seventh of its full ranking from the third on, in
+    // reverse order (order and scores are not read); the first query not named.
+    let queries: Vec<&String> = full.keys().collect();
+    let mut lines = String::new();
+    let mut lists = BTreeMap::new();
+    for q in &queries[1..] {
+        let mine: Vec<String> = full[*q].iter().skip(2).step_by(7).cloned().collect();
+        for (r, d) in mine.iter().rev().enumerate() {
+            lines += &format!("{q} Q0 {d} {} 0.5 first-stage\n", r + 1);
+        }
+        lists.insert(q.to_string(), mine);
+    }
+    let sub_run = path("subset_run.trec");
+    std::fs::write(&sub_run, lines).unwrap();
+    let got = ok(
+        "within_run",
+        10,
+        &["--subset-run", &sub_run, "--rerank-k", "0"],
+    );
+    assert_eq!(
+        got.len(),
+        queries.len() - 1,
+        "the query the run does not name gets no hits"
+    );
+    for (q, mine) in &lists {
+        assert_eq!(got[q], filtered(q, &|d| mine.contains(d)), "query {q}");
+    }
+    // With the index's exact stage (its defaults): every hit is one of the query's documents.
+    for (q, hits) in ok("within_run_exact", 10, &["--subset-run", &sub_run]) {
+        assert_eq!(hits.len(), 10);
+        assert!(hits.iter().all(|d| lists[&q].contains(d)), "query {q}");
+    }
+
+    // One list for every query: every fifth document of the first query's ranking, one twice.
+    let mut ids: Vec<String> = full[queries[0]].iter().step_by(5).cloned().collect();
+    ids.push(ids[0].clone());
+    let sub_ids = path("subset_ids.txt");
+    std::fs::write(&sub_ids, ids.join("\n") + "\n\n").unwrap();
+    let got = ok("within_ids", 10, &["--subset", &sub_ids, "--rerank-k", "0"]);
+    assert_eq!(got.len(), queries.len());
+    for q in &queries {
+        assert_eq!(got[*q], filtered(q, &|d| ids.contains(d)), "query {q}");
+    }
+
+    // Errors: an id the index does not hold, a run line of the wrong shape, a run given as
+    // ids, and flags that do not apply.
+    let bad = path("bad_ids.txt");
+    std::fs::write(&bad, format!("{}\nno-such-doc\n", ids[0])).unwrap();
+    let e = err(&["--subset", &bad]);
+    assert!(
+        e.contains("line 2") && e.contains("no document \"no-such-doc\""),
+        "{e}"
+    );
+    std::fs::write(&bad, "1 Q0 5 1\n").unwrap();
+    let e = err(&["--subset-run", &bad]);
+    assert!(e.contains("expected a TREC run line"), "{e}");
+    let e = err(&["--subset", &sub_run]);
+    assert!(e.contains("--subset-run"), "{e}");
+    let e = err(&["--subset", &sub_ids, "--exhaustive"]);
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = err(&["--subset-run", &sub_run, "--rerank", &sub_ids]);
+    assert!(e.contains("cannot be used with"), "{e}");
 }

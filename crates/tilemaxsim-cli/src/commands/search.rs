@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use tilemaxsim::Searcher;
+use tilemaxsim::{Hit, Matrix};
 
 use crate::args::CorpusArgs;
 use crate::load;
@@ -72,27 +72,45 @@ pub fn run(a: SearchArgs) -> Result<()> {
     let prepare_s = prepared.elapsed().as_secs_f64();
     let corpus = opened.corpus.as_ref();
     let doc_id = |j: usize| load::id(corpus, j);
-    search_and_write(&a.run, searcher.as_ref(), corpus.len(), &doc_id, prepare_s)
+    let search = |_: &[String], batch: &[Matrix<'_>], k| searcher.search(batch, k);
+    let summary = Summary {
+        name: searcher.name(),
+        num_docs: corpus.len(),
+        prepare_s,
+    };
+    search_and_write(&a.run, &search, &doc_id, &summary)
 }
 
-/// Run every query through `searcher` in batches and write the run file and the summary.
+/// What a search's closing line names: the searcher, the documents searched, and the seconds
+/// taken before the first query.
+pub(crate) struct Summary {
+    pub name: String,
+    pub num_docs: usize,
+    pub prepare_s: f64,
+}
+
+/// A batch's hits: its queries' ids and matrices, and k.
+pub(crate) type SearchFn<'a> =
+    dyn Fn(&[String], &[Matrix<'_>], usize) -> tilemaxsim::Result<Vec<Vec<Hit>>> + 'a;
+
+/// Run every query through `search` in batches and write the run file and the summary.
 pub(crate) fn search_and_write(
     a: &RunArgs,
-    searcher: &dyn Searcher,
-    num_docs: usize,
+    search: &SearchFn<'_>,
     doc_id: &dyn Fn(usize) -> String,
-    prepare_s: f64,
+    summary: &Summary,
 ) -> Result<()> {
     let qfile = load::query_file(&a.queries, a.query_ids.as_ref())?;
     let queries = load::queries(&qfile);
+    let qids: Vec<String> = (0..queries.len()).map(|q| load::id(&qfile, q)).collect();
 
     let bar = crate::progress::bar(queries.len() as u64, "queries", false);
     let started = Instant::now();
     let mut results = Vec::with_capacity(queries.len());
     let mut batch_latency = Vec::new();
-    for batch in queries.chunks(a.batch) {
+    for (batch, ids) in queries.chunks(a.batch).zip(qids.chunks(a.batch)) {
         let t = Instant::now();
-        results.extend(searcher.search(batch, a.top_k)?);
+        results.extend(search(ids, batch, a.top_k)?);
         // Every query of a batch waits for the whole batch.
         let took = t.elapsed().as_secs_f64();
         batch_latency.extend(std::iter::repeat_n(took, batch.len()));
@@ -107,8 +125,7 @@ pub(crate) fn search_and_write(
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    for (q, hits) in results.iter().enumerate() {
-        let qid = load::id(&qfile, q);
+    for (qid, hits) in qids.iter().zip(&results) {
         for (rank, h) in hits.iter().enumerate() {
             writeln!(
                 w,
@@ -127,12 +144,12 @@ pub(crate) fn search_and_write(
     eprintln!(
         "{} queries × {} documents in {:.3} s on {} (corpus ready in {:.2} s): {:.1} queries/s, {} docs/s; latency per query (batches of ≤{}): p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms",
         queries.len(),
-        num_docs,
+        summary.num_docs,
         total,
-        searcher.name(),
-        prepare_s,
+        summary.name,
+        summary.prepare_s,
         queries.len() as f64 / total,
-        crate::progress::si((queries.len() * num_docs) as f64 / total),
+        crate::progress::si((queries.len() * summary.num_docs) as f64 / total),
         a.batch,
         pct(0.5),
         pct(0.9),

@@ -5,6 +5,7 @@
 
 mod build;
 mod search;
+mod subset;
 mod update;
 
 use anyhow::Result;

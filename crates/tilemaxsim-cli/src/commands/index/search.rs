@@ -1,6 +1,7 @@
 //! `tilemaxsim index search`: the top-k of every query over an index directory, as a TREC run
-//! file: IVF (the default) or `--exhaustive`, reranked exactly by the index's exact tokens or
-//! `--rerank EXACT`, with `search`'s summary of throughput and latency.
+//! file: IVF (the default), `--exhaustive`, or within given documents (`--subset`,
+//! `--subset-run`), reranked exactly by the index's exact tokens or `--rerank EXACT`, with
+//! `search`'s summary of throughput and latency.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -9,7 +10,8 @@ use anyhow::{Context, Result};
 use tilemaxsim::index::{Index, IndexSearch};
 use tilemaxsim::{Device, Rerank, Residency, SearchOptions};
 
-use crate::commands::search::{RunArgs, search_and_write};
+use super::subset::Subset;
+use crate::commands::search::{RunArgs, Summary, search_and_write};
 use crate::load;
 
 #[derive(clap::Args, Debug)]
@@ -45,6 +47,15 @@ pub struct IndexSearchArgs {
     /// to be rescored; with --exhaustive, every code in chunks).
     #[arg(long, default_value = "auto")]
     residency: Residency,
+    /// Search every query only within these documents: a file of document ids (as the run files
+    /// write them), one a line. Each listed document is scored on its codes, then the best
+    /// --rerank-k exactly by the index's exact tokens.
+    #[arg(long, conflicts_with_all = ["exhaustive", "nprobe", "ndocs", "devices", "rerank", "subset_run"])]
+    subset: Option<PathBuf>,
+    /// Search each query only within its own documents in this TREC run (`qid Q0 docid rank
+    /// score tag`; e.g. a first-stage run to rerank). A query the run does not name gets no hits.
+    #[arg(long, conflicts_with_all = ["exhaustive", "nprobe", "ndocs", "devices", "rerank"])]
+    subset_run: Option<PathBuf>,
     #[command(flatten)]
     check: load::CheckArgs,
 }
@@ -81,12 +92,33 @@ pub fn run(a: IndexSearchArgs) -> Result<()> {
         ndocs: a.ndocs,
         rerank_k: a.rerank_k,
     };
+    let doc_id = |j: usize| index.doc_id(j);
+    let live = index.len() - index.deleted();
+    let subset = match (&a.subset, &a.subset_run) {
+        (Some(p), _) => Some(Subset::of_ids(p, &index)?),
+        (None, Some(p)) => Some(Subset::of_run(p, &index)?),
+        (None, None) => None,
+    };
+    if let Some(subset) = subset {
+        let search = |qids: &[String], batch: &[tilemaxsim::Matrix<'_>], k| {
+            index.search_within(batch, &subset.lists(qids), k, &how, device)
+        };
+        let summary = Summary {
+            name: "the index's codes, within the given documents".into(),
+            num_docs: live,
+            prepare_s: started.elapsed().as_secs_f64(),
+        };
+        return search_and_write(&a.run, &search, &doc_id, &summary);
+    }
     let (searcher, notice) = index.searcher(device, &how, &options)?;
     if let Some(n) = notice {
         eprintln!("notice: {n}");
     }
-    let prepare_s = started.elapsed().as_secs_f64();
-    let doc_id = |j: usize| index.doc_id(j);
-    let live = index.len() - index.deleted();
-    search_and_write(&a.run, searcher.as_ref(), live, &doc_id, prepare_s)
+    let search = |_: &[String], batch: &[tilemaxsim::Matrix<'_>], k| searcher.search(batch, k);
+    let summary = Summary {
+        name: searcher.name(),
+        num_docs: live,
+        prepare_s: started.elapsed().as_secs_f64(),
+    };
+    search_and_write(&a.run, &search, &doc_id, &summary)
 }
