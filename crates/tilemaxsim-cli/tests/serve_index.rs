@@ -4,6 +4,7 @@
 //! an update (at once for its own writes, whose answers wait for it; shortly after for another
 //! process's) the server answers as `index search` (another process, reading the directory)
 //! does, so what the server acknowledged is on disk; bad writes are refused and change nothing.
+//! A search within given documents (`"subset"`) answers as `index search --subset-run` does.
 //! A server killed with SIGKILL in the middle of a stream of writes, four times over, leaves
 //! every write it acknowledged in the index, once.
 
@@ -179,6 +180,99 @@ fn an_index_is_served_and_takes_the_updates_made_while_it_serves() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no index here"));
+}
+
+#[test]
+fn a_search_within_given_documents_answers_as_index_search_with_its_subset() {
+    let f = Fixture::new();
+    let qfile = Corpus::open(&f.queries).unwrap();
+    let queries: Vec<Value> = qfile
+        .docs()
+        .map(|q| json!({"embeddings": rows(&q)}))
+        .collect();
+    // Query i within every seventh document from i on; the last within three (fewer than k).
+    let lists: Vec<Vec<usize>> = (0..queries.len())
+        .map(|i| {
+            if i + 1 == queries.len() {
+                vec![250, 5, 17, 5]
+            } else {
+                (i..300).step_by(7).collect()
+            }
+        })
+        .collect();
+    let (status, answer) = f
+        .server
+        .post(&json!({"queries": queries, "k": 10, "subset": lists}));
+    assert_eq!(status, 200, "{answer}");
+    // The same lists as a TREC run for `index search --subset-run` (the corpus has no ids: its
+    // ids are the numbers, and the queries' their positions).
+    let mut lines = String::new();
+    for (i, list) in lists.iter().enumerate() {
+        for d in list {
+            lines += &format!("{i} Q0 {d} 1 0 first\n");
+        }
+    }
+    let sub = f.dir.path().join("subset.trec");
+    std::fs::write(&sub, lines).unwrap();
+    let run = f.dir.path().join("within.trec");
+    common::run_ok(
+        bin()
+            .args(["index", "search", "--device", "cpu", "-k", "10", "--index"])
+            .arg(&f.index)
+            .arg("--queries")
+            .arg(&f.queries)
+            .arg("--subset-run")
+            .arg(&sub)
+            .arg("--out")
+            .arg(&run),
+    );
+    let want = run_hits(&run);
+    let results = answer["results"].as_array().unwrap();
+    assert_eq!(results.len(), want.len());
+    for (q, (r, w)) in results.iter().zip(&want).enumerate() {
+        let got = hits(r);
+        assert_eq!(got.len(), w.len().min(10), "query {q}");
+        for ((doc, number, score), (wdoc, wscore)) in got.iter().zip(w) {
+            assert_eq!(doc, wdoc, "query {q}");
+            assert!(lists[q].contains(number), "query {q}: {number}");
+            assert!(
+                (score - wscore).abs() <= 1e-4,
+                "query {q}: {score} {wscore}"
+            );
+        }
+    }
+    assert_eq!(
+        hits(&results[5]).len(),
+        3,
+        "three documents listed, one twice"
+    );
+    // One list for every query, in a request beside one without.
+    let one =
+        json!({"queries": [queries[0].clone(), queries[1].clone()], "k": 5, "subset": [3, 4]});
+    let (status, answer) = f.server.post(&one);
+    assert_eq!(status, 200, "{answer}");
+    for r in answer["results"].as_array().unwrap() {
+        let got: Vec<usize> = hits(r).iter().map(|h| h.1).collect();
+        assert!(
+            got.len() == 2 && got.contains(&3) && got.contains(&4),
+            "{got:?}"
+        );
+    }
+    f.same_as_index_search("beside");
+    // A number past the index is the request's error, a 400 naming it; the server goes on.
+    let (status, answer) = f
+        .server
+        .post(&json!({"queries": [queries[0].clone()], "subset": [1, 100000]}));
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("100000"),
+        "{answer}"
+    );
+    let (status, answer) = f
+        .server
+        .post(&json!({"queries": [queries[0].clone()], "subset": [[1], [2]]}));
+    assert_eq!(status, 400, "{answer}");
+    f.same_as_index_search("after the errors");
 }
 
 #[test]

@@ -15,6 +15,17 @@ pub struct SearchRequest {
     pub queries: Vec<QueryIn>,
     /// Documents per query; default 10 (or every document of a smaller corpus).
     pub k: Option<usize>,
+    /// Search only within these document numbers (the hits' `index`; an index served with
+    /// `--index` only): one list for every query, or one list a query (fast-plaid's `subset`).
+    pub subset: Option<SubsetIn>,
+}
+
+/// `"subset"`: `[3, 7, ...]` for every query, or `[[3, 7], [1], ...]` one a query.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum SubsetIn {
+    All(Vec<usize>),
+    PerQuery(Vec<Vec<usize>>),
 }
 
 #[derive(Deserialize)]
@@ -88,13 +99,16 @@ pub struct Limits {
     pub max_k: usize,
     pub max_queries: usize,
     pub max_tokens: usize,
+    /// Whether an index is served (`subset` needs one).
+    pub index: bool,
 }
 
-/// A checked request: its queries and k.
+/// A checked request: its queries and k, and each query's documents where it gave a subset.
 pub struct Checked {
     pub queries: Vec<Query>,
     pub k: usize,
     pub tokens: usize,
+    pub subset: Option<Vec<Vec<usize>>>,
 }
 
 fn bad(msg: impl Into<String>) -> ApiError {
@@ -141,7 +155,29 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Checked, ApiError> {
             limits.max_tokens
         )));
     }
-    Ok(Checked { queries, k, tokens })
+    let subset = match req.subset {
+        None => None,
+        Some(_) if !limits.index => {
+            return Err(bad(
+                "\"subset\" needs an index (tilemaxsim serve --index DIR); this server serves a corpus",
+            ));
+        }
+        Some(SubsetIn::All(list)) => Some(vec![list; queries.len()]),
+        Some(SubsetIn::PerQuery(lists)) if lists.len() == queries.len() => Some(lists),
+        Some(SubsetIn::PerQuery(lists)) => {
+            return Err(bad(format!(
+                "\"subset\" has {} lists for {} queries: give one list for every query, or one a query",
+                lists.len(),
+                queries.len()
+            )));
+        }
+    };
+    Ok(Checked {
+        queries,
+        k,
+        tokens,
+        subset,
+    })
 }
 
 /// Decode `noun` `i` (a query, or a document added to an index) and check it: one form of
@@ -289,6 +325,7 @@ mod tests {
             max_k: 100,
             max_queries: 4,
             max_tokens: 8,
+            index: false,
         }
     }
 
@@ -327,6 +364,36 @@ mod tests {
             assert_eq!(q.matrix().to_f32_vec(), vals);
         }
         assert_eq!(c.queries[2].matrix().dtype(), DType::F16);
+    }
+
+    #[test]
+    fn a_subset_is_one_list_for_every_query_or_one_a_query_and_needs_an_index() {
+        let index = Limits {
+            index: true,
+            ..limits()
+        };
+        let q = r#"{"embeddings": [[1, 2]]}"#;
+        let body = format!(r#"{{"queries": [{q}, {q}], "subset": [4, 1]}}"#);
+        let c = parse(body.as_bytes(), &index).unwrap();
+        assert_eq!(c.subset, Some(vec![vec![4, 1], vec![4, 1]]));
+        let body = format!(r#"{{"queries": [{q}, {q}], "subset": [[4], []]}}"#);
+        let c = parse(body.as_bytes(), &index).unwrap();
+        assert_eq!(c.subset, Some(vec![vec![4], vec![]]));
+        let c = parse(format!(r#"{{"queries": [{q}]}}"#).as_bytes(), &index).unwrap();
+        assert_eq!(c.subset, None);
+        let bad = |body: String, limits: &Limits| match parse(body.as_bytes(), limits) {
+            Err(ApiError::BadRequest(m)) => m,
+            _ => panic!("not a 400: {body}"),
+        };
+        let m = bad(format!(r#"{{"queries": [{q}], "subset": [1]}}"#), &limits());
+        assert!(m.contains("needs an index"), "{m}");
+        let m = bad(
+            format!(r#"{{"queries": [{q}], "subset": [[1], [2]]}}"#),
+            &index,
+        );
+        assert!(m.contains("2 lists for 1 queries"), "{m}");
+        let m = bad(format!(r#"{{"queries": [{q}], "subset": [-1]}}"#), &index);
+        assert!(m.contains("malformed"), "{m}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::error::ApiError;
 use super::metrics::Metrics;
 use super::queue::{Answer, Job, Queue};
 use super::ready::{Loaded, Names, Ready};
+use tilemaxsim::Hit;
 
 /// Run `f` on the server's background rayon pool (made at the first call): the work a server
 /// does beside its searches (writes, compactions, preparing the searcher of an update). The
@@ -81,7 +82,7 @@ pub fn run(
     metrics.ready.set(1);
     while let Some(batch) = queue.next_batch() {
         if !batch.is_empty() {
-            serve_batch(searcher.as_ref(), batch, metrics, None);
+            serve_batch(searcher.as_ref(), None, batch, metrics, None);
         }
     }
     Ok(())
@@ -100,75 +101,115 @@ pub(super) fn device_names(device: Device, options: &SearchOptions<'_>) -> Vec<S
     }
 }
 
-/// Score one batch in one pass and answer each of its requests; `loaded`, where given, names
-/// the documents its hits number (an index served live: the state the searcher serves).
+/// A search within given documents: queries, each one's document numbers, and k (an index
+/// served live: `Index::search_within`).
+pub(super) type Within<'a> =
+    dyn Fn(&[Matrix<'_>], &[Vec<usize>], usize) -> tilemaxsim::Result<Vec<Vec<Hit>>> + 'a;
+
+/// Score one batch and answer each of its requests: the requests without a subset in one
+/// pass, each with one through `within` (its own documents only; none without an index).
+/// `loaded`, where given, names the documents its hits number (an index served live: the
+/// state the searcher serves).
 pub(super) fn serve_batch(
     searcher: &dyn Searcher,
+    within: Option<&Within<'_>>,
     batch: Batch,
     metrics: &Metrics,
     loaded: Option<&Arc<Loaded>>,
 ) {
-    {
-        let started = Instant::now();
-        let queries: Vec<Matrix<'_>> = batch
-            .iter()
-            .flat_map(|j| j.queries.iter().map(|q| q.matrix()))
-            .collect();
-        // One pass at the largest k; each request's hits are the prefix of its own k (the
-        // ranking order is total, so a top-k is a prefix of any larger top-k).
-        let k = batch.iter().map(|j| j.k).max().unwrap_or(1);
-        metrics.engine_queries.set(queries.len() as i64);
-        let result = searcher.search(&queries, k);
-        let compute = started.elapsed();
-        if compute > SLOW_BATCH {
-            eprintln!(
-                "tilemaxsim serve: a batch of {} queries took {:.0} ms",
-                queries.len(),
-                compute.as_secs_f64() * 1e3
+    let started = Instant::now();
+    let (plain, within_jobs): (Batch, Batch) = batch.into_iter().partition(|j| j.subset.is_none());
+    let queries: Vec<Matrix<'_>> = plain
+        .iter()
+        .flat_map(|j| j.queries.iter().map(|q| q.matrix()))
+        .collect();
+    let n = queries.len() + within_jobs.iter().map(|j| j.queries.len()).sum::<usize>();
+    metrics.engine_queries.set(n as i64);
+    // One pass at the largest k; each request's hits are the prefix of its own k (the
+    // ranking order is total, so a top-k is a prefix of any larger top-k).
+    let k = plain.iter().map(|j| j.k).max().unwrap_or(1);
+    let result = if queries.is_empty() {
+        Ok(Vec::new())
+    } else {
+        searcher.search(&queries, k)
+    };
+    drop(queries);
+    // Each subset request on its own: a bad number fails its request only.
+    let within_results: Vec<Result<Vec<Vec<Hit>>, ApiError>> = within_jobs
+        .iter()
+        .map(|job| {
+            let Some(within) = within else {
+                return Err(ApiError::BadRequest(
+                    "\"subset\" needs an index (tilemaxsim serve --index DIR)".into(),
+                ));
+            };
+            let queries: Vec<Matrix<'_>> = job.queries.iter().map(|q| q.matrix()).collect();
+            let lists = job.subset.as_deref().unwrap_or_default();
+            within(&queries, lists, job.k).map_err(|e| match e {
+                tilemaxsim::Error::Argument(m) => ApiError::BadRequest(m),
+                e => ApiError::Engine(e.to_string()),
+            })
+        })
+        .collect();
+    let compute = started.elapsed();
+    if compute > SLOW_BATCH {
+        eprintln!(
+            "tilemaxsim serve: a batch of {n} queries took {:.0} ms",
+            compute.as_secs_f64() * 1e3
+        );
+    }
+    metrics.engine_queries.set(0);
+    metrics.compute_seconds.observe(compute.as_secs_f64());
+    metrics.batch_queries.observe(n as f64);
+    metrics
+        .batch_requests
+        .observe((plain.len() + within_jobs.len()) as f64);
+    let answer = |job: &Job, hits: Vec<Vec<Hit>>| {
+        let queue_wait = started.saturating_duration_since(job.enqueued);
+        metrics.queue_seconds.observe(queue_wait.as_secs_f64());
+        metrics.queries.inc_by(job.queries.len() as u64);
+        Answer {
+            hits,
+            queue: queue_wait,
+            compute,
+            batch_queries: n,
+            loaded: loaded.cloned(),
+        }
+    };
+    let mut replies: Vec<(Job, Result<Answer, ApiError>)> = Vec::new();
+    match result {
+        Ok(hits) => {
+            let mut hits = hits.into_iter();
+            for job in plain {
+                let mine: Vec<_> = hits
+                    .by_ref()
+                    .take(job.queries.len())
+                    .map(|mut h| {
+                        h.truncate(job.k);
+                        h
+                    })
+                    .collect();
+                let a = answer(&job, mine);
+                replies.push((job, Ok(a)));
+            }
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            eprintln!("error: a batch of {n} queries failed: {msg}");
+            replies.extend(
+                plain
+                    .into_iter()
+                    .map(|job| (job, Err(ApiError::Engine(msg.clone())))),
             );
         }
-        let n = queries.len();
-        drop(queries);
-        metrics.engine_queries.set(0);
-        metrics.compute_seconds.observe(compute.as_secs_f64());
-        metrics.batch_queries.observe(n as f64);
-        metrics.batch_requests.observe(batch.len() as f64);
-        match result {
-            Ok(hits) => {
-                metrics.queries.inc_by(n as u64);
-                let mut hits = hits.into_iter();
-                for job in batch {
-                    let mine: Vec<_> = hits
-                        .by_ref()
-                        .take(job.queries.len())
-                        .map(|mut h| {
-                            h.truncate(job.k);
-                            h
-                        })
-                        .collect();
-                    let queue_wait = started.saturating_duration_since(job.enqueued);
-                    metrics.queue_seconds.observe(queue_wait.as_secs_f64());
-                    let answer = Answer {
-                        hits: mine,
-                        queue: queue_wait,
-                        compute,
-                        batch_queries: n,
-                        loaded: loaded.cloned(),
-                    };
-                    if job.reply.send(Ok(answer)).is_err() {
-                        metrics.dropped_scoring.inc();
-                    }
-                }
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                eprintln!("error: a batch of {n} queries failed: {msg}");
-                for job in batch {
-                    if job.reply.send(Err(ApiError::Engine(msg.clone()))).is_err() {
-                        metrics.dropped_scoring.inc();
-                    }
-                }
-            }
+    }
+    for (job, r) in within_jobs.into_iter().zip(within_results) {
+        let r = r.map(|hits| answer(&job, hits));
+        replies.push((job, r));
+    }
+    for (job, r) in replies {
+        if job.reply.send(r).is_err() {
+            metrics.dropped_scoring.inc();
         }
     }
 }

@@ -398,8 +398,13 @@ fn serve_generation<'g>(
                 return Ok(Next::Closed);
             };
             if !batch.is_empty() {
+                let index = serving.index();
+                let within = |q: &[Matrix<'_>], lists: &[Vec<usize>], k| {
+                    index.search_within(q, lists, k, &setup.how, setup.device)
+                };
                 serve_batch(
                     serving.searcher.value().as_ref(),
+                    Some(&within),
                     batch,
                     metrics,
                     Some(&loaded),

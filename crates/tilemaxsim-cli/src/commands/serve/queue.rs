@@ -30,6 +30,8 @@ pub struct Answer {
 pub struct Job {
     pub queries: Vec<Query>,
     pub k: usize,
+    /// Each query's documents, where the request searches within given ones.
+    pub subset: Option<Vec<Vec<usize>>>,
     pub tokens: usize,
     pub enqueued: Instant,
     pub reply: oneshot::Sender<Result<Answer, ApiError>>,
@@ -219,12 +221,14 @@ mod tests {
             max_k: 3,
             max_queries: 100,
             max_tokens: 1000,
+            index: false,
         };
         let c = parse(body.as_bytes(), &limits).unwrap();
         let (tx, rx) = oneshot::channel();
         let j = Job {
             queries: c.queries,
             k: c.k,
+            subset: c.subset,
             tokens: c.tokens,
             enqueued: Instant::now(),
             reply: tx,

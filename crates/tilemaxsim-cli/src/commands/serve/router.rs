@@ -116,6 +116,7 @@ async fn search(
             max_k: s.limits.max_k,
             max_queries: s.limits.max_queries,
             max_tokens: s.limits.max_tokens,
+            index: loaded.generation.is_some(),
         },
     )?;
     drop(body);
@@ -124,6 +125,7 @@ async fn search(
     s.queue.push(Job {
         queries: checked.queries,
         k: checked.k,
+        subset: checked.subset,
         tokens: checked.tokens,
         enqueued: Instant::now(),
         reply,
