@@ -167,6 +167,13 @@ def test_server_errors_raise_with_its_message(server, cranfield):
         server.search(np.ones(128, dtype=np.float32), k=5)
 
 
+def test_a_served_corpus_takes_no_subset(server, cranfield):
+    queries, _, _ = cranfield
+    with pytest.raises(ServerError, match="needs an index") as e:
+        server.search(queries[0], k=3, subset=[1, 2])
+    assert e.value.status == 400
+
+
 def test_a_served_corpus_takes_no_updates(server):
     with pytest.raises(ServerError, match="serve an index") as e:
         server.add([np.ones((2, 128), dtype=np.float32) / np.sqrt(128)])
@@ -209,6 +216,21 @@ def test_documents_added_and_deleted_through_a_served_index(cranfield, tmp_path)
             return r
 
         same_as_the_index(queries[3])
+        # Within given documents: as the index's own search within them, per query or shared.
+        lists = [list(range(5, 300, 9)), [7, 3, 250, 3]]
+        got = client.search(queries[:2], k=10, subset=lists)
+        want = tilemaxsim.Index(path, device="cpu").search(queries[:2], 10, subset=lists)
+        for r, w, mine in zip(got, want, lists):
+            assert r.indices == [j for j, _ in w] and set(r.indices) <= set(mine)
+            np.testing.assert_allclose(r.scores, [s for _, s in w], rtol=1e-5, atol=1e-5)
+        assert len(got[1].indices) == 3
+        [r] = client.search(queries[3], k=2, subset=np.array([40, 41, 42]))
+        assert set(r.indices) <= {40, 41, 42} and len(r.indices) == 2
+        with pytest.raises(ServerError, match="100000") as e:
+            client.search(queries[3], k=2, subset=[100000])
+        assert e.value.status == 400
+        with pytest.raises(ValueError, match="2 lists for 1 queries"):
+            client.search(queries[3], k=2, subset=[[1], [2]])
         added = client.add(docs[300:310], ids=[f"new{j}" for j in range(10)])
         assert added == [(f"new{j}", 300 + j) for j in range(10)]
         assert client.info()["documents"] == 310

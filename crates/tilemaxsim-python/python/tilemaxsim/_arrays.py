@@ -1,5 +1,6 @@
-"""Arrays as the engine takes them (torch, optional, or numpy), and the CUDA stream a CUDA
-tensor's work goes on (torch's current stream of its device).
+"""Arrays as the engine takes them (torch, optional, or numpy), the CUDA stream a CUDA
+tensor's work goes on (torch's current stream of its device), and fast-plaid's `subset` as one
+list of document numbers a query.
 
 Torch tensors or numpy arrays (lists become numpy arrays), float32 / float16 / bfloat16 for the
 engine and float64 for the float64 path (integers refused), token rows made contiguous where
@@ -123,3 +124,18 @@ def lengths_array(x, name: str, like):
     if not np.issubdtype(a.dtype, np.integer):
         raise TypeError(f"{name}: expected integers, got {a.dtype}")
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def subset_lists(subset, queries):
+    """fast-plaid's `subset` as one list of document numbers a query: a list (or 1-D array) for
+    every query, or a list of lists, one a query."""
+    subset = subset.tolist() if getattr(subset, "ndim", 0) >= 1 else list(subset)
+    if subset and (isinstance(subset[0], (list, tuple)) or getattr(subset[0], "ndim", 0) >= 1):
+        lists = [[int(j) for j in (s.tolist() if getattr(s, "ndim", 0) >= 1 else s)] for s in subset]
+        if len(lists) != queries:
+            raise ValueError(f"subset: {len(lists)} lists for {queries} queries (one for every query, or one a query)")
+    else:
+        lists = [[int(j) for j in subset]] * queries
+    if any(j < 0 for lst in lists for j in lst):
+        raise ValueError("subset: document numbers are 0 or more")
+    return lists

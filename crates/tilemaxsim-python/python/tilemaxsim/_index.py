@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from . import _native
-from ._arrays import is_torch
+from ._arrays import is_torch, subset_lists
 from ._corpus import Corpus, _ragged
 from ._engine import _queries
 
@@ -21,21 +21,6 @@ def _as_corpus(documents_embeddings, doc_ids):
     if not isinstance(documents_embeddings, (list, tuple)) or not documents_embeddings:
         raise ValueError("documents_embeddings: a non-empty list of [Ld_i, d] documents (or a Corpus)")
     return Corpus.from_tensors(list(documents_embeddings), doc_ids=doc_ids, device="cpu")
-
-
-def _subset_lists(subset, queries):
-    """fast-plaid's `subset` as one list of document numbers a query: a list (or 1-D array) for
-    every query, or a list of lists, one a query."""
-    subset = subset.tolist() if getattr(subset, "ndim", 0) >= 1 else list(subset)
-    if subset and (isinstance(subset[0], (list, tuple)) or getattr(subset[0], "ndim", 0) >= 1):
-        lists = [[int(j) for j in (s.tolist() if getattr(s, "ndim", 0) >= 1 else s)] for s in subset]
-        if len(lists) != queries:
-            raise ValueError(f"subset: {len(lists)} lists for {queries} queries (one for every query, or one a query)")
-    else:
-        lists = [[int(j) for j in subset]] * queries
-    if any(j < 0 for lst in lists for j in lst):
-        raise ValueError("subset: document numbers are 0 or more")
-    return lists
 
 
 def _hits(scores, index, queries, kk):
@@ -149,7 +134,7 @@ class Index:
             lengths = [int(Q.shape[1])] * int(Q.shape[0])
         device = "cuda" if self._device == "auto" and _native.cuda_available() else self._device
         if subset is not None:
-            lists = _subset_lists(subset, len(lengths))
+            lists = subset_lists(subset, len(lengths))
             scores, index = self._native.search_within(
                 host, lengths, int(top_k), lists, rerank_k=rerank_k, device=device
             )

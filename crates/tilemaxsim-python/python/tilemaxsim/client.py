@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._arrays import is_torch, torch
+from ._arrays import is_torch, subset_lists, torch
 
 
 class Hit(NamedTuple):
@@ -128,13 +128,17 @@ class Client:
         except urllib.error.URLError as e:
             raise ConnectionError(f"cannot reach the tilemaxsim server at {self.url}: {e.reason}") from None
 
-    def search(self, Q, k: int = 10, *, ids: Sequence[str] | None = None) -> list[QueryResult]:
+    def search(self, Q, k: int = 10, *, ids: Sequence[str] | None = None, subset=None) -> list[QueryResult]:
         """The `k` best documents of each query: one `QueryResult` per query, in order. `Q` is
         one query `[Lq, d]`, a batch `[A, Lq, d]`, or a list of `[Lq_i, d]` queries; `ids`
-        names them in the results (default "0", "1", ...)."""
-        return self.search_at(Q, k, ids=ids)[1]
+        names them in the results (default "0", "1", ...). `subset` (a served index only):
+        document numbers to search within, one list for every query or one list a query
+        (fast-plaid's `subset`)."""
+        return self.search_at(Q, k, ids=ids, subset=subset)[1]
 
-    def search_at(self, Q, k: int = 10, *, ids: Sequence[str] | None = None) -> tuple[int | None, list[QueryResult]]:
+    def search_at(
+        self, Q, k: int = 10, *, ids: Sequence[str] | None = None, subset=None
+    ) -> tuple[int | None, list[QueryResult]]:
         """`search`, and the generation of the index whose numbers the hits carry (None for a
         corpus): a delete by those numbers may name it (`delete(indices=..., generation=...)`)
         and is refused if the index was compacted in place since."""
@@ -150,7 +154,10 @@ class Client:
                 f"of shape {tuple(getattr(Q, 'shape', ()))}"
             )
         wire = _named(queries, ids, "query", "queries")
-        answer = self._request("POST", "/v1/search", json.dumps({"queries": wire, "k": int(k)}).encode())
+        body = {"queries": wire, "k": int(k)}
+        if subset is not None:
+            body["subset"] = subset_lists(subset, len(queries))
+        answer = self._request("POST", "/v1/search", json.dumps(body).encode())
         results = [
             QueryResult(r["id"], [Hit(h["doc"], int(h["index"]), float(h["score"])) for h in r["hits"]])
             for r in answer["results"]

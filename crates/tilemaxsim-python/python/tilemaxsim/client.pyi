@@ -29,9 +29,21 @@ class Client:
     url: str
     timeout: float
     def __init__(self, url: str = "http://127.0.0.1:8080", timeout: float = 60.0) -> None: ...
-    def search(self, Q: Array, k: int = 10, *, ids: Sequence[str] | None = None) -> list[QueryResult]: ...
+    def search(
+        self,
+        Q: Array,
+        k: int = 10,
+        *,
+        ids: Sequence[str] | None = None,
+        subset: Sequence[int] | Sequence[Sequence[int]] | Array | None = None,
+    ) -> list[QueryResult]: ...
     def search_at(
-        self, Q: Array, k: int = 10, *, ids: Sequence[str] | None = None
+        self,
+        Q: Array,
+        k: int = 10,
+        *,
+        ids: Sequence[str] | None = None,
+        subset: Sequence[int] | Sequence[Sequence[int]] | Array | None = None,
     ) -> tuple[int | None, list[QueryResult]]: ...
     def add(self, documents: Array | Sequence[Array], *, ids: Sequence[str] | None = None) -> list[tuple[str, int]]: ...
     def delete(

@@ -14,8 +14,8 @@ import os
 import numpy as np
 import ray
 
-from .._arrays import is_torch
-from .._index import Index, _subset_lists
+from .._arrays import is_torch, subset_lists
+from .._index import Index
 from ._actors import ActorGroup, actor_class
 
 # How often a search is made again while compactions in place keep moving the generation.
@@ -147,7 +147,7 @@ class IndexSearcher(ActorGroup):
         if not queries:
             raise ValueError("queries_embeddings: no queries")
         n = len(queries)
-        lists = _subset_lists(options.pop("subset"), n) if options.get("subset") is not None else None
+        lists = subset_lists(options.pop("subset"), n) if options.get("subset") is not None else None
         per = math.ceil(n / len(self.actors))
         refs = []
         for r, a in enumerate(self.actors):
