@@ -20,8 +20,9 @@ while the machine stays warm between them:
   its rows to peer.json.
 - `finish`: waits for peer.json (--wait seconds; exit 3 while fast-plaid still runs; not with
   --without-peer), then our
-  `index search` on the first GPU (IVF 8/4096 at batches 1 and 32, IVF 4/1024 and exhaustive
-  at 32), each with the GPU memory it used at most, and the table with the ratios.
+  `index search` on the first GPU (IVF 8/4096, IVF 4/1024 and exhaustive, each at batches 1
+  and 32; the batch-1 rows of the last two were added after the 2026-11-28 night run), each
+  with the GPU memory it used at most, and the table with the ratios.
 
 Each row: build seconds, index bytes, queries/s, p50/p99 ms a call, recall@10 against exact.
 usage: python3 bench/msmarco_peers.py prepare|peer|finish --bin .dev/tilemaxsim --work /tmp/mm
@@ -226,7 +227,9 @@ def finish(a, w):
     qpath, index = w / "queries.safetensors", w / "index"
     ours = [("IVF nprobe=8 ndocs=4096", 1, ["--nprobe", "8", "--ndocs", "4096"]),
             ("IVF nprobe=8 ndocs=4096", 32, ["--nprobe", "8", "--ndocs", "4096"]),
+            ("IVF nprobe=4 ndocs=1024", 1, ["--nprobe", "4", "--ndocs", "1024"]),
             ("IVF nprobe=4 ndocs=1024", 32, ["--nprobe", "4", "--ndocs", "1024"]),
+            ("exhaustive", 1, ["--exhaustive"]),
             ("exhaustive", 32, ["--exhaustive"])]
     rows = []
     for label, batch, flags in ours:
