@@ -12,6 +12,28 @@ use common::{bin, cranfield, run_err, run_ok};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// `index search` on the CPU of Cranfield's queries over `index`, top `k`, into `run`.
+fn index_search(
+    index: &Path,
+    data: &Path,
+    k: usize,
+    extra: &[&str],
+    run: &Path,
+) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.args(["index", "search", "--device", "cpu", "-k", &k.to_string()])
+        .arg("--index")
+        .arg(index)
+        .arg("--queries")
+        .arg(data.join("queries.safetensors"))
+        .arg("--query-ids")
+        .arg(data.join("query_ids.txt"))
+        .args(extra)
+        .arg("--out")
+        .arg(run);
+    cmd
+}
+
 /// Each query's documents, best first.
 fn ranking(path: &Path) -> BTreeMap<String, Vec<String>> {
     let mut r: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -61,18 +83,7 @@ fn index_build_and_search_on_cranfield() {
     );
     let search_in = |at: &Path, name: &str, extra: &[&str]| {
         let run = dir.path().join(format!("{name}.trec"));
-        run_ok(
-            bin()
-                .args(["index", "search", "--device", "cpu", "-k", "10", "--index"])
-                .arg(at)
-                .arg("--queries")
-                .arg(data.join("queries.safetensors"))
-                .arg("--query-ids")
-                .arg(data.join("query_ids.txt"))
-                .args(extra)
-                .arg("--out")
-                .arg(&run),
-        );
+        run_ok(&mut index_search(at, &data, 10, extra, &run));
         ranking(&run)
     };
     let search = |name: &str, extra: &[&str]| search_in(&index, name, extra);
@@ -196,25 +207,7 @@ fn index_build_and_search_on_cranfield() {
 fn within_given_documents(dir: &Path, index: &Path, data: &Path) {
     let search = |name: &str, k: usize, extra: &[&str]| {
         let run = dir.join(format!("{name}.trec"));
-        let mut cmd = bin();
-        cmd.args([
-            "index",
-            "search",
-            "--device",
-            "cpu",
-            "-k",
-            &k.to_string(),
-            "--index",
-        ])
-        .arg(index)
-        .arg("--queries")
-        .arg(data.join("queries.safetensors"))
-        .arg("--query-ids")
-        .arg(data.join("query_ids.txt"))
-        .args(extra)
-        .arg("--out")
-        .arg(&run);
-        (cmd, run)
+        (index_search(index, data, k, extra, &run), run)
     };
     let ok = |name: &str, k: usize, extra: &[&str]| {
         let (mut cmd, run) = search(name, k, extra);
