@@ -258,3 +258,69 @@ pub trait Scorer: Send + Sync {
         })
     }
 }
+
+/// A scorer shared by several owners (one made once and kept, e.g. a GPU scorer, which loads
+/// every kernel when made): each method is the shared scorer's own.
+impl<S: Scorer + ?Sized> Scorer for std::sync::Arc<S> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn supports(&self, codec: CodecKind) -> bool {
+        (**self).supports(codec)
+    }
+    fn scores_in_place(&self) -> bool {
+        (**self).scores_in_place()
+    }
+    fn score_into(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &dyn AnyCorpus,
+        docs: Docs<'_>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        (**self).score_into(queries, corpus, docs, out)
+    }
+    fn check(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &dyn AnyCorpus,
+        docs: &Docs<'_>,
+        out_len: usize,
+    ) -> Result<()> {
+        (**self).check(queries, corpus, docs, out_len)
+    }
+    fn score(&self, query: Matrix<'_>, corpus: &dyn AnyCorpus) -> Result<Vec<f32>> {
+        (**self).score(query, corpus)
+    }
+    fn score_batch(&self, queries: &[Matrix<'_>], corpus: &dyn AnyCorpus) -> Result<Vec<f32>> {
+        (**self).score_batch(queries, corpus)
+    }
+    fn score_subset(
+        &self,
+        query: Matrix<'_>,
+        corpus: &dyn AnyCorpus,
+        docs: &[usize],
+    ) -> Result<Vec<f32>> {
+        (**self).score_subset(query, corpus, docs)
+    }
+    fn top_k(&self, query: Matrix<'_>, corpus: &dyn AnyCorpus, k: usize) -> Result<Vec<Hit>> {
+        (**self).top_k(query, corpus, k)
+    }
+    fn top_k_subset(
+        &self,
+        query: Matrix<'_>,
+        corpus: &dyn AnyCorpus,
+        docs: &[usize],
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        (**self).top_k_subset(query, corpus, docs, k)
+    }
+    fn top_k_batch(
+        &self,
+        queries: &[Matrix<'_>],
+        corpus: &dyn AnyCorpus,
+        k: usize,
+    ) -> Result<Vec<Vec<Hit>>> {
+        (**self).top_k_batch(queries, corpus, k)
+    }
+}

@@ -285,15 +285,25 @@ pub(crate) fn reranked_on_host<'c>(
     device: Device,
 ) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
     let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
+    Ok((reranked_by(first, exact, candidates, scorer), notice))
+}
+
+/// `first`'s best `candidates` a query rescored by `scorer` on the exact tokens of `exact`'s
+/// segments (as [`reranked_on_host`], with a scorer the caller made).
+pub(crate) fn reranked_by<'c>(
+    first: Box<dyn Searcher + 'c>,
+    exact: Vec<&'c Corpus>,
+    candidates: usize,
+    scorer: Box<dyn Scorer>,
+) -> Box<dyn Searcher + 'c> {
     let starts = segment_starts(exact.iter().map(|e| e.len()));
-    let searcher = Reranked {
+    Box::new(Reranked {
         first,
         exact,
         starts,
         candidates,
         scorer,
-    };
-    Ok((Box::new(searcher), notice))
+    })
 }
 
 /// The exact corpus of a rerank stage uploaded to GPU `ordinal` (`None`: this build has no

@@ -1,13 +1,16 @@
 //! Search within given documents (fast-plaid's and PyLate's `subset`): each query against its
 //! own list of document numbers only, scored on their codes, then its best `rerank_k` exactly
 //! where the index keeps the exact tokens. The work is the lists' (a filter's documents), not
-//! the index's, so the codes are scored on the host; the exact stage runs on the device asked.
+//! the index's, so the codes are scored on the host; the exact stage runs on the device asked,
+//! by a scorer made once a process for each device (a GPU scorer loads every kernel when
+//! made: a search within, one request of a server, would pay that each time).
 
 use super::*;
 use crate::matrix::Matrix;
 use crate::scorer::Scorer;
-use crate::search::{reranked_on_host, segment_starts};
+use crate::search::{reranked_by, segment_starts};
 use crate::topk::{Hit, top_k_of};
+use std::sync::{Arc, Mutex};
 
 /// The first stage: each query's documents scored on their codes (`Docs::List` over each
 /// segment), its best `k` kept.
@@ -96,7 +99,7 @@ impl Index {
         let added = self.updates.added.as_ref();
         let mut segments = vec![&self.codes];
         segments.extend(added.map(|a| &a.codes));
-        let (scorer, _) = scorer_for(Device::Cpu, CodecKind::Residual)?;
+        let scorer = Box::new(shared_scorer(Device::Cpu, CodecKind::Residual)?);
         let first: Box<dyn Searcher + '_> = Box::new(Within {
             starts: segment_starts(segments.iter().map(|c| c.len())),
             segments,
@@ -110,9 +113,47 @@ impl Index {
             None => None,
         };
         let searcher = match exact {
-            Some((exact, candidates)) => reranked_on_host(first, exact, candidates, device)?.0,
+            Some((exact, candidates)) => {
+                let scorer = Box::new(shared_scorer(device, CodecKind::Exact)?);
+                reranked_by(first, exact, candidates, scorer)
+            }
             None => first,
         };
         searcher.search(queries, k)
+    }
+}
+
+/// The scorer of `codec` corpora on `device`, made at the first call and then shared by every
+/// search within of the process.
+fn shared_scorer(device: Device, codec: CodecKind) -> Result<Arc<dyn Scorer>> {
+    type Made = Vec<((Device, CodecKind), Arc<dyn Scorer>)>;
+    static MADE: Mutex<Made> = Mutex::new(Vec::new());
+    // A poisoned lock only means a panic elsewhere; the list is still valid.
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, s)) = made.iter().find(|(key, _)| *key == (device, codec)) {
+        return Ok(Arc::clone(s));
+    }
+    let scorer: Arc<dyn Scorer> = Arc::from(scorer_for(device, codec)?.0);
+    made.push(((device, codec), Arc::clone(&scorer)));
+    Ok(scorer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scorer_is_made_once_for_each_device_and_codec() {
+        let a = shared_scorer(Device::Cpu, CodecKind::Exact).unwrap();
+        let b = shared_scorer(Device::Cpu, CodecKind::Exact).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = shared_scorer(Device::Cpu, CodecKind::Residual).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        let r = shared_scorer(Device::Reference, CodecKind::Exact).unwrap();
+        assert_eq!(r.name(), crate::ReferenceScorer.name());
+        assert!(Arc::ptr_eq(
+            &r,
+            &shared_scorer(Device::Reference, CodecKind::Exact).unwrap()
+        ));
     }
 }
