@@ -5,6 +5,8 @@
 //! streamed). Two-stage search is an option of it ([`SearchOptions::rerank`]): the first
 //! stage's top `k'` of each query rescored exactly, keeping the best `k`.
 
+use std::sync::Arc;
+
 use crate::codec::CodecKind;
 use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
 use crate::error::{Error, Result};
@@ -56,7 +58,7 @@ struct Reranked<'c> {
     /// Each segment's first document number, then the number of documents in all.
     starts: Vec<usize>,
     candidates: usize,
-    scorer: Box<dyn Scorer>,
+    scorer: Arc<dyn Scorer>,
 }
 
 impl Reranked<'_> {
@@ -285,16 +287,19 @@ pub(crate) fn reranked_on_host<'c>(
     device: Device,
 ) -> Result<(Box<dyn Searcher + 'c>, Option<String>)> {
     let (scorer, notice) = scorer_for(device, CodecKind::Exact)?;
-    Ok((reranked_by(first, exact, candidates, scorer), notice))
+    Ok((
+        reranked_by(first, exact, candidates, Arc::from(scorer)),
+        notice,
+    ))
 }
 
 /// `first`'s best `candidates` a query rescored by `scorer` on the exact tokens of `exact`'s
-/// segments (as [`reranked_on_host`], with a scorer the caller made).
+/// segments (as [`reranked_on_host`], with a scorer the caller made, perhaps shared).
 pub(crate) fn reranked_by<'c>(
     first: Box<dyn Searcher + 'c>,
     exact: Vec<&'c Corpus>,
     candidates: usize,
-    scorer: Box<dyn Scorer>,
+    scorer: Arc<dyn Scorer>,
 ) -> Box<dyn Searcher + 'c> {
     let starts = segment_starts(exact.iter().map(|e| e.len()));
     Box::new(Reranked {

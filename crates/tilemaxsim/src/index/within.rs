@@ -20,7 +20,7 @@ struct Within<'a> {
     starts: Vec<usize>,
     /// Query i's documents: sorted, each once, none deleted.
     lists: Vec<Vec<usize>>,
-    scorer: Box<dyn Scorer>,
+    scorer: Arc<dyn Scorer>,
 }
 
 impl Searcher for Within<'_> {
@@ -99,7 +99,7 @@ impl Index {
         let added = self.updates.added.as_ref();
         let mut segments = vec![&self.codes];
         segments.extend(added.map(|a| &a.codes));
-        let scorer = Box::new(shared_scorer(Device::Cpu, CodecKind::Residual)?);
+        let scorer = shared_scorer(Device::Cpu, CodecKind::Residual)?;
         let first: Box<dyn Searcher + '_> = Box::new(Within {
             starts: segment_starts(segments.iter().map(|c| c.len())),
             segments,
@@ -113,10 +113,12 @@ impl Index {
             None => None,
         };
         let searcher = match exact {
-            Some((exact, candidates)) => {
-                let scorer = Box::new(shared_scorer(device, CodecKind::Exact)?);
-                reranked_by(first, exact, candidates, scorer)
-            }
+            Some((exact, candidates)) => reranked_by(
+                first,
+                exact,
+                candidates,
+                shared_scorer(device, CodecKind::Exact)?,
+            ),
             None => first,
         };
         searcher.search(queries, k)
