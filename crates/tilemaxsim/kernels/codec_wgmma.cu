@@ -5,6 +5,13 @@
 // tokens. A tile is decoded once and multiplied against 256 query rows, where maxsim_codec_*
 // (codec.cu) decodes each document again for every 32-row block. Decoded values live only in
 // shared memory.
+// maxsim_codec_wgp_*: the same over runs of consecutive documents cut into 128-token tiles
+// across their boundaries (RunWalk, kernels/tile_producer.cuh), so short documents fill their
+// tiles (MS MARCO passages, 66 tokens on average, half-fill their own); the producer leaves each
+// tile's document end columns beside it, the consumers fold across them (wg_fold_segs). Per
+// tile it costs more than maxsim_codec_wg_* (the H200, Nd = 128, 32 queries: residual nbits 2
+// 258 against 310 M pairs/s), so the host takes it where documents leave their own tiles part
+// empty enough (`pack_pays`, src/cuda/codes.rs).
 //
 // Each producer thread decodes 16-byte chunks (8 dimensions) of the tile's token rows: thread p
 // takes chunk p % (d / 8) of rows p / (d / 8), + 128 / (d / 8), ... (the residual codec: four
@@ -66,11 +73,16 @@ template <int TAG, int ITEMS> struct CodecRaw {
 // The producer warpgroup: every tile of the walk decoded into the ring. `pt`: the thread's
 // index among the producers; `wtab` (residual): the bucket weight of each nbits field as it
 // stands in the code stream; `book` (pq): the f16 codebooks [M][256][d / M].
-template <int TAG, int D, int P, int S>
+// The walk of the batched kernels: runs of documents cut into tiles across their boundaries
+// (PACKED: RunWalk), or each document in tiles of its own (TileWalk).
+template <bool PACKED> struct CodecWalk { using T = RunWalk<WG_BN>; };
+template <> struct CodecWalk<false> { using T = TileWalk<WG_BN>; };
+
+template <int TAG, int D, int P, int S, bool PACKED>
 __device__ __forceinline__ void codec_wg_produce(
-    const WgRing& ring, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const WgRing& ring, unsigned char* ends, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
     const u16* __restrict__ centroids, const float* wtab, const u16* book, unsigned stage,
-    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, int qtiles)
+    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, int qtiles, int run_docs)
 {
     constexpr int C = D / 8;                  // chunks per row
     constexpr int RSTEP = CWG_PRODUCERS / C;  // rows per pass
@@ -220,20 +232,23 @@ __device__ __forceinline__ void codec_wg_produce(
     };
     constexpr unsigned STAGE_BYTES = WG_BN * SROW;
 
-    TileWalk<WG_BN> walk(d_offsets, doc_index, num_docs, qtiles);
-    auto fetch = [&](TileMeta& m, Raw& r) {
+    typename CodecWalk<PACKED>::T walk(d_offsets, doc_index, num_docs, qtiles, run_docs);
+    // `mine`: the end column of the tile's document `pt` (RunWalk), kept with the tile's words.
+    auto fetch = [&](TileMeta& m, Raw& r, int& mine) {
         i64 first = 0;
-        m = walk.next(first);
+        m = walk.next(first, mine, pt);
         if (m.pair >= 0) load(r, first, m.ntok);
     };
-    // The stage's tile (decoded into `slot` unless the walk is over), then its TileMeta and the
-    // arrival: the generic-proxy stores fenced to the async proxy (wgmma), the arrival a release.
-    auto publish = [&](int n, int slot, const TileMeta& m, const Raw& r, unsigned buf) {
+    // The stage's tile (decoded into `slot` unless the walk is over) and the end columns of its
+    // documents, then its TileMeta and the arrival: the generic-proxy stores fenced to the async
+    // proxy (wgmma), the arrival a release.
+    auto publish = [&](int n, int slot, const TileMeta& m, const Raw& r, unsigned buf, int mine) {
         if (n >= S) mbar_wait(ring.empty0 + 8u * slot, (unsigned)(n / S - 1) & 1u);  // its last use read
         if (m.pair >= 0) {
             if constexpr (TAG == RESIDUAL) cp_async_wait<1>();  // the tile's centroids landed
             float* sc = (TAG == INT8 || TAG == FP8) ? ring.scales + slot * WG_BN : nullptr;
             decode(r, ring.tiles + (unsigned)slot * TILE_BYTES, sc, m.ntok, buf);
+            if (PACKED && pt < m.last) ends[slot * WG_BN + pt] = (unsigned char)mine;
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         if (pt == 0) ring.meta[slot] = m;
@@ -241,48 +256,58 @@ __device__ __forceinline__ void codec_wg_produce(
     };
     TileMeta m, mn{0, 0, 0, -1};
     Raw cur, nxt;
-    fetch(m, cur);
+    int e = 0, en = 0;  // `mine` of tiles n and n + 1
+    fetch(m, cur, e);
     if constexpr (TAG == RESIDUAL) {
         // Tiles n (cur: words loaded, centroids in flight), n + 1 (nxt: words loaded), n + 2.
-        if (m.pair >= 0) fetch(mn, nxt);
+        if (m.pair >= 0) fetch(mn, nxt, en);
         gather(cur, stage, m.pair >= 0 ? m.ntok : 0);
         for (int n = 0, slot = 0;; ++n) {
             gather(nxt, stage + (unsigned)((n + 1) & 1) * STAGE_BYTES, mn.pair >= 0 ? mn.ntok : 0);
             TileMeta m2{0, 0, 0, -1};
             Raw nxt2;
-            if (mn.pair >= 0) fetch(m2, nxt2);
-            publish(n, slot, m, cur, stage + (unsigned)(n & 1) * STAGE_BYTES);
+            int e2 = 0;
+            if (mn.pair >= 0) fetch(m2, nxt2, e2);
+            publish(n, slot, m, cur, stage + (unsigned)(n & 1) * STAGE_BYTES, e);
             if (m.pair < 0) break;
             slot = slot + 1 == S ? 0 : slot + 1;
             m = mn;
             mn = m2;
             cur = nxt;
             nxt = nxt2;
+            e = en;
+            en = e2;
         }
         cp_async_wait<0>();
     } else {
         // Tiles n (cur) and n + 1 (nxt), its words loaded before tile n is decoded.
         for (int n = 0, slot = 0;; ++n) {
             mn = TileMeta{0, 0, 0, -1};
-            if (m.pair >= 0) fetch(mn, nxt);
-            publish(n, slot, m, cur, 0u);
+            if (m.pair >= 0) fetch(mn, nxt, en);
+            publish(n, slot, m, cur, 0u, e);
             if (m.pair < 0) break;
             slot = slot + 1 == S ? 0 : slot + 1;
             m = mn;
             cur = nxt;
+            e = en;
         }
     }
 }
 #endif
 
-// After the ring: the pq codebooks, or the residual's two gather tiles; `values`: the residual's
-// 2^nbits bucket weights (f32), `table`: the pq codebooks as f16 pairs ([M][256][d / M]).
-template <int TAG, int D, int P>
+// After the ring: each stage's end columns (WG_BN bytes: RunWalk), the consumer warps' stashes
+// (WG_BN floats each: wg_consume's PACKED), then the pq codebooks, or the residual's two gather
+// tiles; `values`: the residual's 2^nbits bucket weights (f32), `table`: the pq codebooks as f16
+// pairs ([M][256][d / M]). PACKED: tiles cut from runs of `run_docs` documents (RunWalk; 1
+// where `doc_index` is given) and folded across their documents' ends; else each document in
+// tiles of its own (`run_docs` unused). Both lay shared memory out alike.
+template <int TAG, int D, int P, bool PACKED>
 __device__ __forceinline__ void maxsim_codec_wg_impl(
     const u16* __restrict__ qblocks, const int* __restrict__ qrows, int num_blocks,
     const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
     const u16* __restrict__ centroids, const float* __restrict__ values, const unsigned* __restrict__ table,
-    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out)
+    const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out,
+    int run_docs)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int S = WG_STAGES;
@@ -292,8 +317,10 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     // The ring's layout is known before its barriers exist: tables go after it, then one
     // __syncthreads (inside wg_ring) covers both.
     const unsigned raw0 = smem_addr(cwg_smem);
-    unsigned char* tables = cwg_smem + (((raw0 + 1023u) & ~1023u) - raw0) + S * (WG_BN * D * 2 + sizeof(TileMeta) + 16) +
-                            (SCALED ? S * WG_BN * 4 : 0);
+    unsigned char* ends = cwg_smem + (((raw0 + 1023u) & ~1023u) - raw0) + S * (WG_BN * D * 2 + sizeof(TileMeta) + 16) +
+                          (SCALED ? S * WG_BN * 4 : 0);
+    float* stash = (float*)(ends + S * WG_BN);
+    unsigned char* tables = (unsigned char*)(stash + (WG_THREADS / 32) * WG_BN);
     if constexpr (TAG == RESIDUAL) {
         if (threadIdx.x < (1u << P)) {  // field → bucket: the field's first bit is the bucket's bit 0
             unsigned b = 0u;
@@ -308,36 +335,41 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     const WgRing ring = wg_ring<D, S>(cwg_smem, CWG_PRODUCERS, SCALED);
     if (threadIdx.x >= WG_THREADS) {
         // After the pq codebooks: the residual's two gather buffers.
-        codec_wg_produce<TAG, D, P, S>(ring, threadIdx.x - WG_THREADS, codes, aux, centroids, wtab, (const u16*)tables,
-                                       smem_addr(tables), d_offsets, doc_index, num_docs, qtiles);
+        codec_wg_produce<TAG, D, P, S, PACKED>(ring, ends, threadIdx.x - WG_THREADS, codes, aux, centroids, wtab, (const u16*)tables,
+                                       smem_addr(tables), d_offsets, doc_index, num_docs, qtiles, run_docs);
         return;
     }
-    wg_consume<false, D / 32, S, SCALED>(ring, qblocks, qrows, num_blocks, num_docs, out);
+    wg_consume<false, D / 32, S, SCALED, PACKED, true>(ring, qblocks, qrows, num_blocks, num_docs, out);
 #endif
 }
 
-#define INSTANTIATE_CODEC_WG(NAME, TAG, D, P)                                                  \
+// Each kernel twice: maxsim_codec_wg_* (a document's own tiles) and maxsim_codec_wgp_* (runs).
+#define INSTANTIATE_CODEC_WG1(NAME, TAG, D, P, PACKED)                                         \
     extern "C" __global__ void __launch_bounds__(CWG_BLOCK_THREADS, 1) NAME(                   \
         const u16* qblocks, const int* qrows, int num_blocks, const unsigned char* codes,      \
         const unsigned* aux, const u16* centroids, const float* values, const unsigned* table, \
-        const i64* d_offsets, const i64* doc_index, int num_docs, float* out)                  \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int run_docs)    \
     {                                                                                          \
-        maxsim_codec_wg_impl<TAG, D, P>(qblocks, qrows, num_blocks, codes, aux, centroids,     \
-                                        values, table, d_offsets, doc_index, num_docs, out);   \
+        maxsim_codec_wg_impl<TAG, D, P, PACKED>(qblocks, qrows, num_blocks, codes, aux,        \
+                                                centroids, values, table, d_offsets,           \
+                                                doc_index, num_docs, out, run_docs);           \
     }
-#define INSTANTIATE_CODEC_WG_DIMS(PREFIX, TAG, P)      \
-    INSTANTIATE_CODEC_WG(PREFIX##_d64, TAG, 64, P)     \
-    INSTANTIATE_CODEC_WG(PREFIX##_d128, TAG, 128, P)
+#define INSTANTIATE_CODEC_WG(SUFFIX, TAG, D, P)                          \
+    INSTANTIATE_CODEC_WG1(maxsim_codec_wg_##SUFFIX, TAG, D, P, false)    \
+    INSTANTIATE_CODEC_WG1(maxsim_codec_wgp_##SUFFIX, TAG, D, P, true)
+#define INSTANTIATE_CODEC_WG_DIMS(CODEC, TAG, P)      \
+    INSTANTIATE_CODEC_WG(CODEC##_d64, TAG, 64, P)     \
+    INSTANTIATE_CODEC_WG(CODEC##_d128, TAG, 128, P)
 
-INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual1, RESIDUAL, 1)
-INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual2, RESIDUAL, 2)
-INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_residual4, RESIDUAL, 4)
-INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_int8, INT8, 0)
-INSTANTIATE_CODEC_WG_DIMS(maxsim_codec_wg_fp8, FP8, 0)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq8_d64, PQ, 64, 8)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq16_d64, PQ, 64, 16)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq32_d64, PQ, 64, 32)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq8_d128, PQ, 128, 8)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq16_d128, PQ, 128, 16)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq32_d128, PQ, 128, 32)
-INSTANTIATE_CODEC_WG(maxsim_codec_wg_pq64_d128, PQ, 128, 64)
+INSTANTIATE_CODEC_WG_DIMS(residual1, RESIDUAL, 1)
+INSTANTIATE_CODEC_WG_DIMS(residual2, RESIDUAL, 2)
+INSTANTIATE_CODEC_WG_DIMS(residual4, RESIDUAL, 4)
+INSTANTIATE_CODEC_WG_DIMS(int8, INT8, 0)
+INSTANTIATE_CODEC_WG_DIMS(fp8, FP8, 0)
+INSTANTIATE_CODEC_WG(pq8_d64, PQ, 64, 8)
+INSTANTIATE_CODEC_WG(pq16_d64, PQ, 64, 16)
+INSTANTIATE_CODEC_WG(pq32_d64, PQ, 64, 32)
+INSTANTIATE_CODEC_WG(pq8_d128, PQ, 128, 8)
+INSTANTIATE_CODEC_WG(pq16_d128, PQ, 128, 16)
+INSTANTIATE_CODEC_WG(pq32_d128, PQ, 128, 32)
+INSTANTIATE_CODEC_WG(pq64_d128, PQ, 128, 64)

@@ -33,6 +33,16 @@ __device__ __forceinline__ void fold_max(float (&best)[2], const float (&acc)[4]
     best[1] = max_nan(best[1], max_nan(v2, v3));
 }
 
+// One 16-row m-block's part of a 32-row query block's score from its rows' running maxima in
+// the C-fragment layout (rows g and g + 8 of m-block mb): the max over the quad (the four lanes
+// that share a row), then the sum over its rows among the block's first `rows`; every lane
+// gets it.
+__device__ __forceinline__ float mblock_score(const float (&best)[2], int mb, int rows, int g) {
+    const float m0 = warp_max_xor(best[0], 2), m8 = warp_max_xor(best[1], 2);
+    float s = (mb * 16 + g < rows ? m0 : 0.f) + (mb * 16 + g + 8 < rows ? m8 : 0.f);
+    for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
 // The score of a 32-row query block from its running maxima in the C-fragment layout: the max
 // over the quad (the four lanes that share a row), then the sum over the first `rows` rows
 // (eight quads); every lane gets it.
@@ -47,6 +57,12 @@ __device__ __forceinline__ float block_score(const float (&best)[2][2], int rows
     }
     for (int o = 4; o < 32; o <<= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     return s;
+}
+// The same as the sum of its two m-blocks' parts in that order, as the batched codec kernels
+// over runs of documents add them (m-block 0's part stashed): both batched codec kernels score
+// a document bit for bit alike, whichever a call takes.
+__device__ __forceinline__ float block_score_split(const float (&best)[2][2], int rows, int g) {
+    return mblock_score(best[0], 0, rows, g) + mblock_score(best[1], 1, rows, g);
 }
 
 

@@ -46,8 +46,8 @@ struct alignas(16) TileMeta {
     int qtile;  // the task's query tile
     int pair;   // the task's document (in the launch's order); -1: no task (the walk is over)
 };
-// The walk alone: the tiles of TOKENS tokens of each task in turn, as TileMetas (the
-// decoding producer of kernels/codec_wgmma.cu fills the stages itself).
+// The walk alone: the tiles of TOKENS tokens of each task in turn, as TileMetas (TileProducer's;
+// the decoding producer of kernels/codec_wgmma.cu walks runs of documents: RunWalk).
 template <int TOKENS>
 struct TileWalk {
     const i64* __restrict__ d_offsets;
@@ -71,6 +71,10 @@ struct TileWalk {
             end = d_offsets[doc + 1];
         }
     }
+    // RunWalk's shape, for the producers that take either: runs of one document, no end columns.
+    __device__ __forceinline__ TileWalk(const i64* offsets, const i64* index, int docs, int tiles, int)
+        : TileWalk(offsets, index, docs, tiles) {}
+    __device__ __forceinline__ TileMeta next(i64& first, int&, int) { return next(first); }
     // The next tile's TileMeta ({0, 0, 0, -1} when the walk is over) and its first token.
     __device__ __forceinline__ TileMeta next(i64& first) {
         TileMeta m{0, 0, 0, -1};
@@ -91,6 +95,75 @@ struct TileWalk {
                 load();
             } else {
                 ++tile;
+            }
+        }
+        return m;
+    }
+};
+
+// The walk of the batched codec kernels (kernels/codec_wgmma.cu): (run, query tile) tasks with
+// a grid stride as TileWalk's, a run being `run_docs` consecutive documents whose tokens lie
+// back to back (`doc_index` null; a run is one document where `doc_index` is given), walked in
+// tiles of TOKENS consecutive tokens that cross the run's document boundaries, so short
+// documents fill their tiles. A TileMeta's `pair` is the document holding the tile's first token
+// and `last` the number of documents that end in the tile (the first of them at `pair`, empty
+// ones too); the end column of the k-th (1..TOKENS) is returned to the producer thread whose
+// index is k (`mine`), which leaves it in shared memory for the consumers. run_docs ≤ TOKENS,
+// so at most TOKENS documents end in a tile.
+template <int TOKENS>
+struct RunWalk {
+    const i64* __restrict__ d_offsets;
+    const i64* __restrict__ doc_index;
+    i64 task, tasks;  // task = run * qtiles + query tile, a grid stride apart
+    int run_docs, num_docs, qtiles, qtile;
+    int doc = 0, doc_stop = 0;          // the document holding `pos`; the run's last + 1
+    i64 pos = 0, end = 0, doc_end = 0;  // the task's next token and its end; the document's end
+    __device__ __forceinline__ RunWalk(const i64* offsets, const i64* index, int docs, int tiles, int per_run)
+        : d_offsets(offsets), doc_index(index), task(blockIdx.x), num_docs(docs), qtiles(tiles) {
+        run_docs = index ? 1 : max(1, min(per_run, TOKENS));
+        tasks = (((i64)docs + run_docs - 1) / run_docs) * (i64)max(tiles, 0);
+        load();
+    }
+    __device__ __forceinline__ void load() {  // (a division a task: a task is many tiles)
+        if (task < tasks) {
+            const i64 run = task / qtiles;
+            qtile = (int)(task - run * qtiles);
+            doc = (int)(run * run_docs);
+            doc_stop = (int)min((i64)doc + run_docs, (i64)num_docs);
+            if (doc_index) {
+                const i64 d = doc_index[doc];
+                pos = d_offsets[d];
+                end = d_offsets[d + 1];
+                doc_end = end;
+            } else {
+                pos = d_offsets[doc];
+                end = d_offsets[doc_stop];
+                doc_end = d_offsets[doc + 1];
+            }
+        }
+    }
+    // The next tile's TileMeta ({0, 0, 0, -1} when the walk is over), its first token, and the
+    // end column of its document `pt` (for producer thread `pt`, when that many end in it).
+    __device__ __forceinline__ TileMeta next(i64& first, int& mine, int pt) {
+        TileMeta m{0, 0, 0, -1};
+        first = 0;
+        if (task < tasks) {
+            first = pos;
+            const int ntok = (int)min((i64)TOKENS, end - pos);
+            const i64 tile_end = pos + ntok;
+            const int pair = doc;
+            int k = 0;
+            while (doc_end <= tile_end) {  // the document ends in this tile
+                if (k == pt) mine = (int)(doc_end - first);
+                ++k;
+                if (++doc >= doc_stop) break;
+                doc_end = d_offsets[doc + 1];  // (doc_index: one document a run, never here)
+            }
+            m = TileMeta{ntok, k, qtile, pair};
+            pos = tile_end;
+            if (doc >= doc_stop) {  // the task is done
+                task += gridDim.x;
+                load();
             }
         }
         return m;

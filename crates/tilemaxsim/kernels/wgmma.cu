@@ -103,6 +103,64 @@ __device__ __forceinline__ void wg_fold_half(float (&best)[2], const float (&d)[
     }
 }
 
+// Fold columns lo .. hi - 1 (lo < hi, within col0 .. col0 + 63) of a half tile's accumulators
+// into the two rows' running maxima: one unsigned compare a column pair, shared by both rows.
+__device__ __forceinline__ void wg_fold_range(float (&best)[2], const float (&d)[32], int col0, int lo, int hi, int c) {
+    const unsigned base = (unsigned)(col0 + 2 * c - lo), span = (unsigned)(hi - lo);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const bool in0 = base + 8u * j < span, in1 = base + 8u * j + 1u < span;
+        best[0] = max_nan(best[0], max_nan(in0 ? d[4 * j] : NEG_INF, in1 ? d[4 * j + 1] : NEG_INF));
+        best[1] = max_nan(best[1], max_nan(in0 ? d[4 * j + 2] : NEG_INF, in1 ? d[4 * j + 3] : NEG_INF));
+    }
+}
+// What the packed consumers (PACKED wg_consume) know of a tile: its tokens, the documents that
+// end in it (`nend`, their end columns in `ends`), where their scores go (`out` + the tile's
+// first document), and the warp's stash of m-block 0's parts of them (m-block 1 folds a
+// column after m-block 0, so it adds them and stores the score).
+struct WgSegs {
+    unsigned ends, stash;  // shared addresses: every stage's end columns, every warp's stash
+    float* out;            // out[qblock * num_docs + pair]: the scores (the kernel's argument)
+    int num_docs, qblock, slot, pair, ntok, nend, rows;
+    __device__ __forceinline__ int end(int k) const {
+        unsigned v;
+        asm volatile("ld.shared.u8 %0, [%1];" : "=r"(v) : "r"(ends + (unsigned)(slot * WG_BN + k)) : "memory");
+        return (int)v;
+    }
+};
+// Fold half `col0` of m-block MB's accumulators across the documents that end in it (in order,
+// from the tile's k-th): each one's part of the score finished at its end column. A segment
+// that starts the half takes wg_fold_half (unmasked where it fills the half), others
+// wg_fold_range.
+template <int MB>
+__device__ __forceinline__ void wg_fold_segs(float (&best)[2], const float (&d)[32], int col0, int c, int& k, const WgSegs& s) {
+    int e = k < s.nend ? s.end(k) : 1 << 20;
+    int lo = col0;
+    while (e <= col0 + 64) {  // uniform across the warp: document k ends in this half
+        if (lo == col0) wg_fold_half(best, d, col0, e, c);  // (all 64 columns unmasked when e ends the half)
+        else if (e > lo) wg_fold_range(best, d, col0, lo, e, c);
+        const float part = mblock_score(best, MB, s.rows, (threadIdx.x & 31) >> 2);
+        if ((threadIdx.x & 31) == 0) {
+            const unsigned at = s.stash + 4u * (unsigned)((threadIdx.x >> 5) * WG_BN + k);
+            if (MB == 0) {
+                asm volatile("st.shared.f32 [%0], %1;" :: "r"(at), "f"(part) : "memory");
+            } else if (s.rows > 0) {
+                float p0;
+                asm volatile("ld.shared.f32 %0, [%1];" : "=f"(p0) : "r"(at) : "memory");
+                s.out[(i64)s.qblock * s.num_docs + s.pair + k] = p0 + part;
+            }
+        }
+        best[0] = best[1] = NEG_INF;
+        lo = max(lo, e);
+        ++k;
+        e = k < s.nend ? s.end(k) : 1 << 20;
+    }
+    // The columns after the last end: the document that goes on into the next tile.
+    const int hi = min(col0 + 64, s.ntok);
+    if (lo == col0) wg_fold_half(best, d, col0, hi, c);
+    else if (hi > lo) wg_fold_range(best, d, col0, lo, hi, c);
+}
+
 // One chain: D = a warp's m-block rows (A fragments `a`) x 64-token half `h` of the tile at
 // shared address `tile0`, d / 16 wgmma issued and committed as one group.
 template <bool BF, int KS>
@@ -211,8 +269,11 @@ __device__ __forceinline__ void wg_scale_half(float (&d)[32], const float* sc, i
 // The consumers of the MaxSim kernels (warps 0-7, two warpgroups): each warp's query block from
 // `qpad` as A fragments, every tile of the ring multiplied and folded into its rows' maxima,
 // each document's block score to out[qblock * num_docs + pair]. SCALED: each column's product
-// is multiplied by the stage's column scale first.
-template <bool BF, int KCH, int S, bool SCALED>
+// is multiplied by the stage's column scale first. PACKED: tiles of RunWalk, whose documents
+// end at the columns the producer leaves right after the ring (WG_BN bytes a stage), followed by
+// the consumer warps' stashes (WG_BN floats each). SPLIT: a document's score summed as PACKED
+// sums it (block_score_split), so the two score alike.
+template <bool BF, int KCH, int S, bool SCALED, bool PACKED = false, bool SPLIT = false>
 __device__ __forceinline__ void wg_consume(const WgRing& ring, const u16* __restrict__ qpad,
                                            const int* __restrict__ qblock_rows, int num_qblocks,
                                            int num_docs, float* __restrict__ out)
@@ -221,6 +282,8 @@ __device__ __forceinline__ void wg_consume(const WgRing& ring, const u16* __rest
     constexpr int D = KCH * 32;
     constexpr int KS = D / 16;                 // k16 steps
     constexpr unsigned TILE_BYTES = WG_BN * D * 2;
+    // PACKED: the end columns and stashes after the ring (compile-time offsets from its tiles).
+    constexpr unsigned ENDS = S * (TILE_BYTES + (unsigned)sizeof(TileMeta) + 16u) + (SCALED ? S * WG_BN * 4u : 0u);
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, warp = threadIdx.x >> 5;
     unsigned a[2][KS][4];   // the warp's query block: m-block 0 (rows 0-15), m-block 1 (16-31)
     float acc0[32], acc1[32];  // chains 0 and 2 of a tile into acc0, 1 and 3 into acc1
@@ -258,28 +321,36 @@ __device__ __forceinline__ void wg_consume(const WgRing& ring, const u16* __rest
         if (live) {  // uniform across the warpgroup
             const unsigned tile0 = ring.tiles + (unsigned)slot * TILE_BYTES;
             const float* sc = SCALED ? ring.scales + slot * WG_BN : nullptr;
+            // PACKED: each m-block's next document to end in the tile.
+            const WgSegs segs{ring.tiles + ENDS, ring.tiles + ENDS + S * WG_BN, out, num_docs, qblock, slot,
+                              m.pair, ntok, m.last, rows};
+            int k0 = 0, k1 = 0;
             wg_chain<BF, KS>(acc0, a[0], tile0, 0);
             wg_chain<BF, KS>(acc1, a[1], tile0, 0);
             wg_wait<1>(acc0);
             if constexpr (SCALED) wg_scale_half(acc0, sc, 0, c);
-            wg_fold_half(best[0], acc0, 0, ntok, c);
+            if constexpr (PACKED) wg_fold_segs<0>(best[0], acc0, 0, c, k0, segs);
+            else wg_fold_half(best[0], acc0, 0, ntok, c);
             wg_chain<BF, KS>(acc0, a[0], tile0, 1);
             wg_wait<1>(acc1);
             if constexpr (SCALED) wg_scale_half(acc1, sc, 0, c);
-            wg_fold_half(best[1], acc1, 0, ntok, c);
+            if constexpr (PACKED) wg_fold_segs<1>(best[1], acc1, 0, c, k1, segs);
+            else wg_fold_half(best[1], acc1, 0, ntok, c);
             wg_chain<BF, KS>(acc1, a[1], tile0, 1);
             wg_wait<1>(acc0);
             if constexpr (SCALED) wg_scale_half(acc0, sc, WG_BN / 2, c);
-            wg_fold_half(best[0], acc0, WG_BN / 2, ntok, c);
+            if constexpr (PACKED) wg_fold_segs<0>(best[0], acc0, WG_BN / 2, c, k0, segs);
+            else wg_fold_half(best[0], acc0, WG_BN / 2, ntok, c);
             wg_wait<0>(acc1);
             if constexpr (SCALED) wg_scale_half(acc1, sc, WG_BN / 2, c);
-            wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
+            if constexpr (PACKED) wg_fold_segs<1>(best[1], acc1, WG_BN / 2, c, k1, segs);
+            else wg_fold_half(best[1], acc1, WG_BN / 2, ntok, c);
         }
         // Every consumer thread arrives: an arrive releases its own thread's reads (of the
         // TileMeta) only; and the warp's chains, waited for above, are done with the stage.
         mbar_arrive(ring.empty0 + 8u * slot);
-        if (m.last) {  // the document is done: its score for the warp's block
-            const float sum = block_score(best, rows, g);
+        if (!PACKED && m.last) {  // the document is done: its score for the warp's block
+            const float sum = SPLIT ? block_score_split(best, rows, g) : block_score(best, rows, g);
             if (lane == 0 && rows > 0) out[(i64)qblock * num_docs + m.pair] = sum;
             best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         }

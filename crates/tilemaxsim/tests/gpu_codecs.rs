@@ -15,6 +15,7 @@ mod common;
 
 use common::*;
 use half::f16;
+use rand::Rng;
 use tilemaxsim::codec::{
     Codec, CodecSpec, CompressedCorpus, PqCodec, PqOptions, ResidualCodec, ResidualOptions,
     compress,
@@ -221,6 +222,55 @@ fn batched_bulk_and_one_warp_kernels_all_match() {
             }
         }
     }
+}
+
+#[test]
+fn batched_kernel_packs_documents_into_runs() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    drop(gpu);
+    // Runs of 1 (a document's own tiles) to 128 documents cut into 128-token tiles across their
+    // boundaries (RunWalk, maxsim_codec_wgp_*), and 0 (maxsim_codec_wg_*, every document in tiles
+    // of its own): 128 one-token documents in a row (a tile where 128 end), documents
+    // ending on and beside the 64-column halves and the tiles, a 385-token one across four tiles,
+    // and a run's last tile part-empty; every document, a range (which starts mid-run) and a
+    // candidate list (runs of one document). TILEMAXSIM_GPU_CASES=1 (the sanitizers): d = 128 and
+    // runs of 128.
+    let mut lens: Vec<usize> = vec![1; 128];
+    lens.extend([64, 64, 63, 65, 127, 1, 129, 385, 2, 3, 62, 66, 128]);
+    let mut r = rng(901);
+    lens.extend((0..150).map(|_| r.random_range(1..=90usize)));
+    lens.extend([1; 7]);
+    for (s, dim) in [128usize, 64].into_iter().take(cases(2)).enumerate() {
+        let corpus = unit_corpus(910 + s as u64, &lens, dim, DType::F32);
+        let qs: Vec<OwnedElements> = [1usize, 45, 32, 70, 200, 33]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        for spec in specs(16) {
+            let c = f16_exact(&compress(&corpus, &spec, 5, &|_, _, _| {}).unwrap());
+            let list: Vec<usize> = (0..c.len()).rev().step_by(3).chain([0, 0]).collect();
+            for run in [128, 1, 2, 3, 64, 0].into_iter().take(cases(6)) {
+                let g = CudaScorer::new(0)
+                    .unwrap()
+                    .force_kernel(Some(Kernel::Wgmma))
+                    .pack_documents(Some(run))
+                    .unwrap();
+                let label = format!("d={dim} {} [runs of {run}]", c.codec().describe());
+                check(&g, &label, &c, &queries, Docs::All);
+                check(&g, &label, &c, &queries[1..], Docs::Range(5..c.len() - 3));
+                check(&g, &label, &c, &queries[1..], Docs::List(&list));
+            }
+        }
+    }
+    // Out of range is refused.
+    assert!(
+        CudaScorer::new(0)
+            .unwrap()
+            .pack_documents(Some(129))
+            .is_err()
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ use half::f16;
 
 use super::device::drv;
 use super::memory::{DeviceCorpus, DeviceQueries, block_layout};
-use super::plan::{Kernel, WG_DIMS};
+use super::plan::{Kernel, WG_BN, WG_DIMS};
 use crate::codec::{Codec, CodecKind, CompressedCorpus};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -90,13 +90,19 @@ pub(super) fn lut_kernel_names() -> Vec<String> {
         .collect()
 }
 
-/// Every batched kernel's name, and the bulk-copy kernels' (`bulk_kernel_of`): both are
-/// built for sm_90a only.
+/// The twin of batched kernel `name` that takes runs of documents (`maxsim_codec_wgp_*`).
+pub(super) fn runs_kernel_of(name: &str) -> String {
+    name.replacen("maxsim_codec_wg_", "maxsim_codec_wgp_", 1)
+}
+
+/// Every batched kernel's name (each twice: `runs_kernel_of`), and the bulk-copy kernels'
+/// (`bulk_kernel_of`): all are built for sm_90a only.
 pub(super) fn batched_kernel_names() -> Vec<String> {
     let batched = fused_kernel_names()
         .into_iter()
         .filter(|n| WG_DIMS.iter().any(|d| n.ends_with(&format!("_d{d}"))))
-        .map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1));
+        .map(|n| n.replacen("maxsim_codec_", "maxsim_codec_wg_", 1))
+        .flat_map(|n| [runs_kernel_of(&n), n]);
     let bulk = WG_DIMS
         .into_iter()
         .flat_map(|d| BULK_CODECS.map(|(tag, param)| bulk_kernel_of(tag, param, d)))
@@ -200,6 +206,22 @@ pub(super) fn whole_blocks(offsets: &[usize]) -> bool {
     })
 }
 
+/// Whether the batched kernel's runs of documents (`maxsim_codec_wgp_*`, cut into 128-token
+/// tiles across their boundaries) pay for documents of these `offsets`: each in tiles of its
+/// own they take at least 1.3 times the tiles they fill back to back. A tile of runs costs
+/// about 1.2 times one of a document's own (the H200, Nd = 128, 32 queries, M pairs/s: residual
+/// nbits 2 258 against 310, int8 359 against 443, pq M = 16 406 against 448); documents of
+/// U[8,124] tokens (mean 66, as MS MARCO passages) take 1.94 times, and ran 1.42 times faster
+/// on runs (443 against 313; BENCHMARKS.md, "Runs of documents in the batched codec kernels").
+pub(super) fn pack_pays(offsets: &[usize]) -> bool {
+    let tokens = offsets.last().unwrap_or(&0) - offsets.first().unwrap_or(&0);
+    let own: usize = offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]).div_ceil(WG_BN).max(1))
+        .sum();
+    own > 0 && own * 10 >= tokens.div_ceil(WG_BN) * 13
+}
+
 /// Where the bulk-copy kernel is ahead of the one-warp one at one query (the H200, B = 100K ×
 /// 128 tokens, BENCHMARKS.md "The bulk-copy codec kernels"): the residual at nbits 1 and 2
 /// (144.5 against 123.2 M docs/s at nbits 2, d = 128; 185.6 against 171.8 at d = 64), int8 and
@@ -231,6 +253,8 @@ pub struct DeviceCodes {
     pub(super) codec: Codec,
     /// Every document fills the bulk-copy kernel's 64-token blocks ([`whole_blocks`]).
     pub(super) whole_blocks: bool,
+    /// The batched kernel's runs of documents pay here ([`pack_pays`]).
+    pub(super) pack_pays: bool,
     pub(super) dim: usize,
     pub(super) len: usize,
     pub(super) tokens: usize,
@@ -400,6 +424,7 @@ impl DeviceCodes {
         };
         Ok(DeviceCodes {
             whole_blocks: whole_blocks(&corpus.offsets()[docs.start..=docs.end]),
+            pack_pays: pack_pays(&corpus.offsets()[docs.start..=docs.end]),
             dim,
             len: docs.len(),
             tokens: last - first,
@@ -582,18 +607,41 @@ mod tests {
     }
 
     #[test]
+    fn runs_pay_where_documents_leave_their_own_tiles_part_empty() {
+        let offsets = |lens: &[usize]| {
+            let mut o = vec![0];
+            for l in lens {
+                o.push(o.last().unwrap() + l);
+            }
+            o
+        };
+        // Full tiles: no gain. 66-token documents: each its own tile, two to a tile in runs.
+        assert!(!pack_pays(&offsets(&[128; 10])));
+        assert!(!pack_pays(&offsets(&[256, 384, 128])));
+        assert!(pack_pays(&offsets(&[66; 100])));
+        assert!(pack_pays(&offsets(&[1; 300])));
+        // 100 tokens: 100 tiles against 79, under 1.3 times.
+        assert!(!pack_pays(&offsets(&[100; 100])));
+        assert!(!pack_pays(&offsets(&[])));
+        assert_eq!(
+            runs_kernel_of("maxsim_codec_wg_residual2_d128"),
+            "maxsim_codec_wgp_residual2_d128"
+        );
+    }
+
+    #[test]
     fn every_fused_kernel_has_a_name() {
         let names = fused_kernel_names();
         assert_eq!(names.len(), CODEC_DIMS.len() * 5 + PQ_SHAPES.len());
         for (d, m) in PQ_SHAPES {
             assert!((d / m) % 2 == 0 && m % 4 == 0 && d % m == 0, "({d}, {m})");
         }
-        // The batched kernels: every codec at d 64 and 128, each instantiated in the source;
-        // then the bulk-copy kernels (int8 and fp8 at d 64 and 128; the residual at nbits 2, 4
-        // at d 64 and 1, 2, 4 at d 128).
+        // The batched kernels: every codec at d 64 and 128, each instantiated in the source twice
+        // (a document's own tiles, runs); then the bulk-copy kernels (int8 and fp8 at d 64 and
+        // 128; the residual at nbits 2, 4 at d 64 and 1, 2, 4 at d 128).
         let names = batched_kernel_names();
-        assert_eq!(names.len(), 2 * 5 + 7 + 4 + 5);
-        let (batched, bulk) = names.split_at(2 * 5 + 7);
+        assert_eq!(names.len(), 2 * (2 * 5 + 7) + 4 + 5);
+        let (batched, bulk) = names.split_at(2 * (2 * 5 + 7));
         let bulk_src = include_str!("../../kernels/codec_bulk.cu");
         for name in bulk {
             assert!(
@@ -603,14 +651,25 @@ mod tests {
         }
         let src = include_str!("../../kernels/codec_wgmma.cu");
         for name in batched {
-            let (stem, d) = name.rsplit_once("_d").unwrap();
+            let suffix = name
+                .strip_prefix("maxsim_codec_wgp_")
+                .or_else(|| name.strip_prefix("maxsim_codec_wg_"))
+                .unwrap();
+            let (stem, d) = suffix.rsplit_once("_d").unwrap();
             let per_d = format!("INSTANTIATE_CODEC_WG_DIMS({stem},");
-            let one = format!("INSTANTIATE_CODEC_WG({name},");
+            let one = format!("INSTANTIATE_CODEC_WG({suffix},");
             assert!(
                 src.contains(&one) || (src.contains(&per_d) && ["64", "128"].contains(&d)),
                 "{name}"
             );
         }
+        assert_eq!(
+            batched
+                .iter()
+                .filter(|n| n.starts_with("maxsim_codec_wgp_"))
+                .count(),
+            2 * 5 + 7
+        );
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub(super) unsafe fn decode<'a>(
 /// Enqueue the fused kernel `kernel`: the queries in blocks, then the scores. The one-warp
 /// kernel reads `p`, the pair table and norms of `prepare`, and the queries' centroid scores
 /// made here; the batched one (`p`: `None`) needs none of them: it computes each token's norm
-/// itself. `wg_stages`: the batched kernel's ring depth.
+/// itself. `wg`: the batched kernel's ring depth and documents a run.
 ///
 /// # Safety
 /// As `CudaScorer::score_residual_raw` (after `prepare` where `p` is given).
@@ -180,7 +180,7 @@ pub(super) unsafe fn score_fused(
     a: &RawResidual<'_>,
     kernel: &CodecKernel,
     p: Option<&Prepared>,
-    wg_stages: usize,
+    wg: codec_launch::WgShape,
 ) -> Result<()> {
     let blocks = pack_queries(gpu, stream, &a.queries)?;
     let view = p.map_or_else(|| view_of(a), |p| p.view);
@@ -198,7 +198,7 @@ pub(super) unsafe fn score_fused(
     // SAFETY: the caller's tensors (this function's contract; the batched kernel's alignment
     // checked by `kernel`), our table, norms, query blocks and centroid scores, all enqueued on
     // `stream` before the kernel.
-    unsafe { codec_launch::fused(gpu, kernel, &blocks, &view, cs.as_ref(), wg_stages, target) }
+    unsafe { codec_launch::fused(gpu, kernel, &blocks, &view, cs.as_ref(), wg, target) }
 }
 
 fn alloc(stream: &Arc<CudaStream>, what: &'static str, n: usize) -> Result<CudaSlice<u32>> {

@@ -16,7 +16,7 @@ use super::codes::{
 use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};
-use super::launch::codec as codec_launch;
+use super::launch::codec::{self as codec_launch, PACK_MAX};
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
@@ -47,6 +47,9 @@ pub struct CudaScorer {
     force: Option<Kernel>,
     /// `maxsim_bulk`'s (stages, tasks per block) when fixed (`bulk_shape`, TILEMAXSIM_BULK).
     bulk: Option<(usize, usize)>,
+    /// The batched codec kernels' documents a run when fixed (`pack_documents`, TILEMAXSIM_PACK;
+    /// 0: none).
+    pack: Option<usize>,
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
@@ -64,6 +67,10 @@ impl CudaScorer {
             shape,
             force: None,
             bulk: bulk_shape_env(),
+            pack: std::env::var("TILEMAXSIM_PACK")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|g| (0..=PACK_MAX).contains(g)),
             span: match std::env::var("TILEMAXSIM_SPAN").as_deref() {
                 Ok("0") => Some(false),
                 Ok("1") => Some(true),
@@ -92,6 +99,31 @@ impl CudaScorer {
         }
         self.bulk = Some((stages, group));
         Ok(self)
+    }
+
+    /// Fix how many consecutive documents a block of the batched codec kernels takes as one
+    /// run, cut into 128-token tiles across their boundaries (`maxsim_codec_wgp_*`, where the
+    /// documents lie back to back; 0: never, each document in tiles of its own by
+    /// `maxsim_codec_wg_*`; `None`: the engine's choice, `pack_pays` and `pack_run`). For
+    /// experiments and tests; also TILEMAXSIM_PACK=N.
+    pub fn pack_documents(mut self, run: Option<usize>) -> Result<Self> {
+        if run.is_some_and(|g| g > PACK_MAX) {
+            return Err(Error::Argument(format!(
+                "documents a run must be at most {PACK_MAX}, got {run:?}"
+            )));
+        }
+        self.pack = run;
+        Ok(self)
+    }
+
+    /// The batched codec kernels' ring depth and documents a run, for a corpus where runs of
+    /// documents `pays`.
+    fn wg_shape(&self, pays: bool) -> codec_launch::WgShape {
+        codec_launch::WgShape {
+            stages: self.shape.wg_stages,
+            pack: self.pack,
+            pays,
+        }
     }
 
     /// Fix whether `maxsim_bulk`, scoring every document of a packed corpus, cuts its tiles
@@ -432,7 +464,9 @@ impl CudaScorer {
         let stream = &unsafe { self.caller_stream(stream) };
         // SAFETY (each arm): this function's contract, each step enqueued after the one before.
         let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
-        let stages = self.shape.wg_stages;
+        // (The tensors' lengths are on the device: each document in tiles of its own unless
+        // runs are asked for.)
+        let stages = self.wg_shape(false);
         match raw_residual::kernel(&args, batched_ok, self.force)? {
             Some(k @ CodecKernel::Batched(_)) => unsafe {
                 raw_residual::score_fused(&self.gpu, stream, &args, &k, None, stages)
@@ -685,7 +719,7 @@ impl CudaScorer {
                 queries,
                 &view,
                 cs.as_ref(),
-                self.shape.wg_stages,
+                self.wg_shape(codes.pack_pays),
                 target,
             )
         }

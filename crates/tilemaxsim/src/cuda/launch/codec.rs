@@ -11,7 +11,7 @@ use cudarc::driver::{
 };
 
 use super::{Target, grid_of, stride_grid, sum_qblocks};
-use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes};
+use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes, runs_kernel_of};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
@@ -206,11 +206,37 @@ pub(in crate::cuda) unsafe fn centroid_scores(
     Ok(cs)
 }
 
+/// What the batched kernel's launches take from the scorer and the corpus: its ring depth
+/// (WG_STAGES of the program); where fixed (`CudaScorer::pack_documents`, TILEMAXSIM_PACK), its
+/// documents a run, which takes the kernel of runs (`runs_kernel_of`) wherever the documents
+/// lie back to back (0: never); else whether runs pay for the corpus's documents (`pack_pays`;
+/// `false` where their lengths are not known on the host).
+#[derive(Clone, Copy, Debug)]
+pub(in crate::cuda) struct WgShape {
+    pub(in crate::cuda) stages: usize,
+    pub(in crate::cuda) pack: Option<usize>,
+    pub(in crate::cuda) pays: bool,
+}
+
+/// The most documents a run (`CudaScorer::pack_documents`): at most a tile's tokens end in it.
+pub(in crate::cuda) const PACK_MAX: usize = WG_BN;
+
+/// Documents a batched codec block takes as one run (RunWalk, kernels/tile_producer.cuh) when
+/// it scores `n` consecutive documents for `qtiles` query tiles with `resident` blocks at once:
+/// a run's tokens are cut into 128-token tiles across its documents, so short documents fill
+/// their tiles (a run of one is a document in tiles of its own). Runs of up to 64 documents,
+/// so a run's part-empty last tile costs little, but short enough to leave every block 16
+/// tasks (a run × a query tile), so the blocks finish together.
+pub(in crate::cuda) fn pack_run(n: u64, qtiles: u64, resident: u64) -> u64 {
+    (n * qtiles / (16 * resident.max(1))).clamp(1, 64)
+}
+
 /// Enqueue the fused kernel `kernel` for the queries against the target's documents:
 /// `t.out[q * t.n + i]`, queries longer than one block summed from per-block partial scores.
 /// `cs`: the residual codec's centroid scores (`centroid_scores`; the one-warp and bulk-copy
 /// kernels');
-/// `wg_stages`: the batched kernel's ring depth (WG_STAGES of the program).
+/// `wg`: the batched kernel's ring depth (WG_STAGES of the program) and, where fixed, its
+/// documents a run (`pack_run`).
 ///
 /// # Safety
 /// `v` describes live device memory (the residual's inverse norms filled for the one-warp
@@ -222,7 +248,7 @@ pub(in crate::cuda) unsafe fn fused(
     queries: &CodecQueries,
     v: &CodesView,
     cs: Option<&CudaSlice<u16>>,
-    wg_stages: usize,
+    wg: WgShape,
     t: Target<'_>,
 ) -> Result<()> {
     let tasks = (queries.blocks * t.n) as u64;
@@ -281,7 +307,15 @@ pub(in crate::cuda) unsafe fn fused(
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec launch"))?;
         }
         CodecKernel::Batched(name) => {
-            let func = find(&gpu.kernels.codec_wg, name)?;
+            // Runs where the documents lie back to back (no candidates) and runs pay or are asked
+            // for; each document in tiles of its own otherwise.
+            let runs = t.doc_index == 0 && wg.pack.map_or(wg.pays, |g| g > 0);
+            let name = if runs {
+                runs_kernel_of(name)
+            } else {
+                name.clone()
+            };
+            let func = find(&gpu.kernels.codec_wg, &name)?;
             // The ring (1 KB of alignment, per stage a tile, a TileMeta and two mbarriers, and
             // int8/fp8's column scales), then the pq codebooks as f16 or the residual's two
             // tiles of gathered centroid chunks.
@@ -291,14 +325,27 @@ pub(in crate::cuda) unsafe fn fused(
                 1 => v.dim * 256 * 2,
                 _ => 0,
             };
-            let smem = 1024 + wg_stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales) + tables;
+            // After the ring: each stage's end columns, each consumer warp's stash (RunWalk).
+            let runs_smem = wg.stages * WG_BN + 8 * WG_BN * 4;
+            let smem = 1024
+                + wg.stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales)
+                + runs_smem
+                + tables;
             // A persistent grid, a multiple of the query tiles where it holds them all (as
             // `Gemm`): each block keeps its query tile.
             let qtiles = queries.blocks.div_ceil(WG_QBLOCKS) as u64;
-            let mut cfg = gpu.persistent_grid(func, CODEC_WG_THREADS, smem, qtiles * t.n as u64)?;
+            let resident = gpu.resident_blocks(func, CODEC_WG_THREADS, smem)?;
+            let run = match wg.pack {
+                _ if !runs => 1,
+                Some(g) => g.clamp(1, PACK_MAX),
+                None => pack_run(t.n as u64, qtiles, resident) as usize,
+            };
+            let tasks = qtiles * (t.n as u64).div_ceil(run as u64);
+            let mut cfg = gpu.persistent_grid(func, CODEC_WG_THREADS, smem, tasks)?;
             if cfg.grid_dim.0 as u64 >= qtiles {
                 cfg.grid_dim.0 -= (cfg.grid_dim.0 as u64 % qtiles) as u32;
             }
+            let run_docs = run as i32;
             let mut b = s.launch_builder(func);
             b.arg(&q16)
                 .arg(&rows)
@@ -311,11 +358,14 @@ pub(in crate::cuda) unsafe fn fused(
                 .arg(&v.offsets)
                 .arg(&t.doc_index)
                 .arg(&nd)
-                .arg(&out);
+                .arg(&out)
+                .arg(&run_docs);
             // SAFETY: the arguments match `maxsim_codec_wg_*` in kernels/codec_wgmma.cu: the
             // query blocks and rows, the codes and words, the residual's centroids (16-byte
             // aligned: `upload` and `raw_residual::batched_ok`) and bucket weights, the pq
-            // codebooks; `smem` bytes for its ring and tables; candidates and output the caller's.
+            // codebooks; `smem` bytes for its ring, end columns, stashes and tables; candidates
+            // and output the caller's; runs of one document where there are candidates (their
+            // tokens are not back to back), of at most WG_BN otherwise.
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_wg launch"))?;
         }
         CodecKernel::Bulk(name) => {
