@@ -25,8 +25,14 @@ use crate::scorer::{Scorer, check_queries};
 use crate::search::{Residency, SearchOptions, Searcher};
 use crate::topk::{Hit, merge_top_k};
 
-/// Largest number of scores one pass over a shard holds (queries are taken in groups).
-const SCORES_PER_PASS: usize = 1 << 26;
+/// Largest number of scores one pass over a shard holds (queries are taken in groups): 1 GiB,
+/// so 8.8M documents take 24 queries a pass.
+const SCORES_PER_PASS: usize = 1 << 28;
+/// Queries a pass takes in multiples of, where it takes that many: the batched codec kernels
+/// decode the codes once for each 256-row query tile (8 queries of up to 32 tokens), so a
+/// part-filled tile costs a whole decode. At 8.8M documents 2^26 scores a pass took 32 queries
+/// in passes of 7, 7, 7, 7 and 4: five decodes where four do.
+const PASS_QUERIES: usize = 8;
 
 /// A compressed corpus on one or more GPUs.
 pub struct GpuCodesIndex<'c> {
@@ -167,6 +173,11 @@ impl Shard {
     ) -> Result<()> {
         let n = codes.len();
         let per_pass = (SCORES_PER_PASS / n.max(1)).max(1);
+        let per_pass = if per_pass >= PASS_QUERIES {
+            per_pass - per_pass % PASS_QUERIES
+        } else {
+            per_pass
+        };
         let mut fresh = None;
         let blocks = match uploaded {
             Some(slot) => slot,
