@@ -14,8 +14,12 @@ exhaustive search on the same codes; the GPU memory each search process used at 
 (`nvidia-smi`, polled every 200 ms).
 fast-plaid is not run here: it builds from the f16 tokens (150 GB).
 
+With --only-exhaustive: exhaustive search alone, at batches 32 and 1, and at batch 32 again with
+each document in tiles of its own (TILEMAXSIM_PACK=0: maxsim_codec_wg_*, as before the batched codec
+kernels took runs of documents cut into tiles across their boundaries), all against the first.
+
 usage: python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work /tmp/msmarco [--docs 8800000] [--centroids 262144]
-       [--only-streamed]
+       [--only-streamed | --only-exhaustive]
 """
 
 import argparse
@@ -156,6 +160,7 @@ def main():
     p.add_argument("--device", default="cuda")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--only-streamed", action="store_true", help="exhaustive (the reference) and the streamed rows only")
+    p.add_argument("--only-exhaustive", action="store_true", help="exhaustive rows only (batch 32, 32 unpacked, 1)")
     a = p.parse_args()
     w = pathlib.Path(a.work)
     shutil.rmtree(w, ignore_errors=True)
@@ -189,8 +194,15 @@ def main():
             ("IVF nprobe=8 ndocs=4096, codes streamed", 1, ivf8 + stream),
             ("IVF nprobe=4 ndocs=1024, codes streamed", 32, ivf4 + stream)]
     rows = [r for r in rows if not a.only_streamed or "streamed" in r[0] or r[0] == "exhaustive"]
+    if a.only_exhaustive:
+        rows = [("exhaustive", 32, ["--exhaustive"]),
+                ("exhaustive, a document's own tiles (TILEMAXSIM_PACK=0)", 32, ["--exhaustive"]),
+                ("exhaustive", 1, ["--exhaustive"])]
     exact = None
     for label, batch, flags in rows:
+        os.environ.pop("TILEMAXSIM_PACK", None)
+        if "TILEMAXSIM_PACK=0" in label:
+            os.environ["TILEMAXSIM_PACK"] = "0"
         name = re.sub(r"\W+", "_", label) + f"_b{batch}"
         out = w / f"{name}.trec"
         r, wall, gb = run_watched([a.bin, "index", "search", "--index", index, "--queries", w / "queries.safetensors",
