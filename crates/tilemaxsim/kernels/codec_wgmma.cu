@@ -295,12 +295,12 @@ __device__ __forceinline__ void codec_wg_produce(
 }
 #endif
 
-// After the ring: each stage's end columns (WG_BN bytes: RunWalk), the consumer warps' stashes
-// (WG_BN floats each: wg_consume's PACKED), then the pq codebooks, or the residual's two gather
-// tiles; `values`: the residual's 2^nbits bucket weights (f32), `table`: the pq codebooks as f16
+// After the ring (PACKED): each stage's end columns (WG_BN bytes: RunWalk), the consumer warps'
+// stashes (WG_BN floats each: wg_consume's PACKED); then the pq codebooks, or the residual's two
+// gather tiles; `values`: the residual's 2^nbits bucket weights (f32), `table`: the pq codebooks as f16
 // pairs ([M][256][d / M]). PACKED: tiles cut from runs of `run_docs` documents (RunWalk; 1
 // where `doc_index` is given) and folded across their documents' ends; else each document in
-// tiles of its own (`run_docs` unused). Both lay shared memory out alike.
+// tiles of its own (`run_docs` unused), shared memory laid out as before runs existed.
 template <int TAG, int D, int P, bool PACKED>
 __device__ __forceinline__ void maxsim_codec_wg_impl(
     const u16* __restrict__ qblocks, const int* __restrict__ qrows, int num_blocks,
@@ -320,7 +320,7 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     unsigned char* ends = cwg_smem + (((raw0 + 1023u) & ~1023u) - raw0) + S * (WG_BN * D * 2 + sizeof(TileMeta) + 16) +
                           (SCALED ? S * WG_BN * 4 : 0);
     float* stash = (float*)(ends + S * WG_BN);
-    unsigned char* tables = (unsigned char*)(stash + (WG_THREADS / 32) * WG_BN);
+    unsigned char* tables = PACKED ? (unsigned char*)(stash + (WG_THREADS / 32) * WG_BN) : ends;
     if constexpr (TAG == RESIDUAL) {
         if (threadIdx.x < (1u << P)) {  // field → bucket: the field's first bit is the bucket's bit 0
             unsigned b = 0u;

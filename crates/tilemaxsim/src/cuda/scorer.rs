@@ -55,6 +55,20 @@ pub struct CudaScorer {
     span: Option<bool>,
 }
 
+/// `TILEMAXSIM_PACK=N` (`CudaScorer::pack_documents`): a value that is not a run length in
+/// 0..=PACK_MAX is an error, as TILEMAXSIM_KERNEL_DEFINES's are.
+fn pack_env() -> Result<Option<usize>> {
+    let Ok(v) = std::env::var("TILEMAXSIM_PACK") else {
+        return Ok(None);
+    };
+    match v.trim().parse::<usize>() {
+        Ok(g) if g <= PACK_MAX => Ok(Some(g)),
+        _ => Err(Error::Argument(format!(
+            "TILEMAXSIM_PACK={v}: documents a run must be a number in 0..={PACK_MAX}"
+        ))),
+    }
+}
+
 impl CudaScorer {
     /// Open GPU `ordinal` (its primary context) and load the kernels (compiled, or from the cache).
     pub fn new(ordinal: usize) -> Result<Self> {
@@ -67,10 +81,7 @@ impl CudaScorer {
             shape,
             force: None,
             bulk: bulk_shape_env(),
-            pack: std::env::var("TILEMAXSIM_PACK")
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .filter(|g| (0..=PACK_MAX).contains(g)),
+            pack: pack_env()?,
             span: match std::env::var("TILEMAXSIM_SPAN").as_deref() {
                 Ok("0") => Some(false),
                 Ok("1") => Some(true),

@@ -307,39 +307,45 @@ pub(in crate::cuda) unsafe fn fused(
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec launch"))?;
         }
         CodecKernel::Batched(name) => {
-            // Runs where the documents lie back to back (no candidates) and runs pay or are asked
-            // for; each document in tiles of its own otherwise.
-            let runs = t.doc_index == 0 && wg.pack.map_or(wg.pays, |g| g > 0);
-            let name = if runs {
-                runs_kernel_of(name)
-            } else {
-                name.clone()
-            };
-            let func = find(&gpu.kernels.codec_wg, &name)?;
             // The ring (1 KB of alignment, per stage a tile, a TileMeta and two mbarriers, and
-            // int8/fp8's column scales), then the pq codebooks as f16 or the residual's two
-            // tiles of gathered centroid chunks.
+            // int8/fp8's column scales), for runs each stage's end columns and each consumer
+            // warp's stash (RunWalk), then the pq codebooks as f16 or the residual's two tiles
+            // of gathered centroid chunks.
             let scales = if matches!(v.tag, 2 | 3) { WG_BN * 4 } else { 0 };
             let tables = match v.tag {
                 0 => 2 * WG_BN * (v.dim * 2 + 64),
                 1 => v.dim * 256 * 2,
                 _ => 0,
             };
-            // After the ring: each stage's end columns, each consumer warp's stash (RunWalk).
-            let runs_smem = wg.stages * WG_BN + 8 * WG_BN * 4;
-            let smem = 1024
-                + wg.stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales)
-                + runs_smem
-                + tables;
+            let smem_of = |runs: bool| {
+                let ends = if runs {
+                    wg.stages * WG_BN + 8 * WG_BN * 4
+                } else {
+                    0
+                };
+                1024 + wg.stages * (WG_BN * v.dim * 2 + TILE_META + 16 + scales) + ends + tables
+            };
+            let own = find(&gpu.kernels.codec_wg, name)?;
+            let qtiles = queries.blocks.div_ceil(WG_QBLOCKS) as u64;
+            let resident = gpu.resident_blocks(own, CODEC_WG_THREADS, smem_of(false))?;
+            // Runs where the documents lie back to back (no candidates) and runs pay or are
+            // asked for; a run of one packs nothing, so the engine takes the kernel of tiles of
+            // their own there (asked for, it takes runs of one: for tests).
+            let run = match wg.pack {
+                _ if t.doc_index != 0 => 0,
+                Some(g) => g.min(PACK_MAX),
+                None if wg.pays => pack_run(t.n as u64, qtiles, resident) as usize,
+                None => 0,
+            };
+            let runs = run > 1 || (run == 1 && wg.pack.is_some());
+            let (func, smem, run) = if runs {
+                let func = find(&gpu.kernels.codec_wg, &runs_kernel_of(name))?;
+                (func, smem_of(true), run)
+            } else {
+                (own, smem_of(false), 1)
+            };
             // A persistent grid, a multiple of the query tiles where it holds them all (as
             // `Gemm`): each block keeps its query tile.
-            let qtiles = queries.blocks.div_ceil(WG_QBLOCKS) as u64;
-            let resident = gpu.resident_blocks(func, CODEC_WG_THREADS, smem)?;
-            let run = match wg.pack {
-                _ if !runs => 1,
-                Some(g) => g.clamp(1, PACK_MAX),
-                None => pack_run(t.n as u64, qtiles, resident) as usize,
-            };
             let tasks = qtiles * (t.n as u64).div_ceil(run as u64);
             let mut cfg = gpu.persistent_grid(func, CODEC_WG_THREADS, smem, tasks)?;
             if cfg.grid_dim.0 as u64 >= qtiles {
