@@ -12,7 +12,8 @@ mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .dev/kcache.tar.xz -C $TILEMAXSIM_CAC
   for t in residual_tensors_scored_in_place compressed_search_resident_streamed_and_sharded_agree; do
     echo "== $(date -u +%T) $t"; .dev/test-gpu_codecs $t 2>&1 | grep -E "^test |test result|panicked|assert"
   done
-  echo "== $(date -u +%T) the rest (TILEMAXSIM_GPU_CASES=1)"
-  TILEMAXSIM_GPU_CASES=1 .dev/test-gpu_codecs --skip residual_tensors --skip compressed_search 2>&1 | grep -E "^test |test result|panicked|assert"
+  echo "== $(date -u +%T) the runs test in full (every run length bit for bit alike), then the rest"
+  .dev/test-gpu_codecs batched_kernel_packs 2>&1 | grep -E "^test |test result|panicked|assert"
+  TILEMAXSIM_GPU_CASES=1 .dev/test-gpu_codecs --skip residual_tensors --skip compressed_search --skip batched_kernel_packs 2>&1 | grep -E "^test |test result|panicked|assert"
   date -u +%T
 } 2>&1 | tee "$OUT/fix.log"
