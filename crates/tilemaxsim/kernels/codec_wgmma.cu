@@ -11,7 +11,7 @@
 // tile's document end columns beside it, the consumers fold across them (wg_fold_segs). Per
 // tile it costs more than maxsim_codec_wg_* (the H200, Nd = 128, 32 queries: residual nbits 2
 // 258 against 310 M pairs/s), so the host takes it where documents leave their own tiles part
-// empty enough (`pack_pays`, src/cuda/codes.rs).
+// empty enough (`pack_pays`, src/cuda/codec_kernels.rs).
 //
 // Each producer thread decodes 16-byte chunks (8 dimensions) of the tile's token rows: thread p
 // takes chunk p % (d / 8) of rows p / (d / 8), + 128 / (d / 8), ... (the residual codec: four

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule};
 
-use super::codes::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
+use super::codec_kernels::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
 use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS, span_any_instances};
 use crate::error::{Error, Result};
@@ -48,7 +48,7 @@ pub(super) struct Kernels {
     pub(super) iota_offsets: CudaFunction,
     /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
     pub(super) ring: Vec<((DType, usize), CudaFunction)>,
-    /// name → the fused compressed-corpus kernels (kernels/codec.cu, `codes::fused_kernel`).
+    /// name → the fused compressed-corpus kernels (kernels/codec.cu, `codec_kernels::fused_kernel`).
     pub(super) codec: Vec<(String, CudaFunction)>,
     /// name → the batched ones (kernels/codec_wgmma.cu; empty but on sm_90a).
     pub(super) codec_wg: Vec<(String, CudaFunction)>,

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, fused_kernel, upload_words};
+use super::codec_kernels::fused_kernel;
+use super::codes::{CodecQueries, CodecTables, CodesView, DeviceCodes, upload_words};
 use super::rerank::rescore_lists;
 use super::scorer::CudaScorer;
 use crate::codec::{CompressedCorpus, ResidualCodec};

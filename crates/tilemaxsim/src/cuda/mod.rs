@@ -32,6 +32,7 @@
 //! - `train.rs`: the training kernels' forward (scores and argmax) and backward passes on
 //!   borrowed tensors ([`CudaScorer::train_forward`], [`CudaScorer::train_backward`]).
 
+mod codec_kernels;
 mod codes;
 mod codes_index;
 mod compile;

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::codes::{CodecKernel, CodecQueries, CodesView, codec_kernel};
+use super::codec_kernels::{CodecKernel, codec_kernel};
+use super::codes::{CodecQueries, CodesView};
 use super::context::GpuContext;
 use super::device::drv;
 use super::launch::{Target, codec as codec_launch};
@@ -66,7 +67,7 @@ fn view_of(a: &RawResidual<'_>) -> CodesView {
     }
 }
 
-/// The kernel for the call (`codes::codec_kernel`): the batched one needs 16-byte aligned
+/// The kernel for the call (`codec_kernels::codec_kernel`): the batched one needs 16-byte aligned
 /// centroids and 4-byte aligned codes (its loads); `batched_ok`: it is loaded. Never the
 /// bulk-copy kernel: its copies of the ids may read up to three words past the caller's tensor.
 pub(super) fn kernel(

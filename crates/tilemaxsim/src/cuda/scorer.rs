@@ -10,9 +10,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
-use super::codes::{
-    CodecKernel, CodecQueries, CodecTables, DeviceCodes, codec_kernel, codec_tag, fused_kernel,
-};
+use super::codec_kernels::{CodecKernel, codec_kernel, codec_tag, fused_kernel};
+use super::codes::{CodecQueries, CodecTables, DeviceCodes};
 use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};

@@ -11,7 +11,8 @@ use cudarc::driver::{
 };
 
 use super::{Target, grid_of, stride_grid, sum_qblocks};
-use crate::cuda::codes::{CodecKernel, CodecQueries, CodesView, DeviceCodes, runs_kernel_of};
+use crate::cuda::codec_kernels::{CodecKernel, runs_kernel_of};
+use crate::cuda::codes::{CodecQueries, CodesView, DeviceCodes};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::memory::{DeviceCorpus, Mem};
