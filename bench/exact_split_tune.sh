@@ -20,8 +20,8 @@ source bench/exact_split_lib.sh
   echo "== the d sweep (f16, U[32,256])"
   for d in 16 48 77 96 100 127; do bench --dtype f16 --docs 100000 --doc-len 32:256 --dim "$d"; done
   for d in 200 256 320 384 512 768 1024; do bench --dtype f16 --docs 10000 --doc-len 32:256 --dim "$d"; done
-  echo "== SPLIT_MIN_BLOCKS=3 (recompiles)"
-  export TILEMAXSIM_KERNEL_DEFINES=SPLIT_MIN_BLOCKS=3
+  echo "== SPLIT_MIN_BLOCKS_F32=3 (recompiles)"
+  export TILEMAXSIM_KERNEL_DEFINES=SPLIT_MIN_BLOCKS_F32=3
   time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1
   bench --dtype f32 --docs 100000 --doc-len 128
   bench --dtype f16 --query-dtype f32 --docs 100000 --doc-len 128

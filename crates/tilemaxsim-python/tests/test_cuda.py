@@ -38,6 +38,21 @@ def test_strided_views_and_offsets_are_read_in_place(rng):
     np.testing.assert_allclose(tilemaxsim.maxsim(Q, D).cpu().numpy(), reference(Q, D), atol=1e-3)
 
 
+@pytest.mark.parametrize("doc_dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("scale", [1e-7, 1.0, 1e6])
+def test_float32_queries_on_16_bit_documents_stay_exact(rng, doc_dtype, scale):
+    # f32 query tensors against f16/bf16 document tensors: split into 16-bit parts on the
+    # tensor cores, at any magnitude (past f16's range and below its normal range), exact to
+    # f32's bound of the float64 reference; odd-length documents, 1- to 32-token queries.
+    D = normalized(rng, 50, 77, 128, dtype=doc_dtype).cuda()
+    for lq in (1, 17, 32):
+        Q = (normalized(rng, 3, lq, 128) * scale).cuda()
+        want, size = reference(Q, D), reference(Q.abs(), D.abs())
+        got = tilemaxsim.maxsim(Q, D).cpu().numpy().astype(np.float64)
+        assert got.shape == want.shape and np.isfinite(got).all()
+        assert (np.abs(got - want) <= 2 * (128 + lq + 2) * 2.0**-24 * size).all()
+
+
 # A call that refuses to be captured leaves the graph empty, and torch warns about that on leaving
 # the capture: expected here, not a failure.
 @pytest.mark.filterwarnings("ignore:The CUDA Graph is empty:UserWarning")

@@ -7,31 +7,41 @@
 // 64 f32 tokens, 16 a warp, or 128 16-bit tokens, 32 a warp) and three blocks fit a SM.
 //
 // The queries arrive as f32 rows (the engine's f32 query tokens and offsets, Nq <= 32) and are
-// split here when a block reaches a new query: part 0's A fragments go to each warp's
-// registers, the other parts to shared memory in fragment order (one conflict-free 16-byte load
-// per fragment). k is permuted as maxsim_ring's f32 path does for f32 tokens (lane c holds
+// split here when a block reaches a new query: part 0's A fragments go to each warp's registers,
+// the other parts to shared memory in fragment order (one conflict-free 16-byte load per
+// fragment). k is permuted as maxsim_ring's f32 path does for f32 tokens (lane c holds
 // dimensions kb*16 + c*4 .. +3 of each 32-wide chunk: the four lanes of a row read 64
 // contiguous bytes), and as maxsim_bulk does for 16-bit tokens (c*8 + kb*4 .. +3).
+//
+// Against f16 corpora the block first scales the query by the power of two that brings its
+// largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q)) then hold any
+// finite f32 query to 2^-24 of its largest element (no range check on the host, so device
+// tensors take this kernel too), both parts' products go to one accumulator (c q . d: 168
+// registers, three blocks a SM), and a document's row maxima are scaled back by 1/c (exact).
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
 #include "split.cuh"
 #include "bulk.cu"
 
-// Blocks a SM the compiler must leave room for (__launch_bounds__'s second argument), f32
-// corpora and 16-bit ones apart. f32: 3 holds the kernel to 168 registers (176 unbounded: two
-// blocks a SM, the schedulers idle two cycles in three on the H200). H200, B = 100K: 58.0 ->
-// 63.5 M docs/s (81% -> 89% of the read ceiling) in one run, 52.2-53.2 -> 56.7-57.6 on a slower
-// machine (bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log). 16-bit
-// corpora: 1 (they use up to 230 registers; bounded to 168 they spill, f16 97.9 -> 89.0 M
-// docs/s in the same run, bf16 slower on the H100).
+// Blocks a SM the compiler must leave room for (__launch_bounds__'s second argument), per
+// corpus dtype. f32: 3 holds the kernel to 168 registers (176 unbounded: two blocks a SM, the
+// schedulers idle two cycles in three on the H200). H200, B = 100K: 58.0 -> 63.5 M docs/s (81% ->
+// 89% of the read ceiling) in one run, 52.2-53.2 -> 56.7-57.6 on a slower machine
+// (bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log). f16: 3, at 168
+// registers without spills since the scaled query needs one accumulator (172 unbounded; with
+// two, 210, bounded to 168 they spilled: 97.9 -> 89.0 M docs/s). bf16: 1 (230 registers;
+// bounded to 168 it spills).
 #ifndef SPLIT_MIN_BLOCKS_F32
 #define SPLIT_MIN_BLOCKS_F32 3
 #endif
-#ifndef SPLIT_MIN_BLOCKS
-#define SPLIT_MIN_BLOCKS 1
+#ifndef SPLIT_MIN_BLOCKS_F16
+#define SPLIT_MIN_BLOCKS_F16 3
 #endif
-#define SPLIT_BLOCKS(DOC) ((DOC) == 2 ? SPLIT_MIN_BLOCKS_F32 : SPLIT_MIN_BLOCKS)
+#ifndef SPLIT_MIN_BLOCKS_BF16
+#define SPLIT_MIN_BLOCKS_BF16 1
+#endif
+#define SPLIT_BLOCKS(DOC) ((DOC) == 2 ? SPLIT_MIN_BLOCKS_F32 : (DOC) == 1 ? SPLIT_MIN_BLOCKS_BF16 : SPLIT_MIN_BLOCKS_F16)
 
 // DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo (f16 and
 // f32 corpora; the low part carries 2^11, its products are summed apart and scaled back) or
@@ -39,6 +49,7 @@
 template <int DOC> struct SplitKind {
     static constexpr bool F32 = DOC == 2;
     static constexpr bool BF = DOC == 1;
+    static constexpr bool SCALED_QUERY = DOC == 0;  // c q's parts, one accumulator (above)
     static constexpr int PARTS = BF ? 3 : 2;
     static constexpr int TW = F32 ? 16 : 32;  // tokens per warp per tile
     static constexpr int ROW_HALVES_PER_DIM = F32 ? 2 : 1;
@@ -47,13 +58,22 @@ template <int DOC> struct SplitKind {
 // The query's part `part` of the element pair at dimensions k, k + 1 of row `row` (zeros past
 // the query's nq rows), as the tensor cores take it.
 template <int DOC>
-__device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int dim, int row, int k, int part) {
+__device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int dim, int row, int k, int part,
+                                                     float c) {
     if (row >= nq) return 0u;
     const float x0 = q[(i64)row * dim + k], x1 = q[(i64)row * dim + k + 1];
     if constexpr (SplitKind<DOC>::BF) {
         unsigned p[3];
         split3_bf16x2(x0, x1, p);
         return p[part];
+    } else if constexpr (SplitKind<DOC>::SCALED_QUERY) {
+        const float y0 = x0 * c, y1 = x1 * c;  // exact: c is a power of two
+        const unsigned hi = f16x2_of(y0, y1);
+        if (part == 0) return hi;
+        float h0, h1;
+        asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
+            : "=f"(h0), "=f"(h1) : "r"(hi));
+        return f16x2_of(y0 - h0, y1 - h1);
     } else {
         unsigned hi, lo;
         split_f32x2(x0, x1, hi, lo);
@@ -65,6 +85,15 @@ __device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int
 template <int DOC>
 __device__ __forceinline__ int split_k(int ch, int kb, int c) {
     return SplitKind<DOC>::F32 ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
+}
+
+// The power of two c that brings a query's largest magnitude `m` into [2^14, 2^15) (its
+// exponent clamped to f32's normal range; 1 for an all-zero query), and 1/c.
+__device__ __forceinline__ void query_scale(float m, float& c, float& inv) {
+    const int e = m > 0.f ? (int)((__float_as_uint(m) >> 23) & 0xff) - 127 : 0;
+    const int k = min(max(14 - e, -126), 126);
+    c = __uint_as_float((unsigned)(127 + k) << 23);
+    inv = __uint_as_float((unsigned)(127 - k) << 23);
 }
 
 template <int DOC, int KCH>
@@ -80,12 +109,13 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     constexpr int ROW = D * K::ROW_HALVES_PER_DIM;  // halves per token row
     constexpr int STAGE = TILE * ROW;                // halves
     constexpr int XP = K::PARTS - 1;                 // parts in shared memory
-    constexpr bool SCALED = !K::BF;
+    constexpr bool SCALED = K::F32;  // the low parts' products summed apart, scaled back
     extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
     u16* ring = (u16*)bulk_smem;
     V4* qx = (V4*)(ring + (i64)stages * STAGE);  // [XP][KCH][2 kb][2 mt][32 lanes]
     unsigned long long* bars = (unsigned long long*)(qx + XP * KCH * 4 * 32);
     float* red = (float*)(bars + stages);       // [2][BULK_WARPS][32]
+    float* qmax = red + 2 * BULK_WARPS * 32;     // [BULK_WARPS]: each warp's largest |q|
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
     const i64 first = (i64)blockIdx.x * group;
@@ -100,6 +130,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     unsigned a[2][KCH][2][4];
     int cur_q = -1, nq = 0, ndone = 0;
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+    float qs = 1.f, inv_qs = 1.f;  // the query's scale and its inverse (SCALED_QUERY)
     for (int i = 0; !w.done(); ++i) {
         const int s = i % stages;
         if (w.qi != cur_q) {  // uniform: every thread walks the same tiles
@@ -107,6 +138,18 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
             const i64 q0 = q_offsets[cur_q];
             nq = (int)(q_offsets[cur_q + 1] - q0);
             const float* q = q_tokens + q0 * D;
+            if constexpr (K::SCALED_QUERY) {
+                // qmax was last read before the previous tile's barrier.
+                float m = 0.f;
+                for (int e = threadIdx.x; e < nq * D; e += BULK_THREADS) m = fmaxf(m, fabsf(q[e]));
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+                if (lane == 0) qmax[wib] = m;
+                __syncthreads();
+#pragma unroll
+                for (int w2 = 0; w2 < BULK_WARPS; ++w2) m = fmaxf(m, qmax[w2]);
+                query_scale(m, qs, inv_qs);
+            }
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -114,20 +157,20 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
 #pragma unroll
                     for (int kb = 0; kb < 2; ++kb) {
                         const int k = split_k<DOC>(ch, kb, c), r0 = mt * 16 + g;
-                        a[mt][ch][kb][0] = split_query_word<DOC>(q, nq, D, r0, k, 0);
-                        a[mt][ch][kb][1] = split_query_word<DOC>(q, nq, D, r0 + 8, k, 0);
-                        a[mt][ch][kb][2] = split_query_word<DOC>(q, nq, D, r0, k + 2, 0);
-                        a[mt][ch][kb][3] = split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, 0);
+                        a[mt][ch][kb][0] = split_query_word<DOC>(q, nq, D, r0, k, 0, qs);
+                        a[mt][ch][kb][1] = split_query_word<DOC>(q, nq, D, r0 + 8, k, 0, qs);
+                        a[mt][ch][kb][2] = split_query_word<DOC>(q, nq, D, r0, k + 2, 0, qs);
+                        a[mt][ch][kb][3] = split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, 0, qs);
                     }
             // The previous tile's barrier ordered every read of the old parts.
             for (int e = threadIdx.x; e < XP * KCH * 4 * 32; e += BULK_THREADS) {
                 const int l = e & 31, mt = (e >> 5) & 1, kb = (e >> 6) & 1, ch = (e >> 7) % KCH;
                 const int part = 1 + (e >> 7) / KCH;
                 const int k = split_k<DOC>(ch, kb, l & 3), r0 = mt * 16 + (l >> 2);
-                qx[e] = V4{split_query_word<DOC>(q, nq, D, r0, k, part),
-                           split_query_word<DOC>(q, nq, D, r0 + 8, k, part),
-                           split_query_word<DOC>(q, nq, D, r0, k + 2, part),
-                           split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, part)};
+                qx[e] = V4{split_query_word<DOC>(q, nq, D, r0, k, part, qs),
+                           split_query_word<DOC>(q, nq, D, r0 + 8, k, part, qs),
+                           split_query_word<DOC>(q, nq, D, r0, k + 2, part, qs),
+                           split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, part, qs)};
             }
             __syncthreads();
         }
@@ -195,7 +238,12 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
         }
         const bool last = w.last();
         const int par = ndone & 1;
-        if (last) bulk_store_maxima(best, red, par, wib, g, c);
+        if (last) {
+            if constexpr (K::SCALED_QUERY)
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) best[mt][0] *= inv_qs, best[mt][1] *= inv_qs;
+            bulk_store_maxima(best, red, par, wib, g, c);
+        }
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the row maxima are in `red`

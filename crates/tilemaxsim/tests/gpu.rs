@@ -246,11 +246,12 @@ fn fp32_split_on_tensor_cores_stays_exact() {
 }
 
 /// f32 queries against f16 and bf16 corpora on the tensor cores (`maxsim_bulk_split`, sm_90, d
-/// ≤ 128: the query split into two f16 parts or three bf16 parts, each multiplied by the stored
-/// token): within the f32 bound of the float64 reference, at magnitudes from 1e-3 to 100, with
-/// 1-token and long documents, batches, candidate lists, one stage and runs of three a block;
-/// queries past 32 tokens, or past the f16 split's range on an f16 corpus, take the CUDA-core
-/// kernel (exact as well).
+/// ≤ 128: the query split into two f16 parts of itself scaled by a power of two, or three bf16
+/// parts, each multiplied by the stored token): within the f32 bound of the float64 reference,
+/// corpora at magnitudes from 1e-3 to 100 and queries from 1e-8 to 3e5 (past f16's range and
+/// below its normal range), with 1-token and long documents, batches, candidate lists, one
+/// stage and runs of three a block; queries past 32 tokens take the CUDA-core kernel (exact as
+/// well).
 #[test]
 fn f32_queries_on_16_bit_corpora_stay_exact() {
     use tilemaxsim::cuda::Kernel;
@@ -267,6 +268,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
         let dim = [32usize, 64, 96, 128][case % 4];
         let dtype = [DType::F16, DType::BF16][(case / 4) % 2];
         let scale = [1.0f32, 1e-3, 100.0][case % 3];
+        let qscale = scale * [1.0f32, 1e-5, 3e3][(case / 3) % 3];
         let n_docs = r.random_range(1..150);
         let lens: Vec<usize> = (0..n_docs)
             .map(|i| match i % 4 {
@@ -279,7 +281,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
         let qs: Vec<OwnedElements> = (0..[1usize, 4, 9][case % 3])
             .map(|_| {
                 let nq = r.random_range(1..=32);
-                random_query(&mut r, nq, dim, DType::F32, scale)
+                random_query(&mut r, nq, dim, DType::F32, qscale)
             })
             .collect();
         let queries = matrices(&qs, dim);
@@ -290,7 +292,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
         assert_eq!(chosen, want, "case {case}: d={dim} {dtype}");
         let list: Vec<usize> = (0..n_docs + 3).map(|_| r.random_range(0..n_docs)).collect();
         let label = format!(
-            "{} case {case}: d={dim} {dtype} x{scale}, {n_docs} docs, {} f32 queries",
+            "{} case {case}: d={dim} {dtype} x{scale}, queries x{qscale}, {n_docs} docs, {} f32 queries",
             chosen.name(),
             queries.len()
         );
@@ -307,18 +309,25 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
             );
         }
     }
-    // A 33-token f32 query, and (f16 corpus) one past 32768: the CUDA-core kernel.
+    // A 33-token f32 query (the CUDA-core kernel), and (f16 corpus) one past f16's range beside
+    // values 2^-30 of it, and an all-zero one: the tensor cores on sm_90.
     let corpus = random_corpus(&mut r, &[1, 40, 7], 64, DType::F16, 1.0);
     let long = random_query(&mut r, 33, 64, DType::F32, 1.0);
     let small = random_query(&mut r, 3, 64, DType::F32, 1.0);
     let mut big = Matrix::new(small.as_elements(), 64).unwrap().to_f32_vec();
-    big[7] = 40_000.0;
+    big[7] = 1e9;
     let big = OwnedElements::from_f32(&big, DType::F32);
-    for (label, q) in [("33 tokens", &long), ("a value past 32768", &big)] {
+    let zero = OwnedElements::from_f32(&[0.0; 2 * 64], DType::F32);
+    let split = if sm90 { Kernel::Bulk } else { Kernel::Tiled };
+    for (label, q, want) in [
+        ("33 tokens", &long, Kernel::Tiled),
+        ("a value of 1e9", &big, split),
+        ("all zeros", &zero, split),
+    ] {
         let qm = Matrix::new(q.as_elements(), 64).unwrap();
         let dq = gpu.upload_queries(&[qm], 64).unwrap();
         let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled, "{label}");
+        assert_eq!(gpu.kernel_for(&dq, &dc), want, "{label}");
         check(
             &gpu,
             &format!("f32 query with {label}"),
@@ -422,9 +431,8 @@ fn raw_device_memory_in_every_layout() {
         let tensor_cores = (dtype == qdtype
             && dtype != DType::F32
             && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short)))
-            // f32 queries against bf16 (maxsim_bulk_split; f16 corpora need the host's range
-            // check of the queries, which device memory does not get).
-            || (qdtype == DType::F32 && dtype == DType::BF16 && [64, 128].contains(&dim) && short && sm90);
+            // f32 queries against f16 and bf16 (maxsim_bulk_split).
+            || (qdtype == DType::F32 && dtype != DType::F32 && [64, 128].contains(&dim) && short && sm90);
         // Other d < 256: maxsim_span_any (sm_90+) over every document, not a candidate list.
         let any_d = dtype == qdtype
             && dtype != DType::F32

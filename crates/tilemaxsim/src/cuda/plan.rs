@@ -576,18 +576,22 @@ pub(super) const BULK_WIDE_RS: usize = 36;
 
 /// Most documents per `maxsim_bulk_split` block against a bf16 corpus (`bulk_group`'s run).
 pub(super) const BULK_SPLIT_BF16_RUN: u64 = 64;
+/// `maxsim_bulk_split`'s run against f32 and f16 corpora, in `maxsim_bulk` runs
+/// (`DocLengths::bulk_run`): each block splits its query once.
+pub(super) const SPLIT_RUN_FACTOR: u64 = 4;
 
 /// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
 /// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
 /// 16-bit ones), plus the query's parts past the first in fragment order (32 × d halves each:
-/// one for f16 and f32 corpora, two for bf16).
+/// one for f16 and f32 corpora, two for bf16), plus each warp's largest query magnitude (4
+/// floats).
 pub(super) fn bulk_split_smem(stages: usize, dim: usize, doc: crate::matrix::DType) -> usize {
     let parts = if doc == crate::matrix::DType::BF16 {
         2
     } else {
         1
     };
-    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2
+    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2 + 4 * 4
 }
 
 /// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,

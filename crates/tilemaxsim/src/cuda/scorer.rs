@@ -174,12 +174,10 @@ impl CudaScorer {
         let aligned = corpus.tokens.device_ptr(&self.gpu.stream).0 % 16 == 0;
         let kernels = &self.gpu.kernels;
         // f32 queries against a 16-bit corpus, split into parts by `maxsim_bulk_split`: every
-        // query one block, and (f16) in the f16 split's range, which the host checked where it
-        // packed them (`query_blocks`); the bf16 split takes any f32.
+        // query one block. Any finite f32 (the f16 split scales each query by a power of two
+        // in the kernel; the bf16 split has f32's range), in host or device memory.
         let mixed = queries.dtype == DType::F32 && !f32;
-        let in_range = queries.mma.as_ref().is_some_and(|b| b.dtype == DType::F32);
-        let mixed_ok =
-            mixed && queries.longest <= QBLOCK && (corpus.dtype == DType::BF16 || in_range);
+        let mixed_ok = mixed && queries.longest <= QBLOCK;
         choose_kernel(
             self.force,
             LaunchShape {

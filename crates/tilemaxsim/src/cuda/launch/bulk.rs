@@ -11,9 +11,9 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
-    BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM, SPAN_RUN_MAX,
-    bulk_any_smem, bulk_dim, bulk_group, bulk_smem, bulk_split_smem, bulk_stages, span_any_key,
-    span_smem, wide_any_bound, wide_dim,
+    BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
+    SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group, bulk_smem,
+    bulk_split_smem, bulk_stages, span_any_key, span_smem, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -177,12 +177,17 @@ impl Bulk {
             ));
         }
         let tasks = (queries.len * t.n) as u64;
-        // A block splits the query into three bf16 parts where it starts: long runs pay for it
-        // (H100, B = 100K: 74.2 M docs/s with 8 documents a block, 87.1 with 32, 89.3 with 64;
-        // the f32 and f16 variants are fastest at 8, bench/results/h100/exact_split_tune.log).
+        // A block splits the query into parts where it starts: long runs pay for it. bf16 (three
+        // parts; H100, B = 100K): 74.2 M docs/s with 8 documents a block, 87.1 with 32, 89.3
+        // with 64. f32 and f16 corpora: SPLIT_RUN_FACTOR times `maxsim_bulk`'s run (H200,
+        // B = 100K of 128 tokens, bench/results/h200/2026-11-29/call2.log, call3.log: f32
+        // 57.6 M docs/s with 8, 61.3 with 16, 64.3 with 32, 64.2 with 64; f32 queries on f16
+        // 98.6-99.4 with 8, 117.7-123.3 with 32; on the H100, before the kernel's register
+        // bound, 8 was fastest). Small batches still get enough blocks (`bulk_group`).
         let run = match corpus.dtype {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
-            _ => corpus.lengths.bulk_run(corpus.dim, &gpu.tuning),
+            _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.dim, &gpu.tuning))
+                .min(*BULK_GROUP_RANGE.end() as u64),
         };
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
         let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
