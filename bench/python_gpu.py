@@ -121,11 +121,15 @@ def native_ms(args):
     return float(re.split(r"\]\s+", line)[1].split()[0])
 
 
-def single_query(dtype, B):
-    case = f"{str(dtype)[6:]} A=1 B={B // 1000}K Nq=32 Nd=128"
-    nb = B * 128 * 128 * 2
+def single_query(dtype, B, qdtype=None):
+    """One query against B documents of 128 tokens; `qdtype` (else `dtype`) for the query: f32
+    queries against f16 documents are what a server's JSON clients send."""
+    qdtype = qdtype or dtype
+    mixed = "" if qdtype == dtype else f", {str(qdtype)[6:]} query"
+    case = f"{str(dtype)[6:]} A=1 B={B // 1000}K Nq=32 Nd=128{mixed}"
+    nb = B * 128 * 128 * torch.tensor([], dtype=dtype).element_size()
     Ds = copies(lambda: norm(B, 128, 128, dtype=dtype), nb)
-    Q = norm(32, 128, dtype=dtype)
+    Q = norm(32, 128, dtype=qdtype)
     ref = tilemaxsim.maxsim(Q, Ds[0]).float()
     attempt(case, "tilemaxsim.maxsim", rotating(lambda D: tilemaxsim.maxsim(Q, D), Ds), B)
     first = lambda f: (lambda: f(Ds[0]))  # noqa: E731  (the error check scores copy 0)
@@ -138,7 +142,7 @@ def single_query(dtype, B):
     if B <= 10_000:
         attempt(case, "PyLate torch path", rotating(lambda D: pylate_torch(Q[None], D), Ds), B)
         check_err(case, "PyLate torch path", first(lambda D: pylate_torch(Q[None], D)[0]), ref)
-    if dtype == torch.float16 and B in (1000, 100_000):
+    if dtype == torch.float16 and qdtype == dtype and B in (1000, 100_000):
         # Overhead over the native entry: the same data, no rotation, in both.
         D = Ds[0]
         py = timed(lambda: tilemaxsim.maxsim(Q, D))
@@ -224,8 +228,8 @@ def training_step():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results/python_gpu"))
-    ap.add_argument("--cases", default="single,varlen,batched,top10,training",
-                    help="comma-separated: single, varlen, batched, top10, training")
+    ap.add_argument("--cases", default="single,f32,varlen,batched,top10,training",
+                    help="comma-separated: single, f32, varlen, batched, top10, training")
     a = ap.parse_args()
     cases = set(a.cases.split(","))
     os.makedirs(a.out, exist_ok=True)
@@ -236,6 +240,10 @@ def main():
         for dtype in (torch.float16, torch.bfloat16):
             for B in (1000, 10_000, 100_000):
                 single_query(dtype, B)
+    if "f32" in cases:
+        for B in (10_000, 100_000):
+            single_query(torch.float32, B)
+        single_query(torch.float16, 100_000, qdtype=torch.float32)
     if "varlen" in cases:
         varlen()
     if "batched" in cases:

@@ -54,6 +54,9 @@ struct Call {
     /// CUDA only: score documents `candidates[i]` (int64 on the device) instead of all.
     candidates: Option<Tensor>,
     pairs: bool,
+    /// f32 documents whose rows the caller checked are in the tensor cores' split range
+    /// (`RawDocs::split_ok`; the Python layer checks each tensor once, `_split.py`).
+    split_checked: bool,
     dim: usize,
     place: Place,
 }
@@ -367,6 +370,7 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
                     docs: off.shape[0] - 1,
                     rows: d.shape[0],
                 },
+                split_ok: c.split_checked,
             }
         }
         Layout::Padded(lengths) => {
@@ -384,6 +388,7 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
                     batch_stride: d.strides[0],
                     lengths: lengths.as_ref().map_or(0, |l| l.ptr),
                 },
+                split_ok: c.split_checked,
             }
         }
     };
@@ -456,7 +461,7 @@ fn score_cuda(c: &Call, ordinal: usize, stream: usize) -> PyResult<&'static str>
 /// MaxSim of each query against each document (or, with `pairs`, query i against document
 /// i) into `out`; returns the kernel that ran (`"cpu"` on the CPU). See `python/tilemaxsim`.
 #[pyfunction]
-#[pyo3(signature = (queries, query_lengths, docs, out, *, cu_seqlens=None, doc_lengths=None, candidates=None, pairs=false, stream=0))]
+#[pyo3(signature = (queries, query_lengths, docs, out, *, cu_seqlens=None, doc_lengths=None, candidates=None, pairs=false, split_checked=false, stream=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn score(
     py: Python<'_>,
@@ -468,6 +473,7 @@ pub fn score(
     doc_lengths: Option<&Bound<'_, PyAny>>,
     candidates: Option<&Bound<'_, PyAny>>,
     pairs: bool,
+    split_checked: bool,
     stream: usize,
 ) -> PyResult<&'static str> {
     if cu_seqlens.is_some() && doc_lengths.is_some() {
@@ -500,6 +506,7 @@ pub fn score(
             .map(|c| Tensor::import(c, "candidates"))
             .transpose()?,
         pairs,
+        split_checked,
         dim: 0,
         place: Place::Cpu,
     }

@@ -107,6 +107,7 @@ fn inputs(
             dim,
             row_stride,
             layout,
+            split_ok: false,
         },
         group,
     };

@@ -53,6 +53,51 @@ def test_float32_queries_on_16_bit_documents_stay_exact(rng, doc_dtype, scale):
         assert (np.abs(got - want) <= 2 * (128 + lq + 2) * 2.0**-24 * size).all()
 
 
+def _kernel(Q, D):
+    # The engine's own call as tilemaxsim.maxsim makes it, for the name of the kernel that ran.
+    from tilemaxsim import _native
+    from tilemaxsim._arrays import dlpack, stream_of
+    from tilemaxsim._split import split_checked
+
+    out = torch.full((Q.shape[0], D.shape[0]), float("nan"), device="cuda")
+    kernel = _native.score(dlpack(Q), None, dlpack(D), dlpack(out), split_checked=split_checked(D), stream=stream_of(Q))
+    return kernel, out
+
+
+def test_float32_documents_on_the_tensor_cores_once_checked(rng):
+    # float32 CUDA documents: checked once for the split's range, then on the tensor cores
+    # (sm_90, d = 128, queries of <= 32 tokens); out of range, or changed in place to leave it,
+    # on the exact CUDA-core kernel. Every score within f32's bound of the float64 reference.
+    sm90 = torch.cuda.get_device_capability()[0] >= 9
+    D = normalized(rng, 60, 33, 128).cuda()
+    Q = normalized(rng, 2, 32, 128).cuda()
+
+    def exact(got, lq=32):
+        want, size = reference(Q, D), reference(Q.abs(), D.abs())
+        got = got.cpu().numpy().astype(np.float64)
+        assert np.isfinite(got).all()
+        assert (np.abs(got - want) <= 2 * (128 + lq + 2) * 2.0**-24 * size).all()
+
+    kernel, out = _kernel(Q, D)
+    assert kernel == ("maxsim_bulk" if sm90 else "maxsim_tiled")
+    exact(out)
+    exact(tilemaxsim.maxsim(Q, D))
+    D.mul_(1e5)  # past 32768: the version counter moves, the check runs again
+    kernel, out = _kernel(Q, D)
+    assert kernel == "maxsim_tiled"
+    exact(out)
+    exact(tilemaxsim.maxsim(Q, D))
+    D.mul_(1e-5)
+    D[7, 3] = 1e-6  # a row of tiny values
+    D[7, 3, 0] = 0.0
+    assert _kernel(Q, D)[0] == "maxsim_tiled"
+    exact(tilemaxsim.maxsim(Q, D))
+    # Through the general path too (lengths), on the tensor cores where checked.
+    lengths = torch.full((60,), 33, device="cuda", dtype=torch.int64)
+    D[7, 3] = 0.5
+    exact(tilemaxsim.maxsim(Q, D, doc_lengths=lengths))
+
+
 # A call that refuses to be captured leaves the graph empty, and torch warns about that on leaving
 # the capture: expected here, not a failure.
 @pytest.mark.filterwarnings("ignore:The CUDA Graph is empty:UserWarning")

@@ -13,11 +13,14 @@
 // dimensions kb*16 + c*4 .. +3 of each 32-wide chunk: the four lanes of a row read 64
 // contiguous bytes), and as maxsim_bulk does for 16-bit tokens (c*8 + kb*4 .. +3).
 //
-// Against f16 corpora the block first scales the query by the power of two that brings its
-// largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q)) then hold any
-// finite f32 query to 2^-24 of its largest element (no range check on the host, so device
-// tensors take this kernel too), both parts' products go to one accumulator (c q . d: 168
-// registers, three blocks a SM), and a document's row maxima are scaled back by 1/c (exact).
+// Against f16 and f32 corpora the block first scales the query by the power of two c that
+// brings its largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q))
+// then hold any finite f32 query to 2^-24 of its largest element (no range check on the host,
+// so device tensors take this kernel too), both parts' products with a 16-bit token (or an f32
+// token's high part) go to one accumulator (f16 corpora: c q . d in 168 registers, three blocks
+// a SM), an f32 token's low part (scaled by 2^11) meets the high part of c q in a second one,
+// and a document's row maxima are scaled back by 1/c (exact). f32 tokens must lie in the
+// split's range (the host checks them: src/cuda/memory.rs, split_rows_ok).
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
@@ -43,13 +46,12 @@
 #endif
 #define SPLIT_BLOCKS(DOC) ((DOC) == 2 ? SPLIT_MIN_BLOCKS_F32 : (DOC) == 1 ? SPLIT_MIN_BLOCKS_BF16 : SPLIT_MIN_BLOCKS_F16)
 
-// DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo (f16 and
-// f32 corpora; the low part carries 2^11, its products are summed apart and scaled back) or
-// bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
+// DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo of c q
+// (f16 and f32 corpora) or bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
 template <int DOC> struct SplitKind {
     static constexpr bool F32 = DOC == 2;
     static constexpr bool BF = DOC == 1;
-    static constexpr bool SCALED_QUERY = DOC == 0;  // c q's parts, one accumulator (above)
+    static constexpr bool SCALED_QUERY = !BF;  // f16 parts of c q (above)
     static constexpr int PARTS = BF ? 3 : 2;
     static constexpr int TW = F32 ? 16 : 32;  // tokens per warp per tile
     static constexpr int ROW_HALVES_PER_DIM = F32 ? 2 : 1;
@@ -66,7 +68,7 @@ __device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int
         unsigned p[3];
         split3_bf16x2(x0, x1, p);
         return p[part];
-    } else if constexpr (SplitKind<DOC>::SCALED_QUERY) {
+    } else {
         const float y0 = x0 * c, y1 = x1 * c;  // exact: c is a power of two
         const unsigned hi = f16x2_of(y0, y1);
         if (part == 0) return hi;
@@ -74,10 +76,6 @@ __device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int
         asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
             : "=f"(h0), "=f"(h1) : "r"(hi));
         return f16x2_of(y0 - h0, y1 - h1);
-    } else {
-        unsigned hi, lo;
-        split_f32x2(x0, x1, hi, lo);
-        return part == 0 ? hi : lo;
     }
 }
 
@@ -109,7 +107,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     constexpr int ROW = D * K::ROW_HALVES_PER_DIM;  // halves per token row
     constexpr int STAGE = TILE * ROW;                // halves
     constexpr int XP = K::PARTS - 1;                 // parts in shared memory
-    constexpr bool SCALED = K::F32;  // the low parts' products summed apart, scaled back
+    constexpr bool SCALED = K::F32;  // the documents' low parts' products summed apart, scaled back
     extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
     u16* ring = (u16*)bulk_smem;
     V4* qx = (V4*)(ring + (i64)stages * STAGE);  // [XP][KCH][2 kb][2 mt][32 lanes]
@@ -222,7 +220,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
                                 Mma<false>::run(cor[t][mt], a[mt][ch][kb], bl[t][2 * kb], bl[t][2 * kb + 1]);
 #pragma unroll
                             for (int p = 0; p < XP; ++p)
-                                Mma<K::BF>::run(SCALED ? cor[t][mt] : acc[t][mt], ax[p], b0, b1);
+                                Mma<K::BF>::run(acc[t][mt], ax[p], b0, b1);
                         }
                     }
             }

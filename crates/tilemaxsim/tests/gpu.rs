@@ -142,8 +142,9 @@ fn fp32_inputs_stay_exact() {
 /// every d they take, in both directions through the dims on one scorer (its shared-memory
 /// allowance per kernel), at magnitudes from 1e-3 to 3e4, with 1-token and long documents,
 /// batches of queries, candidate lists, NaN-poisoned outputs, the bulk kernel also with one stage
-/// and runs of three documents a block; out of the split's range (past 32768, or rows of tiny
-/// values) it falls back to the CUDA-core kernel.
+/// and runs of three documents a block; documents out of the split's range (past 32768, or rows
+/// of tiny values) fall back to the CUDA-core kernel, queries out of it do not (sm_90: the bulk
+/// kernel scales each query by a power of two).
 #[test]
 fn fp32_split_on_tensor_cores_stays_exact() {
     use tilemaxsim::cuda::Kernel;
@@ -237,6 +238,23 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         check(
             &gpu,
             &format!("f32 with {label}"),
+            &[qm],
+            &corpus,
+            Docs::All,
+            &Expected::new(&[qm], &corpus),
+        );
+    }
+    let corpus = random_corpus(&mut r, &[1, 40, 7], 64, DType::F32, 1.0);
+    let split = if sm90 { Kernel::Bulk } else { Kernel::Tiled };
+    for (label, scale) in [("values of 1e9", 1e9f32), ("values of 1e-7", 1e-7)] {
+        let q = random_query(&mut r, 4, 64, DType::F32, scale);
+        let qm = Matrix::new(q.as_elements(), 64).unwrap();
+        let dq = gpu.upload_queries(&[qm], 64).unwrap();
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!(gpu.kernel_for(&dq, &dc), split, "a query of {label}");
+        check(
+            &gpu,
+            &format!("f32 query of {label}"),
             &[qm],
             &corpus,
             Docs::All,
@@ -350,6 +368,19 @@ fn lay_out<'a>(len: usize, rows: impl IntoIterator<Item = (usize, &'a [u8])>) ->
     buf
 }
 
+/// Whether every f32 row of `c` is in the tensor cores' split range (|x| ≤ 32768, and all zeros
+/// or a largest |x| of at least 2^-12): what a caller checks before vouching with
+/// `RawDocs::split_ok`.
+fn in_split_range(c: &Corpus) -> bool {
+    let v = Matrix::new(c.tokens().elements(), c.dim())
+        .unwrap()
+        .to_f32_vec();
+    v.chunks(c.dim()).all(|row| {
+        let m = row.iter().fold(0f32, |m, x| m.max(x.abs()));
+        m <= 32768.0 && (m == 0.0 || m >= 1.0 / 4096.0)
+    })
+}
+
 #[test]
 fn raw_device_memory_in_every_layout() {
     use tilemaxsim::cuda::{Kernel, RawDocs, RawLayout, RawQueries};
@@ -428,11 +459,20 @@ fn raw_device_memory_in_every_layout() {
         // wide d (queries of ≤ 32 tokens), f16/bf16 queries of the documents' dtype.
         let short = queries.iter().all(|q| q.rows() <= 32);
         let sm90 = gpu.info().compute_capability.0 >= 9;
+        let f32_vouched = dtype == DType::F32
+            && case % 2 == 0
+            && in_split_range(&corpus)
+            && in_split_range(&dense);
         let tensor_cores = (dtype == qdtype
             && dtype != DType::F32
             && ([64, 128].contains(&dim) || ([256, 768].contains(&dim) && short)))
-            // f32 queries against f16 and bf16 (maxsim_bulk_split).
-            || (qdtype == DType::F32 && dtype != DType::F32 && [64, 128].contains(&dim) && short && sm90);
+            // f32 queries against f16 and bf16 (maxsim_bulk_split), and against f32 documents
+            // the caller vouches are in the split's range (every other f32 case).
+            || (qdtype == DType::F32
+                && (dtype != DType::F32 || f32_vouched)
+                && [64, 128].contains(&dim)
+                && short
+                && sm90);
         // Other d < 256: maxsim_span_any (sm_90+) over every document, not a candidate list.
         let any_d = dtype == qdtype
             && dtype != DType::F32
@@ -512,6 +552,7 @@ fn raw_device_memory_in_every_layout() {
                 dim,
                 row_stride,
                 layout: raw_layout,
+                split_ok: f32_vouched,
             };
             // Every document, then a candidate list with repeats.
             let list: Vec<usize> = (0..c.len() + 3)
@@ -587,6 +628,7 @@ fn errors_not_panics() {
             docs: 1,
             rows: 2,
         },
+        split_ok: false,
     };
     let queries = RawQueries {
         tokens: 1024,

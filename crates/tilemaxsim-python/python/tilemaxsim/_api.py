@@ -29,6 +29,7 @@ from ._engine import _check_finite, _documents, _queries, _run
 
 if torch is not None:  # gradients are torch's: without torch no input requires one
     from ._autograd import fused_ok, maxsim_with_grad, pair_scores
+    from ._split import split_checked
 
 
 _FAST = () if torch is None else (torch.float16, torch.bfloat16, torch.float32)
@@ -43,7 +44,10 @@ def _fast(Q, D):
     else:
         out = torch.empty((Q.shape[0], D.shape[0]), dtype=torch.float32, device=Q.device)
     # No query lengths: each query is all of its Lq rows.
-    _native.score(dlpack(Q), None, dlpack(D), dlpack(out), stream=stream_of(Q))
+    if D.dtype is torch.float32:
+        _native.score(dlpack(Q), None, dlpack(D), dlpack(out), split_checked=split_checked(D), stream=stream_of(Q))
+    else:
+        _native.score(dlpack(Q), None, dlpack(D), dlpack(out), stream=stream_of(Q))
     return out
 
 

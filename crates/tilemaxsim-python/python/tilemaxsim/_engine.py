@@ -89,6 +89,12 @@ def _compact(D, d_mask):
     return np.take_along_axis(D, order[..., None], axis=1), lengths
 
 
+def _split_checked(D) -> bool:
+    from ._split import split_checked  # torch is there: D is a torch tensor
+
+    return split_checked(D)
+
+
 def _as_packed_candidates(D, layout):
     """CUDA padded documents with lengths, seen as packed rows: document i is rows
     i·Ld .. i·Ld + len_i of the padded buffer, so offsets [0, len_0, Ld, Ld + len_1, 2·Ld, ...]
@@ -143,6 +149,8 @@ def _run(Q, D, layout, *, pairs: bool, check: bool | None) -> Array:
     if is_float64(Q) or is_float64(D):
         return _float64.maxsim(Q, D, layout, pairs=pairs)
     out = empty_scores((a,) if pairs else (a, b), Q)
+    # float32 CUDA documents checked for the tensor cores' split range (once a tensor, `_split`).
+    checked = is_torch(D) and D.is_cuda and D.dtype == torch.float32 and _split_checked(D)
     if is_torch(Q):
         Q = Q.detach()
         D = D.detach()
@@ -150,5 +158,7 @@ def _run(Q, D, layout, *, pairs: bool, check: bool | None) -> Array:
     if is_torch(D) and D.is_cuda and not pairs:
         D, layout = _as_packed_candidates(D, layout)
     layout = {k: dlpack(v) for k, v in layout.items()}
-    _native.score(dlpack(Q), [Q.shape[1]] * a, dlpack(D), dlpack(out), pairs=pairs, stream=stream, **layout)
+    _native.score(
+        dlpack(Q), [Q.shape[1]] * a, dlpack(D), dlpack(out), pairs=pairs, split_checked=checked, stream=stream, **layout
+    )
     return out

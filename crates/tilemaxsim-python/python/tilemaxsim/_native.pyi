@@ -19,11 +19,14 @@ def score(
     *,
     cu_seqlens: Any | None = None,
     doc_lengths: Any | None = None,
+    candidates: Any | None = None,
     pairs: bool = False,
+    split_checked: bool = False,
     stream: int = 0,
 ) -> str:
     """Score DLPack tensors into `out` on their device; returns the kernel that ran.
-    `query_lengths` None: every query is all of its rows."""
+    `query_lengths` None: every query is all of its rows. `split_checked`: float32 documents
+    whose rows the caller checked are in the tensor cores' split range (`_split.py`)."""
 
 def train_forward(
     queries: Any,

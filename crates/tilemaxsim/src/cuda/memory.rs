@@ -151,10 +151,11 @@ pub(super) const SPLIT_MIN: f32 = 1.0 / 4096.0;
 /// Scale of the low part of a split f32 (SPLIT_SCALE in kernels/ring.cu).
 pub(super) const SPLIT_SCALE: f32 = 2048.0;
 
-/// Whether every row of `dim` f32 values is in the split's range (`SPLIT_MIN`, `SPLIT_MAX`).
+/// Whether every row of `dim` f32 values is in the split's range (`SPLIT_MIN`, `SPLIT_MAX`):
+/// what a caller of `score_raw` checks before vouching for f32 documents (`RawDocs::split_ok`).
 /// A search's queries are checked on the calling thread: rayon's pool may be busy with other
 /// work, which its tasks would wait behind.
-pub(super) fn split_rows_ok(values: &[f32], dim: usize) -> bool {
+pub fn split_rows_ok(values: &[f32], dim: usize) -> bool {
     use rayon::prelude::*;
     let ok = |row: &[f32]| {
         let m = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));

@@ -65,7 +65,7 @@ pub use device::{GpuInfo, check_available, devices, driver_available};
 pub use index::GpuIndex;
 pub use ivf::{FirstStages, GpuIvfSearch, MAX_GPU_NPROBE};
 pub use ivf_shards::ShardedIvfSearch;
-pub use memory::{DeviceCorpus, DeviceQueries};
+pub use memory::{DeviceCorpus, DeviceQueries, split_rows_ok};
 pub use plan::Kernel;
 pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 pub use raw_residual::RawResidual;

@@ -67,6 +67,11 @@ pub struct RawDocs {
     pub dim: usize,
     pub row_stride: usize,
     pub layout: RawLayout,
+    /// f32 documents whose every row the caller has checked is in the tensor cores' split
+    /// range (as `split_rows_ok` does on the host: |x| ≤ 32768, and each row all zeros or
+    /// with a largest |x| ≥ 2^-12): `maxsim_bulk_split` may score them. Otherwise (and for
+    /// any row out of range) the exact CUDA-core kernel does. Ignored for 16-bit documents.
+    pub split_ok: bool,
 }
 
 impl RawDocs {
@@ -366,8 +371,8 @@ pub(super) fn borrow_corpus(
         dim: docs.dim,
         len: count,
         bytes,
-        // f32 documents the host cannot check for the split's range: the exact CUDA-core kernel.
-        split_ok: false,
+        // f32 documents only where the caller checked the split's range.
+        split_ok: docs.split_ok && docs.dtype == DType::F32,
         lengths,
     }))
 }
@@ -655,6 +660,7 @@ mod tests {
                 batch_stride: 40,
                 lengths: 0,
             },
+            split_ok: false,
         };
         assert_eq!(docs.len(), 3);
         // Two strides of 40 to the last document, three rows of 8 into it, then its 8 elements.

@@ -161,6 +161,8 @@ pub(super) unsafe fn decode<'a>(
                 docs: a.docs,
                 rows: a.tokens,
             },
+            // Decoded tokens nobody checked: the exact CUDA-core kernel, as before.
+            split_ok: false,
         },
         candidates: None,
         out: a.out,

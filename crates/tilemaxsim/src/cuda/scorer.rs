@@ -19,7 +19,7 @@ use super::launch::codec::{self as codec_launch, PACK_MAX};
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
-    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, QBLOCK,
+    BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, MMA_DIMS, QBLOCK,
     SPAN_ANY_MAX_DIM, bulk_dim, bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok,
     ring_layout, wide_any_bound,
 };
@@ -192,6 +192,18 @@ impl CudaScorer {
                         .as_ref()
                         .filter(|b| aligned && b.dtype == corpus.dtype && (!f32 || corpus.split_ok))
                         .map(|b| b.blocks)
+                        // f32 queries `maxsim_bulk_split` takes from their f32 rows (scaled in
+                        // the kernel) where the host did not pack them (out of the split's
+                        // range, or device memory), against f32 tokens in the range.
+                        .or_else(|| {
+                            (f32 && aligned
+                                && corpus.split_ok
+                                && queries.dtype == DType::F32
+                                && queries.longest <= QBLOCK
+                                && !kernels.bulk_split.is_empty()
+                                && MMA_DIMS.contains(&corpus.dim))
+                            .then_some(queries.len)
+                        })
                 },
                 queries: queries.len,
                 dim: corpus.dim,

@@ -142,6 +142,8 @@ struct Raw {
     dim: usize,
     dtype: tilemaxsim::DType,
     qdtype: tilemaxsim::DType,
+    /// f32 documents in the tensor cores' split range, checked here on the host.
+    split_ok: bool,
 }
 
 impl Raw {
@@ -175,6 +177,10 @@ impl Raw {
             dim: corpus.dim(),
             dtype: corpus.dtype(),
             qdtype: queries.first().map_or(corpus.dtype(), |q| q.dtype()),
+            split_ok: match corpus.tokens().elements() {
+                tilemaxsim::Elements::F32(v) => tilemaxsim::cuda::split_rows_ok(v, corpus.dim()),
+                _ => false,
+            },
         })
     }
 
@@ -199,6 +205,7 @@ impl Raw {
                     docs: self.corpus_len,
                     rows: self.rows,
                 },
+                split_ok: self.split_ok,
             },
             candidates: None,
             out,
