@@ -94,11 +94,64 @@ __device__ __forceinline__ void query_scale(float m, float& c, float& inv) {
     inv = __uint_as_float((unsigned)(127 - k) << 23);
 }
 
+// A query's parts in the order maxsim_bulk_split_impl takes them, made once a call by
+// maxsim_split_parts (one block a query) rather than by every block that reaches the query:
+// first part 0's A fragments, V4 j = (mt * KCH + ch) * 2 + kb of lane l at [j * 32 + l], then
+// the other parts as the block's shared copy `qx` holds them; 1/c to q_inv[query].
+template <int DOC, int KCH> struct SplitParts {
+    static constexpr int A = 4 * KCH * 32;                            // V4s of part 0
+    static constexpr int X = (SplitKind<DOC>::PARTS - 1) * KCH * 4 * 32;  // V4s of the others
+    static constexpr int ALL = A + X;
+};
+
+template <int DOC, int KCH>
+__device__ __forceinline__ void maxsim_split_parts_impl(const float* __restrict__ q_tokens,
+                                                        const i64* __restrict__ q_offsets, V4* __restrict__ parts,
+                                                        float* __restrict__ q_inv) {
+    constexpr int D = KCH * 32;
+    using P = SplitParts<DOC, KCH>;
+    __shared__ float qmax[BULK_WARPS];
+    const int qi = blockIdx.x, lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+    const i64 q0 = q_offsets[qi];
+    const int nq = (int)(q_offsets[qi + 1] - q0);
+    const float* q = q_tokens + q0 * D;
+    float qs = 1.f, inv_qs = 1.f;
+    if constexpr (SplitKind<DOC>::SCALED_QUERY) {
+        float m = 0.f;
+        for (int e = threadIdx.x; e < nq * D; e += BULK_THREADS) m = fmaxf(m, fabsf(q[e]));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (lane == 0) qmax[wib] = m;
+        __syncthreads();
+#pragma unroll
+        for (int w2 = 0; w2 < BULK_WARPS; ++w2) m = fmaxf(m, qmax[w2]);
+        query_scale(m, qs, inv_qs);
+    }
+    if (threadIdx.x == 0) q_inv[qi] = inv_qs;
+    V4* out = parts + (i64)qi * P::ALL;
+    for (int e = threadIdx.x; e < P::ALL; e += BULK_THREADS) {
+        int l = e & 31, mt, kb, ch, part;
+        if (e < P::A) {
+            const int j = e >> 5;
+            kb = j & 1, ch = (j >> 1) % KCH, mt = (j >> 1) / KCH, part = 0;
+        } else {
+            const int x = e - P::A;
+            mt = (x >> 5) & 1, kb = (x >> 6) & 1, ch = (x >> 7) % KCH, part = 1 + (x >> 7) / KCH;
+        }
+        const int k = split_k<DOC>(ch, kb, l & 3), r0 = mt * 16 + (l >> 2);
+        out[e] = V4{split_query_word<DOC>(q, nq, D, r0, k, part, qs),
+                    split_query_word<DOC>(q, nq, D, r0 + 8, k, part, qs),
+                    split_query_word<DOC>(q, nq, D, r0, k + 2, part, qs),
+                    split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, part, qs)};
+    }
+}
+
 template <int DOC, int KCH>
 __device__ __forceinline__ void maxsim_bulk_split_impl(
-    const float* __restrict__ q_tokens, const i64* __restrict__ q_offsets, int num_queries,
+    const V4* __restrict__ q_parts, const i64* __restrict__ q_offsets, int num_queries,
     const void* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
-    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group)
+    const i64* __restrict__ doc_index, int num_docs, float* __restrict__ out, int stages, int group,
+    const float* __restrict__ q_inv)
 {
 #if __CUDA_ARCH__ >= 900
     using K = SplitKind<DOC>;
@@ -113,7 +166,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     V4* qx = (V4*)(ring + (i64)stages * STAGE);  // [XP][KCH][2 kb][2 mt][32 lanes]
     unsigned long long* bars = (unsigned long long*)(qx + XP * KCH * 4 * 32);
     float* red = (float*)(bars + stages);       // [2][BULK_WARPS][32]
-    float* qmax = red + 2 * BULK_WARPS * 32;     // [BULK_WARPS]: each warp's largest |q|
+    using P = SplitParts<DOC, KCH>;
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
     const i64 first = (i64)blockIdx.x * group;
@@ -128,48 +181,27 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     unsigned a[2][KCH][2][4];
     int cur_q = -1, nq = 0, ndone = 0;
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
-    float qs = 1.f, inv_qs = 1.f;  // the query's scale and its inverse (SCALED_QUERY)
+    float inv_qs = 1.f;  // 1/c of the query (SCALED_QUERY)
     for (int i = 0; !w.done(); ++i) {
         const int s = i % stages;
         if (w.qi != cur_q) {  // uniform: every thread walks the same tiles
             cur_q = w.qi;
             const i64 q0 = q_offsets[cur_q];
             nq = (int)(q_offsets[cur_q + 1] - q0);
-            const float* q = q_tokens + q0 * D;
-            if constexpr (K::SCALED_QUERY) {
-                // qmax was last read before the previous tile's barrier.
-                float m = 0.f;
-                for (int e = threadIdx.x; e < nq * D; e += BULK_THREADS) m = fmaxf(m, fabsf(q[e]));
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-                if (lane == 0) qmax[wib] = m;
-                __syncthreads();
-#pragma unroll
-                for (int w2 = 0; w2 < BULK_WARPS; ++w2) m = fmaxf(m, qmax[w2]);
-                query_scale(m, qs, inv_qs);
-            }
+            const V4* src = q_parts + (i64)cur_q * P::ALL;
+            inv_qs = q_inv[cur_q];
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
                 for (int ch = 0; ch < KCH; ++ch)
 #pragma unroll
                     for (int kb = 0; kb < 2; ++kb) {
-                        const int k = split_k<DOC>(ch, kb, c), r0 = mt * 16 + g;
-                        a[mt][ch][kb][0] = split_query_word<DOC>(q, nq, D, r0, k, 0, qs);
-                        a[mt][ch][kb][1] = split_query_word<DOC>(q, nq, D, r0 + 8, k, 0, qs);
-                        a[mt][ch][kb][2] = split_query_word<DOC>(q, nq, D, r0, k + 2, 0, qs);
-                        a[mt][ch][kb][3] = split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, 0, qs);
+                        const V4 v = src[((mt * KCH + ch) * 2 + kb) * 32 + lane];
+                        a[mt][ch][kb][0] = v.x, a[mt][ch][kb][1] = v.y;
+                        a[mt][ch][kb][2] = v.z, a[mt][ch][kb][3] = v.w;
                     }
             // The previous tile's barrier ordered every read of the old parts.
-            for (int e = threadIdx.x; e < XP * KCH * 4 * 32; e += BULK_THREADS) {
-                const int l = e & 31, mt = (e >> 5) & 1, kb = (e >> 6) & 1, ch = (e >> 7) % KCH;
-                const int part = 1 + (e >> 7) / KCH;
-                const int k = split_k<DOC>(ch, kb, l & 3), r0 = mt * 16 + (l >> 2);
-                qx[e] = V4{split_query_word<DOC>(q, nq, D, r0, k, part, qs),
-                           split_query_word<DOC>(q, nq, D, r0 + 8, k, part, qs),
-                           split_query_word<DOC>(q, nq, D, r0, k + 2, part, qs),
-                           split_query_word<DOC>(q, nq, D, r0 + 8, k + 2, part, qs)};
-            }
+            for (int e = threadIdx.x; e < P::X; e += BULK_THREADS) qx[e] = src[P::A + e];
             __syncthreads();
         }
         if (w.tok == 0) best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
@@ -254,25 +286,30 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
 #endif
 }
 
-#define INSTANTIATE_BULK_SPLIT(NAME, DOC, KCH)                                                 \
-    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_BLOCKS(DOC)) NAME(      \
-        const float* q_tokens, const i64* q_offsets, int num_queries, const void* d_tokens,    \
-        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
-        int group)                                                                             \
+#define INSTANTIATE_BULK_SPLIT(NAME, PARTS_NAME, DOC, KCH)                                     \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS) PARTS_NAME(                    \
+        const float* q_tokens, const i64* q_offsets, V4* parts, float* q_inv)                  \
     {                                                                                          \
-        maxsim_bulk_split_impl<DOC, KCH>(q_tokens, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
-                                         num_docs, out, stages, group);                        \
+        maxsim_split_parts_impl<DOC, KCH>(q_tokens, q_offsets, parts, q_inv);                  \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_BLOCKS(DOC)) NAME(      \
+        const V4* q_parts, const i64* q_offsets, int num_queries, const void* d_tokens,        \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group, const float* q_inv)                                                         \
+    {                                                                                          \
+        maxsim_bulk_split_impl<DOC, KCH>(q_parts, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
+                                         num_docs, out, stages, group, q_inv);                 \
     }
 
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d32, 2, 1)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d64, 2, 2)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d96, 2, 3)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d128, 2, 4)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d32, 0, 1)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d64, 0, 2)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d96, 0, 3)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d128, 0, 4)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d32, 1, 1)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d64, 1, 2)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d96, 1, 3)
-INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d128, 1, 4)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d32, maxsim_split_parts_f32_d32, 2, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d64, maxsim_split_parts_f32_d64, 2, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d96, maxsim_split_parts_f32_d96, 2, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d128, maxsim_split_parts_f32_d128, 2, 4)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d32, maxsim_split_parts_f16_d32, 0, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d64, maxsim_split_parts_f16_d64, 0, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d96, maxsim_split_parts_f16_d96, 0, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f16_d128, maxsim_split_parts_f16_d128, 0, 4)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d32, maxsim_split_parts_bf16_d32, 1, 1)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d64, maxsim_split_parts_bf16_d64, 1, 2)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d96, maxsim_split_parts_bf16_d96, 1, 3)
+INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_bf16_d128, maxsim_split_parts_bf16_d128, 1, 4)

@@ -31,8 +31,8 @@ pub(super) struct Kernels {
     /// (dtype, KQ) → `maxsim_bulk_any`, d a multiple of 8 in 129..=128·KQ (sm_90+).
     pub(super) bulk_any: Vec<((DType, usize), CudaFunction)>,
     /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
-    /// (sm_90+).
-    pub(super) bulk_split: Vec<((DType, usize), CudaFunction)>,
+    /// (sm_90+), and `maxsim_split_parts`, which splits them for it once a call.
+    pub(super) bulk_split: Vec<((DType, usize), (CudaFunction, CudaFunction))>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, then `span_any_key`: 32-wide chunks of d, the rows' alignment in halves, one k16
@@ -103,7 +103,8 @@ impl Kernels {
             for dtype in [DType::F32, DType::F16, DType::BF16] {
                 for dim in MMA_DIMS {
                     let name = format!("maxsim_bulk_split_{dtype}_d{dim}");
-                    bulk_split.push(((dtype, dim), f(&name)?));
+                    let parts = format!("maxsim_split_parts_{dtype}_d{dim}");
+                    bulk_split.push(((dtype, dim), (f(&name)?, f(&parts)?)));
                 }
             }
             for dtype in [DType::F16, DType::BF16] {
@@ -220,11 +221,11 @@ impl Kernels {
 }
 
 /// The function for `key` in one of the per-(dtype, d) kernel tables (`what`: for the error).
-pub(super) fn kernel_in<'a>(
-    table: &'a [((DType, usize), CudaFunction)],
+pub(super) fn kernel_in<'a, F>(
+    table: &'a [((DType, usize), F)],
     key: (DType, usize),
     what: &str,
-) -> Result<&'a CudaFunction> {
+) -> Result<&'a F> {
     table
         .iter()
         .find(|(k, _)| *k == key)

@@ -583,15 +583,26 @@ pub(super) const SPLIT_RUN_FACTOR: u64 = 4;
 /// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
 /// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
 /// 16-bit ones), plus the query's parts past the first in fragment order (32 × d halves each:
-/// one for f16 and f32 corpora, two for bf16), plus each warp's largest query magnitude (4
-/// floats).
+/// one for f16 and f32 corpora, two for bf16).
 pub(super) fn bulk_split_smem(stages: usize, dim: usize, doc: crate::matrix::DType) -> usize {
     let parts = if doc == crate::matrix::DType::BF16 {
         2
     } else {
         1
     };
-    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2 + 4 * 4
+    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2
+}
+
+/// Bytes of one query's parts as `maxsim_split_parts` lays them out for `maxsim_bulk_split`
+/// (kernels/bulk_split.cu, `SplitParts`): 32 × d halves a part (two parts against f16 and f32
+/// corpora, three against bf16).
+pub(super) fn split_parts_bytes(dim: usize, doc: crate::matrix::DType) -> usize {
+    let parts = if doc == crate::matrix::DType::BF16 {
+        3
+    } else {
+        2
+    };
+    parts * QBLOCK * dim * 2
 }
 
 /// Dynamic shared bytes of a `maxsim_bulk` block: its `stages` tiles of d-wide f16/bf16 rows,

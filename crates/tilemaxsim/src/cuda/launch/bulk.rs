@@ -3,7 +3,7 @@
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
 //! d ≤ 256).
 
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
 use crate::cuda::context::GpuContext;
@@ -13,7 +13,8 @@ use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group, bulk_smem,
-    bulk_split_smem, bulk_stages, span_any_key, span_smem, wide_any_bound, wide_dim,
+    bulk_split_smem, bulk_stages, span_any_key, span_smem, split_parts_bytes, wide_any_bound,
+    wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -166,7 +167,7 @@ impl Bulk {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let func = kernel_in(
+        let (func, parts_fn) = kernel_in(
             &gpu.kernels.bulk_split,
             (corpus.dtype, corpus.dim),
             "split bulk-copy",
@@ -189,20 +190,45 @@ impl Bulk {
             _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.dim, &gpu.tuning))
                 .min(*BULK_GROUP_RANGE.end() as u64),
         };
+        // Each query split into its parts once (one block a query), on the same stream before
+        // the scoring kernel; the buffers are freed in stream order after it.
+        let stream = t.stream;
+        let part_bytes = split_parts_bytes(corpus.dim, corpus.dtype);
+        // SAFETY: `maxsim_split_parts` writes all of both, every query's parts and 1/c.
+        let parts = unsafe { stream.alloc::<u8>(queries.len * part_bytes) }
+            .map_err(drv("query parts buffer"))?;
+        let inv = unsafe { stream.alloc::<f32>(queries.len) }.map_err(drv("query scales"))?;
+        let q_rows = queries.f32_rows(stream)?;
+        let q_offsets = queries.offsets.device_ptr(stream).0;
+        let parts_ptr = parts.device_ptr(stream).0;
+        let inv_ptr = inv.device_ptr(stream).0;
+        let cfg = LaunchConfig {
+            grid_dim: (grid_of(queries.len as u64, queries.len as u64)?, 1, 1),
+            block_dim: (BULK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = stream.launch_builder(parts_fn);
+        b.arg(&q_rows).arg(&q_offsets).arg(&parts_ptr).arg(&inv_ptr);
+        // SAFETY: the arguments match `maxsim_split_parts_*` in kernels/bulk_split.cu: the
+        // queries' f32 rows and offsets (each ≤ 32 rows, checked above), `parts` room for
+        // Q × split_parts_bytes, `inv` for Q floats; one block a query.
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_split_parts launch"))?;
+
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
         let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
-        let args = PairArgs::at(queries.f32_rows(t.stream)?, queries, corpus, t);
-        let mut b = t.stream.launch_builder(func);
+        let args = PairArgs::at(parts_ptr, queries, corpus, t);
+        let mut b = stream.launch_builder(func);
         args.push(&mut b);
-        b.arg(&st).arg(&gr);
+        b.arg(&st).arg(&gr).arg(&inv_ptr);
         // SAFETY: the arguments match `maxsim_bulk_split_*` in kernels/bulk_split.cu: the
-        // queries' f32 rows (each ≤ 32, checked above) and their offsets, the corpus's rows
-        // 16-byte aligned (the kernel choice; rows are 2d or 4d bytes, d % 32 = 0), its offsets,
-        // `doc_index` null or `n` indices < corpus.len (the caller's contract), `out` room for
-        // Q × n floats, and `smem` bytes for `stages` tiles, the query's parts, the barriers and
-        // the row maxima (`bulk_split_smem`, allowed by blocks_per_sm); the grid covers every
-        // task in runs of `group`.
+        // queries' parts and 1/c (written just above, in stream order) and their offsets, the
+        // corpus's rows 16-byte aligned (the kernel choice; rows are 2d or 4d bytes,
+        // d % 32 = 0), its offsets, `doc_index` null or `n` indices < corpus.len (the caller's
+        // contract), `out` room for Q × n floats, and `smem` bytes for `stages` tiles, the
+        // query's parts past the first, the barriers and the row maxima (`bulk_split_smem`,
+        // allowed by blocks_per_sm); the grid covers every task in runs of `group`.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk_split launch"))?;
+        drop((parts, inv));
         Ok(())
     }
 
