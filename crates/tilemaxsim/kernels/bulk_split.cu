@@ -6,18 +6,21 @@
 // the read rate on the H200); here a stage is one bulk copy of TILE tokens (32 KB at d = 128:
 // 64 f32 tokens, 16 a warp, or 128 16-bit tokens, 32 a warp) and three blocks fit a SM.
 //
-// The queries arrive as f32 rows (the engine's f32 query tokens and offsets, Nq <= 32) and are
-// split here when a block reaches a new query: part 0's A fragments go to each warp's registers,
-// the other parts to shared memory in fragment order (one conflict-free 16-byte load per
-// fragment). k is permuted as maxsim_ring's f32 path does for f32 tokens (lane c holds
+// The queries arrive as f32 rows (the engine's f32 query tokens and offsets, Nq <= 32).
+// maxsim_split_parts splits each once a call (one block a query) into the order the scoring
+// kernel takes (`SplitParts`); a block that reaches a new query loads part 0's A fragments into
+// each warp's registers and copies the other parts to shared memory in fragment order (one
+// conflict-free 16-byte load per fragment). Splitting in every block instead cost 9-41% at
+// B = 10K and up to 10% at B = 100K on the H200 (bench/results/h200/2026-11-29/call5.log
+// against call3.log, call4.log). k is permuted as maxsim_ring's f32 path does for f32 tokens (lane c holds
 // dimensions kb*16 + c*4 .. +3 of each 32-wide chunk: the four lanes of a row read 64
 // contiguous bytes), and as maxsim_bulk does for 16-bit tokens (c*8 + kb*4 .. +3).
 //
-// Against f16 and f32 corpora the block first scales the query by the power of two c that
-// brings its largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q))
+// Against f16 and f32 corpora the query is first scaled by the power of two c that brings its
+// largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q))
 // then hold any finite f32 query to 2^-24 of its largest element (no range check on the host,
 // so device tensors take this kernel too), both parts' products with a 16-bit token (or an f32
-// token's high part) go to one accumulator (f16 corpora: c q . d in 168 registers, three blocks
+// token's high part) go to one accumulator (f16 corpora: c q . d in 164 registers, three blocks
 // a SM), an f32 token's low part (scaled by 2^11) meets the high part of c q in a second one,
 // and a document's row maxima are scaled back by 1/c (exact). f32 tokens must lie in the
 // split's range (the host checks them: src/cuda/memory.rs, split_rows_ok).

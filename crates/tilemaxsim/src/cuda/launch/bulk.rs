@@ -178,13 +178,16 @@ impl Bulk {
             ));
         }
         let tasks = (queries.len * t.n) as u64;
-        // A block splits the query into parts where it starts: long runs pay for it. bf16 (three
-        // parts; H100, B = 100K): 74.2 M docs/s with 8 documents a block, 87.1 with 32, 89.3
-        // with 64. f32 and f16 corpora: SPLIT_RUN_FACTOR times `maxsim_bulk`'s run (H200,
-        // B = 100K of 128 tokens, bench/results/h200/2026-11-29/call2.log, call3.log: f32
-        // 57.6 M docs/s with 8, 61.3 with 16, 64.3 with 32, 64.2 with 64; f32 queries on f16
-        // 98.6-99.4 with 8, 117.7-123.3 with 32; on the H100, before the kernel's register
-        // bound, 8 was fastest). Small batches still get enough blocks (`bulk_group`).
+        // A block loads its query's parts where it starts: long runs pay for it. bf16 (three
+        // parts; H100, B = 100K, when each block split its query itself): 74.2 M docs/s with
+        // 8 documents a block, 87.1 with 32, 89.3 with 64. f32 and f16 corpora:
+        // SPLIT_RUN_FACTOR times `maxsim_bulk`'s run. On the H200 at B = 100K of 128 tokens,
+        // when each block split its query, f32 went 57.6 M docs/s with 8, 61.3 with 16, 64.3
+        // with 32, 64.2 with 64, and f32 queries on f16 98.6-99.4 with 8, 117.7-123.3 with 32
+        // (bench/results/h200/2026-11-29/call2.log, call3.log). With the parts made once a
+        // call the gap is small: f32 61.5 / 62.7 with 8, 64.7 / 62.3 with 32; on f16 127.5 /
+        // 122.3 with 8, 127.7 / 127.9 with 32 (call5.log). Small batches still get enough
+        // blocks (`bulk_group`).
         let run = match corpus.dtype {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
             _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.dim, &gpu.tuning))
