@@ -24,6 +24,23 @@ fn gpu_cases(default: usize) -> usize {
 /// Score through `score_into` with a NaN-poisoned output, then check against the reference.
 /// `gpu`'s scores of `queries` against `docs` of `corpus`, checked against `exp` (the float64
 /// reference of every pair, computed once per case for all the scorers checked on it).
+/// One query against every document of `corpus`: the scorer picks `want`, and its scores match
+/// the float64 reference.
+fn check_one_query(
+    gpu: &CudaScorer,
+    label: &str,
+    q: &OwnedElements,
+    corpus: &Corpus,
+    want: tilemaxsim::cuda::Kernel,
+) {
+    let qm = Matrix::new(q.as_elements(), corpus.dim()).unwrap();
+    let dq = gpu.upload_queries(&[qm], corpus.dim()).unwrap();
+    let dc = gpu.upload(corpus).unwrap();
+    assert_eq!(gpu.kernel_for(&dq, &dc), want, "{label}");
+    let exp = Expected::new(&[qm], corpus);
+    check(gpu, label, &[qm], corpus, Docs::All, &exp);
+}
+
 fn check(
     gpu: &CudaScorer,
     label: &str,
@@ -231,35 +248,19 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         let corpus =
             Corpus::from_lengths(OwnedElements::from_f32(&v, DType::F32), 64, &[1, 2]).unwrap();
         let q = random_query(&mut r, 4, 64, DType::F32, 1.0);
-        let qm = Matrix::new(q.as_elements(), 64).unwrap();
-        let dq = gpu.upload_queries(&[qm], 64).unwrap();
-        let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Tiled, "{label}");
-        check(
+        check_one_query(
             &gpu,
             &format!("f32 with {label}"),
-            &[qm],
+            &q,
             &corpus,
-            Docs::All,
-            &Expected::new(&[qm], &corpus),
+            Kernel::Tiled,
         );
     }
     let corpus = random_corpus(&mut r, &[1, 40, 7], 64, DType::F32, 1.0);
     let split = if sm90 { Kernel::Bulk } else { Kernel::Tiled };
     for (label, scale) in [("values of 1e9", 1e9f32), ("values of 1e-7", 1e-7)] {
         let q = random_query(&mut r, 4, 64, DType::F32, scale);
-        let qm = Matrix::new(q.as_elements(), 64).unwrap();
-        let dq = gpu.upload_queries(&[qm], 64).unwrap();
-        let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(gpu.kernel_for(&dq, &dc), split, "a query of {label}");
-        check(
-            &gpu,
-            &format!("f32 query of {label}"),
-            &[qm],
-            &corpus,
-            Docs::All,
-            &Expected::new(&[qm], &corpus),
-        );
+        check_one_query(&gpu, &format!("f32 query of {label}"), &q, &corpus, split);
     }
 }
 
@@ -342,18 +343,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
         ("a value of 1e9", &big, split),
         ("all zeros", &zero, split),
     ] {
-        let qm = Matrix::new(q.as_elements(), 64).unwrap();
-        let dq = gpu.upload_queries(&[qm], 64).unwrap();
-        let dc = gpu.upload(&corpus).unwrap();
-        assert_eq!(gpu.kernel_for(&dq, &dc), want, "{label}");
-        check(
-            &gpu,
-            &format!("f32 query with {label}"),
-            &[qm],
-            &corpus,
-            Docs::All,
-            &Expected::new(&[qm], &corpus),
-        );
+        check_one_query(&gpu, &format!("f32 query with {label}"), q, &corpus, want);
     }
 }
 
