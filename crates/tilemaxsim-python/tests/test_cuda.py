@@ -96,6 +96,10 @@ def test_float32_documents_on_the_tensor_cores_once_checked(rng):
     lengths = torch.full((60,), 33, device="cuda", dtype=torch.int64)
     D[7, 3] = 0.5
     exact(tilemaxsim.maxsim(Q, D, doc_lengths=lengths))
+    # A write through `.data` (which has a version counter of its own) leaves D's unchanged:
+    # check=True checks again, and the row past 32768 goes to the CUDA-core kernel.
+    D.data.view(-1)[5] = 1e6
+    exact(tilemaxsim.maxsim(Q, D, check=True))
 
 
 # A call that refuses to be captured leaves the graph empty, and torch warns about that on leaving

@@ -89,10 +89,10 @@ def _compact(D, d_mask):
     return np.take_along_axis(D, order[..., None], axis=1), lengths
 
 
-def _split_checked(D) -> bool:
+def _split_checked(D, fresh: bool) -> bool:
     from ._split import split_checked  # torch is there: D is a torch tensor
 
-    return split_checked(D)
+    return split_checked(D, fresh)
 
 
 def _as_packed_candidates(D, layout):
@@ -150,7 +150,7 @@ def _run(Q, D, layout, *, pairs: bool, check: bool | None) -> Array:
         return _float64.maxsim(Q, D, layout, pairs=pairs)
     out = empty_scores((a,) if pairs else (a, b), Q)
     # float32 CUDA documents checked for the tensor cores' split range (once a tensor, `_split`).
-    checked = is_torch(D) and D.is_cuda and D.dtype == torch.float32 and _split_checked(D)
+    checked = is_torch(D) and D.is_cuda and D.dtype == torch.float32 and _split_checked(D, bool(check))
     if is_torch(Q):
         Q = Q.detach()
         D = D.detach()

@@ -6,7 +6,7 @@ zeros or that largest is at least 2^-12; elsewhere the exact CUDA-core kernel sc
 engine checks corpora it holds itself; tensors on the device are checked here, once, and the
 answer is kept until the tensor changes (torch's version counter, which in-place writes through
 any view bump) or is freed. Writes that bypass torch (a raw pointer handed to other code) are
-not seen: call with `check=True`, or clone the tensor, after such writes."""
+not seen: call with `check=True` (which checks again), or pass a fresh tensor, after them."""
 
 import weakref
 
@@ -20,11 +20,12 @@ _LIMIT = 64
 _seen: dict = {}
 
 
-def split_checked(D) -> bool:
-    """Whether every row of the float32 CUDA tensor `D` is in the split range (see above)."""
+def split_checked(D, fresh: bool = False) -> bool:
+    """Whether every row of the float32 CUDA tensor `D` is in the split range (see above);
+    `fresh`: check again whatever was kept (calls with `check=True`)."""
     version, ptr = D._version, D.data_ptr()
     entry = _seen.get(id(D))
-    if entry is not None and entry[0]() is D and entry[1] == version and entry[2] == ptr:
+    if not fresh and entry is not None and entry[0]() is D and entry[1] == version and entry[2] == ptr:
         return entry[3]
     if D.numel() == 0:
         return False
