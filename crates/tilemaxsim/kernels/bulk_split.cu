@@ -18,7 +18,7 @@
 //
 // Against f16 and f32 corpora the query is first scaled by the power of two c that brings its
 // largest magnitude into [2^14, 2^15): the parts f16(c q) and f16(c q - f16(c q))
-// then hold any finite f32 query to 2^-24 of its largest element (no range check on the host,
+// then hold any finite f32 query to about 2^-23 of its largest element (no range check on the host,
 // so device tensors take this kernel too), both parts' products with a 16-bit token (or an f32
 // token's high part) go to one accumulator (f16 corpora: c q . d in 164 registers, three blocks
 // a SM), an f32 token's low part (scaled by 2^11) meets the high part of c q in a second one,
@@ -88,8 +88,11 @@ __device__ __forceinline__ int split_k(int ch, int kb, int c) {
     return SplitKind<DOC>::F32 ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
 }
 
-// The power of two c that brings a query's largest magnitude `m` into [2^14, 2^15) (its
-// exponent clamped to f32's normal range; 1 for an all-zero query), and 1/c.
+// The power of two c that brings a query's largest magnitude `m` into [2^14, 2^15), and 1/c.
+// Its exponent is clamped to f32's normal range: a query whose largest |q| is subnormal (below
+// 2^-126) keeps about 17 bits of it, not 23. An all-zero query gets 2^14 (it scores 0 either
+// way). An infinite value scores NaN (the engine leaves infinities' scores unspecified;
+// `check=True` in Python refuses them).
 __device__ __forceinline__ void query_scale(float m, float& c, float& inv) {
     const int e = m > 0.f ? (int)((__float_as_uint(m) >> 23) & 0xff) - 127 : 0;
     const int k = min(max(14 - e, -126), 126);

@@ -149,8 +149,15 @@ def _run(Q, D, layout, *, pairs: bool, check: bool | None) -> Array:
     if is_float64(Q) or is_float64(D):
         return _float64.maxsim(Q, D, layout, pairs=pairs)
     out = empty_scores((a,) if pairs else (a, b), Q)
-    # float32 CUDA documents checked for the tensor cores' split range (once a tensor, `_split`).
-    checked = is_torch(D) and D.is_cuda and D.dtype == torch.float32 and _split_checked(D, bool(check))
+    # float32 CUDA documents (against float32 queries: the split takes f32 on both sides) checked
+    # for the tensor cores' split range (once a tensor, `_split`).
+    checked = (
+        is_torch(D)
+        and D.is_cuda
+        and D.dtype == torch.float32
+        and getattr(Q, "dtype", None) == torch.float32
+        and _split_checked(D, bool(check))
+    )
     if is_torch(Q):
         Q = Q.detach()
         D = D.detach()

@@ -5,8 +5,11 @@ into two float16 parts) only where every row's largest |x| is at most 32768 and 
 zeros or that largest is at least 2^-12; elsewhere the exact CUDA-core kernel scores them. The
 engine checks corpora it holds itself; tensors on the device are checked here, once, and the
 answer is kept until the tensor changes (torch's version counter, which in-place writes through
-any view bump) or is freed. Writes that bypass torch (a raw pointer handed to other code) are
-not seen: call with `check=True` (which checks again), or pass a fresh tensor, after them."""
+any view bump) or is freed. Writes that bypass that counter are not seen: through `.data`, a
+raw pointer handed to other code, or a CUDA graph's replay (a captured call keeps the kernel
+chosen at capture). Call with `check=True` (which checks again), or pass a fresh tensor, after
+them. Inference tensors (`torch.inference_mode`) have no version counter: they are checked on
+every call."""
 
 import weakref
 
@@ -23,15 +26,21 @@ _seen: dict = {}
 def split_checked(D, fresh: bool = False) -> bool:
     """Whether every row of the float32 CUDA tensor `D` is in the split range (see above);
     `fresh`: check again whatever was kept (calls with `check=True`)."""
+    if D.numel() == 0:
+        return False
+    if D.is_inference():  # no version counter to keep an answer by
+        return _in_range(D)
     version, ptr = D._version, D.data_ptr()
     entry = _seen.get(id(D))
     if not fresh and entry is not None and entry[0]() is D and entry[1] == version and entry[2] == ptr:
         return entry[3]
-    if D.numel() == 0:
-        return False
-    m = torch.linalg.vector_norm(D.detach(), ord=float("inf"), dim=-1)  # NaN rows: NaN, out of range
-    ok = bool(((m <= SPLIT_MAX) & ((m == 0) | (m >= SPLIT_MIN))).all())
+    ok = _in_range(D)
     if len(_seen) >= _LIMIT:
         _seen.clear()
     _seen[id(D)] = (weakref.ref(D), version, ptr, ok)
     return ok
+
+
+def _in_range(D) -> bool:
+    m = torch.linalg.vector_norm(D.detach(), ord=float("inf"), dim=-1)  # NaN rows: NaN, out of range
+    return bool(((m <= SPLIT_MAX) & ((m == 0) | (m >= SPLIT_MIN))).all())

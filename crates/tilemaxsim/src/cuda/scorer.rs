@@ -194,9 +194,11 @@ impl CudaScorer {
                         .map(|b| b.blocks)
                         // f32 queries `maxsim_bulk_split` takes from their f32 rows (scaled in
                         // the kernel) where the host did not pack them (out of the split's
-                        // range, or device memory), against f32 tokens in the range.
+                        // range, or device memory), against f32 tokens in the range. Only that
+                        // kernel: `maxsim_ring` (forced) needs the packed blocks.
                         .or_else(|| {
                             (f32 && aligned
+                                && matches!(self.force, None | Some(Kernel::Bulk))
                                 && corpus.split_ok
                                 && queries.dtype == DType::F32
                                 && queries.longest <= QBLOCK
