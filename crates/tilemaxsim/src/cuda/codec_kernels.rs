@@ -357,59 +357,42 @@ mod tests {
             );
         }
         // The residual's bulk kernels: rows of codes a multiple of 16 bytes, d 64 and 128; by
-        // default at nbits 1 and 2 only, int8 and fp8's at d = 128 only.
-        assert!(matches!(
-            pick((0, 1, 128), 1, None),
-            Some(CodecKernel::Bulk(_))
-        ));
-        assert!(matches!(
-            pick((0, 2, 64), 1, None),
-            Some(CodecKernel::Bulk(_))
-        ));
-        assert!(matches!(
-            pick((0, 4, 64), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((0, 4, 128), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((0, 4, 64), 1, Some(Kernel::Bulk)),
-            Some(CodecKernel::Bulk(_))
-        ));
-        assert!(matches!(
-            pick((2, 0, 64), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((0, 1, 64), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((0, 2, 96), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((1, 16, 128), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            codec_kernel((3, 0, 64), 1, false, (true, true), None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((3, 0, 96), 1, None),
-            Some(CodecKernel::Warp(_))
-        ));
-        assert!(matches!(
-            pick((2, 0, 64), 9, Some(Kernel::Bulk)),
-            Some(CodecKernel::Bulk(_))
-        ));
-        assert!(matches!(
-            pick((2, 0, 64), 1, Some(Kernel::Mma)),
-            Some(CodecKernel::Warp(_))
-        ));
+        // default at nbits 1 and 2 only, int8 and fp8's at d = 128 only. ((tag, nbits, d),
+        // query blocks, forced kernel, the family picked)
+        let family = |k: Option<CodecKernel>| match k {
+            Some(CodecKernel::Warp(_)) => "warp",
+            Some(CodecKernel::Bulk(_)) => "bulk",
+            Some(CodecKernel::Batched(_)) => "batched",
+            Some(CodecKernel::Lut(_)) => "lut",
+            None => "none",
+        };
+        for (shape, blocks, force, want) in [
+            ((0, 1, 128), 1, None, "bulk"),
+            ((0, 2, 64), 1, None, "bulk"),
+            ((0, 4, 64), 1, None, "warp"),
+            ((0, 4, 128), 1, None, "warp"),
+            ((0, 4, 64), 1, Some(Kernel::Bulk), "bulk"),
+            ((2, 0, 64), 1, None, "warp"),
+            ((0, 1, 64), 1, None, "warp"),
+            ((0, 2, 96), 1, None, "warp"),
+            ((1, 16, 128), 1, None, "warp"),
+            ((3, 0, 96), 1, None, "warp"),
+            ((2, 0, 64), 9, Some(Kernel::Bulk), "bulk"),
+            ((2, 0, 64), 1, Some(Kernel::Mma), "warp"),
+            // d = 96: the one-warp kernel only.
+            ((3, 0, 96), 32, None, "warp"),
+        ] {
+            assert_eq!(
+                family(pick(shape, blocks, force)),
+                want,
+                "{shape:?} x{blocks} {force:?}"
+            );
+        }
+        // Without the batched and bulk kernels loaded (before sm_90a): one warp.
+        assert_eq!(
+            family(codec_kernel((3, 0, 64), 1, false, (true, true), None)),
+            "warp"
+        );
         assert_eq!(pick(r2, 9, Some(Kernel::Bulk)), bulk());
         assert_eq!(
             codec_kernel(r2, 1, true, (false, true), Some(Kernel::Bulk)),
@@ -424,11 +407,7 @@ mod tests {
         );
         assert_eq!(pick(r2, 1, Some(Kernel::Lut)), warp());
         assert!(lut_kernel_names().contains(&"maxsim_pq_lut_m64".to_string()));
-        // d = 96: the one-warp kernel only; d = 48: none (decoded at upload).
-        assert!(matches!(
-            pick((3, 0, 96), 32, None),
-            Some(CodecKernel::Warp(_))
-        ));
+        // d = 48: none (decoded at upload).
         assert_eq!(pick((0, 2, 48), 32, None), None);
         assert_eq!(
             batched_kernel_of(1, 16, 128).as_deref(),
