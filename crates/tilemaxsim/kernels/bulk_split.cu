@@ -34,10 +34,10 @@
 // corpus dtype. f32: 3 holds the kernel to 168 registers (176 unbounded: two blocks a SM, the
 // schedulers idle two cycles in three on the H200). H200, B = 100K: 58.0 -> 63.5 M docs/s (81% ->
 // 89% of the read ceiling) in one run, 52.2-53.2 -> 56.7-57.6 on a slower machine
-// (bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log). f16: 3, at 168
-// registers without spills since the scaled query needs one accumulator (172 unbounded; with
-// two, 210, bounded to 168 they spilled: 97.9 -> 89.0 M docs/s). bf16: 1 (230 registers;
-// bounded to 168 it spills).
+// (bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log). f16: 3, 164
+// registers without spills, since the scaled query needs one accumulator (with two, 210,
+// bounded to 168 they spilled: 97.9 -> 89.0 M docs/s). bf16: 1 (176 registers; its shared
+// memory, two query parts beside the stages, holds it to two blocks a SM anyway).
 #ifndef SPLIT_MIN_BLOCKS_F32
 #define SPLIT_MIN_BLOCKS_F32 3
 #endif
@@ -76,8 +76,7 @@ __device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int
         const unsigned hi = f16x2_of(y0, y1);
         if (part == 0) return hi;
         float h0, h1;
-        asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
-            : "=f"(h0), "=f"(h1) : "r"(hi));
+        f32_of_f16x2(hi, h0, h1);
         return f16x2_of(y0 - h0, y1 - h1);
     }
 }

@@ -19,6 +19,11 @@ __device__ __forceinline__ unsigned f16x2_of(float first, float second) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(second), "f"(first));
     return r;
 }
+// The two halves of an f16x2 as f32 (the low half first).
+__device__ __forceinline__ void f32_of_f16x2(unsigned w, float& first, float& second) {
+    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
+        : "=f"(first), "=f"(second) : "r"(w));
+}
 // Split two f32 into f16 high parts (hi) and f16 low parts scaled by 2^11 (lo); see
 // SPLIT_ROUND_BITS. The host's split of the queries (split_f32 in src/cuda/memory.rs) is mode 0's.
 __device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, unsigned& lo) {
@@ -29,8 +34,7 @@ __device__ __forceinline__ void split_f32x2(float x0, float x1, unsigned& hi, un
     hi = f16x2_of(h0, h1);
 #else
     hi = f16x2_of(x0, x1);
-    asm("{ .reg .b16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }"
-        : "=f"(h0), "=f"(h1) : "r"(hi));
+    f32_of_f16x2(hi, h0, h1);
 #endif
     lo = f16x2_of((x0 - h0) * SPLIT_SCALE, (x1 - h1) * SPLIT_SCALE);
 }

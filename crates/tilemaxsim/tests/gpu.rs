@@ -358,17 +358,13 @@ fn lay_out<'a>(len: usize, rows: impl IntoIterator<Item = (usize, &'a [u8])>) ->
     buf
 }
 
-/// Whether every f32 row of `c` is in the tensor cores' split range (|x| ≤ 32768, and all zeros
-/// or a largest |x| of at least 2^-12): what a caller checks before vouching with
-/// `RawDocs::split_ok`.
+/// Whether every f32 row of `c` is in the tensor cores' split range: what a caller checks
+/// before vouching with `RawDocs::split_ok`.
 fn in_split_range(c: &Corpus) -> bool {
     let v = Matrix::new(c.tokens().elements(), c.dim())
         .unwrap()
         .to_f32_vec();
-    v.chunks(c.dim()).all(|row| {
-        let m = row.iter().fold(0f32, |m, x| m.max(x.abs()));
-        m <= 32768.0 && (m == 0.0 || m >= 1.0 / 4096.0)
-    })
+    tilemaxsim::cuda::split_rows_ok(&v, c.dim())
 }
 
 #[test]

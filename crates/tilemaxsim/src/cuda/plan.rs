@@ -582,15 +582,9 @@ pub(super) const SPLIT_RUN_FACTOR: u64 = 4;
 
 /// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
 /// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
-/// 16-bit ones), plus the query's parts past the first in fragment order (32 × d halves each:
-/// one for f16 and f32 corpora, two for bf16).
+/// 16-bit ones), plus the query's parts past the first in fragment order.
 pub(super) fn bulk_split_smem(stages: usize, dim: usize, doc: crate::matrix::DType) -> usize {
-    let parts = if doc == crate::matrix::DType::BF16 {
-        2
-    } else {
-        1
-    };
-    bulk_smem(stages, dim) + parts * QBLOCK * dim * 2
+    bulk_smem(stages, dim) + (split_parts_bytes(dim, doc) - QBLOCK * dim * 2)
 }
 
 /// Bytes of one query's parts as `maxsim_split_parts` lays them out for `maxsim_bulk_split`
