@@ -1,16 +1,20 @@
 // maxsim_span (sm_90+): maxsim_bulk for packed documents of any lengths, scored against every
 // document (no candidate list). A block scores a run of `group` consecutive documents for one
-// query, and its tiles cut the run's tokens, not its documents: a 128-token tile holds the end
+// query, and its tiles cut the run's tokens, not its documents: a tile holds the end
 // of one document and the start of the next, so every copy but the run's last is a full
-// SPAN_TILE × d tile. On U[32,256], whole-document tiles are 72% full on average (1.57 tiles
+// tile. On U[32,256], whole-document tiles are 72% full on average (1.57 tiles
 // for 144 tokens), and the per-tile cost, not the bytes, set maxsim_bulk's rate there.
 //
-// Warp w multiplies the tile's 32-token chunk w. A document that lies inside one chunk is
-// scored by that warp from its registers. A document that crosses a chunk boundary ("crossing")
-// gathers its row maxima in shared memory by atomicMax on order-preserving integers; after the
-// tile's __syncthreads the warp holding its last token sums them. Crossing documents are
-// numbered in run order and take slot n % SPAN_SLOTS: the 16th crossing document after n
-// starts at least 15 chunks (3 tiles) past n's last chunk, so a slot is reset before reuse.
+// Warp w multiplies the tile's window w: 32 << WLOG tokens (SPAN_WLOG_OF below; plan.rs:
+// span_window_log), a 32-token chunk at a time. A document that lies inside one window is
+// scored by that warp from its registers; its row maxima go on from chunk to chunk of the
+// window in registers (`carry`). A document whose tokens lie in more than one window
+// ("crossing") gathers its row maxima in shared memory by atomicMax on order-preserving
+// integers; after the tile's __syncthreads the warp holding its last token sums them. Crossing
+// documents are numbered in run order and take slot n % SPAN_SLOTS: the 16th crossing document
+// after n starts at least 15 windows (3 tiles) past n's last window, so a slot is reset before
+// reuse. At small d a 32-token chunk is little work, and wider windows spend the walk over the
+// documents, the crossing documents' atomics and the block's barrier on more of it.
 //
 // Any d ≤ 256 (maxsim_span_any_*): the instantiation for KCH = ceil(d / 32) chunks of 32, with
 // rows d wide in memory and in shared memory; the dimensions past d are zeros on chip (the
@@ -38,7 +42,7 @@
 #include "async_copy.cuh"
 
 #define SPAN_THREADS 128
-#define SPAN_TILE 128  // tokens: 32 per warp
+#define SPAN_WARPS 4  // a tile is a window of 32 << WLOG tokens per warp
 #define SPAN_SLOTS 16
 #define SPAN_RUN_MAX 64  // documents per run at most (plan.rs: BULK_GROUP_RANGE)
 
@@ -141,24 +145,78 @@ __device__ __forceinline__ V4 load_b_half(const u16* row, int k, int dim) {
     return V4{w[0], w[1], 0u, 0u};
 }
 
-// A warp's place in the run's documents: document `doc` spans tokens [start, end), and `crossed`
-// crossing documents come before it. Every warp walks every document of the run in order;
-// `offs` holds the run's offsets (document p0 + i ends at offs[i + 1]).
+// A warp's place in the run's documents: document `doc` spans tokens [start, end) (counted from
+// the run's first token), and `crossed` crossing documents come before it. Every warp walks
+// every document of the run in order; `offs` holds the run's offsets from its first token
+// (document p0 + i ends at offs[i + 1]; a run's tokens fit an int: 64 documents at most).
 struct SpanCursor {
-    int doc, crossed;
-    i64 start, end;
-    __device__ __forceinline__ bool crosses(i64 t0) const {
-        return end > start && ((start - t0) >> 5) != ((end - 1 - t0) >> 5);
+    int doc, crossed, start, end;
+    // Whether the document's tokens lie in more than one warp window (2^wsh tokens).
+    __device__ __forceinline__ bool crosses(int wsh) const {
+        return end > start && (start >> wsh) != ((end - 1) >> wsh);
     }
-    __device__ __forceinline__ void step(const i64* offs, int p0, i64 t0, int last) {
-        crossed += crosses(t0);
+    __device__ __forceinline__ void step(const int* offs, int p0, int last, int wsh) {
+        crossed += crosses(wsh);
         ++doc;
         start = end;
         if (doc < last) end = offs[doc + 1 - p0];
     }
 };
 
+// The products of the query (A fragments `a`) with the 32 token rows at `buf` (`D` halves
+// apart): acc[t][mt] is the C fragment of tokens t * 8 .. t * 8 + 7 and query rows mt * 16 ..
+// mt * 16 + 15.
 template <bool BF, int KCH, int MODE, bool HALF>
+__device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const unsigned (&a)[2][KCH][2][4],
+                                                    const u16* buf, int D, int g, int c) {
+    if (KCH > 4) {
+        // A chunk at a time: one chunk's B fragments live at once.
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+#pragma unroll
+        for (int ch = 0; ch < KCH; ++ch) {
+            const bool half = HALF && ch == KCH - 1;
+            V4 b[4];
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+                b[t] = half ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
+                            : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+#pragma unroll
+            for (int t = 0; t < 4; ++t)
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t].x, b[t].y);
+                    if (!half) Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t].z, b[t].w);
+                }
+        }
+    } else {
+        V4 b[4][KCH];
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+                b[t][ch] = HALF && ch == KCH - 1 ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
+                                                 : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+#pragma unroll
+                for (int ch = 0; ch < KCH; ++ch) {
+                    Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
+                    if (!(HALF && ch == KCH - 1)) Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
+                }
+            }
+    }
+}
+
+template <bool BF, int KCH, int MODE, bool HALF, int WLOG>
 __device__ __forceinline__ void maxsim_span_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, const u16* __restrict__ d_tokens,
     const i64* __restrict__ d_offsets, int num_docs, float* __restrict__ out, int stages, int group,
@@ -166,24 +224,27 @@ __device__ __forceinline__ void maxsim_span_impl(
 {
 #if __CUDA_ARCH__ >= 900
     const int D = MODE == 0 ? KCH * 32 : dim_arg;  // row width in halves
+    // A warp's window: 2^wsh tokens, SUB chunks of 32; a tile is four windows.
+    constexpr int wsh = 5 + WLOG, SUB = 1 << WLOG, W = 32 << WLOG, TILE = SPAN_WARPS << wsh;
     // A stage in halves: the tile, the copy's start rounded down (MODE 2, < 8 halves) and the
     // last row's read past d, in 128-byte steps (span_stage_halves in plan.rs).
-    const int STAGE = MODE == 0 ? SPAN_TILE * D : (SPAN_TILE * D + 8 + 32 * KCH + 63) / 64 * 64;
+    const int STAGE = MODE == 0 ? TILE * D : (TILE * D + 8 + 32 * KCH + 63) / 64 * 64;
     extern __shared__ __attribute__((aligned(128))) unsigned char span_smem[];
     u16* ring = (u16*)span_smem;
     unsigned long long* bars = (unsigned long long*)(ring + (i64)stages * STAGE);
     int* slots = (int*)(bars + stages);  // [SPAN_SLOTS][32]: crossing documents' row maxima
-    i64* offs = (i64*)(slots + SPAN_SLOTS * 32);  // [SPAN_RUN_MAX + 1]: the run's offsets
+    int* offs = slots + SPAN_SLOTS * 32;  // [SPAN_RUN_MAX + 1]: the run's offsets from t0
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const int runs = (num_docs + group - 1) / group;
     const int qi = blockIdx.x / runs;
     const int p0 = (blockIdx.x % runs) * group, p1 = min(p0 + group, num_docs);
     const i64 t0 = d_offsets[p0], t1 = d_offsets[p1];
-    const int tiles = (int)((t1 - t0 + SPAN_TILE - 1) / SPAN_TILE);
+    const int T = (int)(t1 - t0);  // the run's tokens
+    const int tiles = (T + TILE - 1) / TILE;
     float* q_out = out + (i64)qi * num_docs;
 
     for (int i = threadIdx.x; i < SPAN_SLOTS * 32; i += SPAN_THREADS) slots[i] = span_ord(NEG_INF);
-    for (int i = threadIdx.x; i <= p1 - p0; i += SPAN_THREADS) offs[i] = d_offsets[p0 + i];
+    for (int i = threadIdx.x; i <= p1 - p0; i += SPAN_THREADS) offs[i] = (int)(d_offsets[p0 + i] - t0);
     // Empty documents (possible in raw packed input): the sum of nothing found, as maxsim_bulk.
     for (int p = p0 + threadIdx.x; p < p1; p += SPAN_THREADS)
         if (d_offsets[p + 1] == d_offsets[p]) q_out[p] = NEG_INF;
@@ -197,8 +258,8 @@ __device__ __forceinline__ void maxsim_span_impl(
     const i64 end_bytes = MODE >= 2 ? d_offsets[num_docs] * D * 2 : 0;
     auto produce = [&](int k) {
         if (k >= tiles) return;
-        const i64 tok = t0 + (i64)k * SPAN_TILE;
-        const i64 ntok = min((i64)SPAN_TILE, t1 - tok);
+        const i64 tok = t0 + (i64)k * TILE;
+        const i64 ntok = min((i64)TILE, t1 - tok);
         u16* dst = ring + (i64)(k % stages) * STAGE;
         const unsigned bar = smem_addr(&bars[k % stages]);
         if (MODE < 2) {
@@ -229,74 +290,39 @@ __device__ __forceinline__ void maxsim_span_impl(
         load_a_permuted<KCH>(a, qpad + (i64)qi * 32 * D, g, c);
     else
         load_a_any<KCH, HALF>(a, qpad + (i64)qi * 32 * D, D, g, c);
-    SpanCursor cur{p0, 0, t0, p0 < p1 ? offs[1] : t0};
+    SpanCursor cur{p0, 0, 0, p0 < p1 ? offs[1] : 0};
 
     for (int k = 0; k < tiles; ++k) {
         const int s = k % stages;
-        const i64 c0 = t0 + (i64)k * SPAN_TILE + wib * 32, c1 = min(c0 + 32, t1);
-        int fin_slot = -1, fin_doc = 0;  // a crossing document that ends in this warp's chunk
+        const int w0 = k * TILE + (wib << wsh), w1 = min(w0 + W, T);  // this warp's window
+        int fin_slot = -1, fin_doc = 0;  // a crossing document that ends in this warp's window
         mbar_wait(smem_addr(&bars[s]), (unsigned)(k / stages) & 1u);
-        if (c0 < t1) {
-            // MODE 2-4: the tile's first token sits past the copy's 16-byte boundary.
-            const int head = MODE >= 2 ? (int)(((t0 + (i64)k * SPAN_TILE) * D) & 7) : 0;
-            const u16* buf = ring + (i64)s * STAGE + head + wib * 32 * D;
+        // MODE 2-4: the tile's first token sits past the copy's 16-byte boundary.
+        const int head = MODE >= 2 ? (int)(((t0 + (i64)k * TILE) * D) & 7) : 0;
+        // The row maxima of the document that goes on into the window's next chunk.
+        float carry[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+#pragma unroll 1
+        for (int j = 0; j < SUB; ++j) {
+            const int c0 = w0 + j * 32, c1 = min(c0 + 32, w1);
+            if (c0 >= w1) break;  // uniform
+            // Columns past the run's end hold whatever the stage held before; no document
+            // range covers them.
             float acc[4][2][4];
-            if (KCH > 4) {
-                // A chunk at a time: one chunk's B fragments live at once.
-#pragma unroll
-                for (int t = 0; t < 4; ++t)
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch) {
-                    const bool half = HALF && ch == KCH - 1;
-                    V4 b[4];
-#pragma unroll
-                    for (int t = 0; t < 4; ++t)
-                        b[t] = half ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                                    : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
-#pragma unroll
-                    for (int t = 0; t < 4; ++t)
-#pragma unroll
-                        for (int mt = 0; mt < 2; ++mt) {
-                            Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t].x, b[t].y);
-                            if (!half) Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t].z, b[t].w);
-                        }
-                }
-            } else {
-                // Columns past the run's end hold whatever the stage held before; no document
-                // range covers them.
-                V4 b[4][KCH];
-#pragma unroll
-                for (int t = 0; t < 4; ++t)
-#pragma unroll
-                    for (int ch = 0; ch < KCH; ++ch)
-                        b[t][ch] = HALF && ch == KCH - 1
-                            ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                            : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
-#pragma unroll
-                for (int t = 0; t < 4; ++t)
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-#pragma unroll
-                        for (int ch = 0; ch < KCH; ++ch) {
-                            Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
-                            if (!(HALF && ch == KCH - 1))
-                                Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
-                        }
-                    }
-            }
-            while (cur.doc < p1 && cur.end <= c0) cur.step(offs, p0, t0, p1);
+            span_chunk_products<BF, KCH, MODE, HALF>(
+                acc, a, ring + s * STAGE + head + ((wib << wsh) + j * 32) * D, D, g, c);
+            while (cur.doc < p1 && cur.end <= c0) cur.step(offs, p0, p1, wsh);
             // The documents that meet this chunk, in order (warp-uniform control flow).
             SpanCursor seg = cur;
             while (seg.doc < p1 && seg.start < c1) {
                 if (seg.end > seg.start) {
-                    const int lo = (int)(max(seg.start, c0) - c0), hi = (int)(min(seg.end, c1) - c0);
-                    float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
+                    const int lo = max(seg.start, c0) - c0, hi = min(seg.end, c1) - c0;
+                    // A document that began in this window's previous chunk goes on from there.
+                    float best[2][2];
+                    const bool cont = seg.start < c0 && c0 > w0;
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                        for (int r = 0; r < 2; ++r) best[mt][r] = cont ? carry[mt][r] : NEG_INF;
                     if (lo == 0 && hi == 32) {
                         // The document covers the whole chunk (most chunks of long documents):
                         // every column counts, no range test.
@@ -314,7 +340,13 @@ __device__ __forceinline__ void maxsim_span_impl(
                             for (int mt = 0; mt < 2; ++mt)
                                 fold_range(best[mt], acc[t][mt], t * 8 + 2 * c, lo, hi);
                     }
-                    if (!seg.crosses(t0)) {
+                    if (seg.end > c1 && c1 < w1) {
+                        // It goes on into the window's next chunk: carried there.
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) carry[mt][0] = best[mt][0], carry[mt][1] = best[mt][1];
+                        break;
+                    }
+                    if (!seg.crosses(wsh)) {
                         const float sc = block_score(best, nq, g);
                         if (lane == 0) q_out[seg.doc] = sc;
                     } else {
@@ -335,7 +367,7 @@ __device__ __forceinline__ void maxsim_span_impl(
                     }
                 }
                 if (seg.end > c1) break;
-                seg.step(offs, p0, t0, p1);
+                seg.step(offs, p0, p1, wsh);
             }
         }
         __syncthreads();  // stage s is read by every warp; the crossing maxima are in their slots
@@ -369,6 +401,23 @@ __device__ __forceinline__ void maxsim_span_impl(
 #ifndef SPAN_K2_ANY_BLOCKS
 #define SPAN_K2_ANY_BLOCKS 5
 #endif
+// The window a warp, as log2 of its 32-token chunks (plan.rs: span_window_log mirrors it; the
+// define SPAN_WLOG sets every instantiation's, for experiments). H200, f16 U[32,256] B = 100K,
+// % of the read ceiling at windows of 32 / 64 / 128 / 256 tokens (bench/results/h200/
+// 2026-11-29b/call1.log, the window then a launch argument): d = 16 32.2 / 41.5 / 49.0 / 40.7,
+// d = 32 56.4 / 67.7 / 63.2 / 32.1, d = 48 70.1 / 77.4 / 71.3 / 49.6, d = 64 68.1 / 83.5 /
+// 53.3, d = 77 60.9 / 60.5 / 43.5, d = 96 86.4 / 89.3 / 75.6, d = 100 66.7 / 62.6, d = 127
+// 66.8 / 47.2, d = 128 91.4 / 70.6 (wider windows did not fit two stages). Wider windows lose
+// where their stages leave fewer blocks an SM.
+#ifdef SPAN_WLOG
+#define SPAN_WLOG_OF(KCH, MODE, HALF) (SPAN_WLOG)
+#else
+#define SPAN_WLOG_OF(KCH, MODE, HALF)         \
+    ((KCH) == 1                 ? ((HALF) ? 2 : 1) \
+     : (KCH) == 2               ? 1            \
+     : (KCH) == 3 && (MODE) == 0 ? 1            \
+                                : 0)
+#endif
 #define SPAN_BLOCKS(KCH, MODE)                                   \
     ((KCH) == 1                 ? SPAN_K1_BLOCKS                 \
      : (KCH) == 2 && (MODE) > 0 ? SPAN_K2_ANY_BLOCKS             \
@@ -379,7 +428,8 @@ __device__ __forceinline__ void maxsim_span_impl(
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
         int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
-        maxsim_span_impl<BF, KCH, MODE, HALF>(qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group, dim); \
+        maxsim_span_impl<BF, KCH, MODE, HALF, SPAN_WLOG_OF(KCH, MODE, HALF)>(                  \
+            qpad, q_offsets, d_tokens, d_offsets, num_docs, out, stages, group, dim);          \
     }
 
 // d = 32, 64, 96, 128 (`dim` unused), then any d ≤ 128 by chunks of 32, named by the rows'

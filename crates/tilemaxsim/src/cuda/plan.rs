@@ -135,9 +135,10 @@ impl DocLengths {
     }
 
     /// `maxsim_span`'s documents per block: about `tuning.span_tiles(dim)` full tiles of
-    /// tokens, 1 to `BULK_GROUP_RANGE`'s most (the run's last tile is partly empty, once a run).
-    pub(super) fn span_run(&self, dim: usize, tuning: &Tuning) -> u64 {
-        (tuning.span_tiles(dim) * BULK_TILE * self.docs)
+    /// tokens (tiles of `span_tile(wlog)` tokens), 1 to `BULK_GROUP_RANGE`'s most (the run's
+    /// last tile is partly empty, once a run).
+    pub(super) fn span_run(&self, dim: usize, wlog: usize, tuning: &Tuning) -> u64 {
+        (tuning.span_tiles(dim) * span_tile(wlog) * self.docs)
             .checked_div(self.tokens)
             .map_or(1, |r| r.clamp(1, *BULK_GROUP_RANGE.end()) as u64)
     }
@@ -242,11 +243,43 @@ pub(super) fn bulk_stages(
     Ok(BULK_STAGES)
 }
 
-/// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles, their mbarriers, the
-/// crossing documents' row maxima (kernels/span.cu: SPAN_SLOTS × 32 ints) and the run's offsets
-/// (SPAN_RUN_MAX + 1 of them).
-pub(super) fn span_smem(stages: usize, dim: usize) -> usize {
-    stages * (span_stage_halves(dim) * 2 + 8) + 16 * 32 * 4 + (SPAN_RUN_MAX + 1) * 8
+/// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles (windows of `32 << wlog`
+/// tokens a warp), their mbarriers, the crossing documents' row maxima (kernels/span.cu:
+/// SPAN_SLOTS × 32 ints) and the run's offsets from its first token (SPAN_RUN_MAX + 1 ints).
+pub(super) fn span_smem(stages: usize, dim: usize, wlog: usize) -> usize {
+    stages * (span_stage_halves(dim, wlog) * 2 + 8) + 16 * 32 * 4 + (SPAN_RUN_MAX + 1) * 4
+}
+
+/// Tokens of a `maxsim_span` tile: four warps' windows of `32 << wlog` tokens
+/// (kernels/span.cu: TILE).
+pub(super) fn span_tile(wlog: usize) -> usize {
+    BULK_TILE << wlog
+}
+
+/// The most a `maxsim_span` window may be (SPAN_WLOG): 32 << 3 = 256 tokens a warp.
+const SPAN_WINDOW_LOG_MAX: usize = 3;
+
+/// `maxsim_span`'s window a warp at `dim`, as log2 of its 32-token chunks, as the kernel
+/// compiled it (kernels/span.cu: SPAN_WLOG_OF, or the define SPAN_WLOG: `fixed`). A warp's
+/// window is the tokens it multiplies between two of the block's barriers; a document inside
+/// one is folded in registers, with no shared-memory atomics. At small d a 32-token chunk is
+/// too little work for those costs: 128-token windows at one k16 product (d ≤ 16), 64 up to
+/// d = 64 and at d = 96, 32 past.
+pub(super) fn span_window_log(dim: usize, fixed: Option<usize>) -> usize {
+    if let Some(w) = fixed {
+        return w;
+    }
+    let (chunks, mode0) = if MMA_DIMS.contains(&dim) {
+        (dim / 32, true)
+    } else {
+        (dim.div_ceil(32), false)
+    };
+    match chunks {
+        1 if !mode0 && span_any_key(dim).2 => 2,
+        1 | 2 => 1,
+        3 if mode0 => 1,
+        _ => 0,
+    }
 }
 
 /// Documents per `maxsim_span` run at most (kernels/span.cu: SPAN_RUN_MAX, the offsets it
@@ -256,11 +289,12 @@ pub(super) const SPAN_RUN_MAX: usize = *BULK_GROUP_RANGE.end();
 /// Halves of a `maxsim_span` stage (kernels/span.cu: STAGE): a tile of d-wide rows; at d not a
 /// multiple of 32 also the copy's start rounded down to 16 bytes and the last row's reads past
 /// d, in 128-byte steps.
-pub(super) fn span_stage_halves(dim: usize) -> usize {
+pub(super) fn span_stage_halves(dim: usize, wlog: usize) -> usize {
+    let tile = span_tile(wlog);
     if MMA_DIMS.contains(&dim) {
-        BULK_TILE * dim
+        tile * dim
     } else {
-        (BULK_TILE * dim + 8 + 32 * dim.div_ceil(32)).div_ceil(64) * 64
+        (tile * dim + 8 + 32 * dim.div_ceil(32)).div_ceil(64) * 64
     }
 }
 
@@ -664,6 +698,9 @@ pub(super) struct KernelShape {
     /// stage): 46.75 against 44.50 M docs/s at B = 100K on the H100; f16/bf16 keep per-lane
     /// copies, faster at d = 768 (bench/results/ring_bulk.log).
     pub(super) ring_bulk: bool,
+    /// `maxsim_span`'s window a warp when the define SPAN_WLOG fixes it for every d (log2 of
+    /// 32-token chunks); `None`: `span_window_log`'s choice per d.
+    pub(super) span_wlog: Option<usize>,
 }
 
 impl KernelShape {
@@ -674,6 +711,7 @@ impl KernelShape {
         ring_warps: 8,
         ring_tiles: 2,
         ring_bulk: true,
+        span_wlog: None,
     };
 
     /// The shape under `defines` (`NAME=VALUE,...`); a value out of the range the host can
@@ -681,6 +719,7 @@ impl KernelShape {
     pub(super) fn parse(defines: Option<&str>) -> Result<Self> {
         let mut k = Self::DEFAULT;
         let mut ring_bulk = usize::from(k.ring_bulk);
+        let mut span_wlog = usize::MAX;
         for d in defines.unwrap_or("").split(',').map(str::trim) {
             // A bare name has no value: an error for the host's knobs (NVRTC would read it
             // as 1, the host as its default).
@@ -692,6 +731,7 @@ impl KernelShape {
                 "RING_WARPS" => (&mut k.ring_warps, 1..=32),
                 "RING_TILES" => (&mut k.ring_tiles, 1..=4),
                 "RING_BULK" => (&mut ring_bulk, 0..=1),
+                "SPAN_WLOG" => (&mut span_wlog, 0..=SPAN_WINDOW_LOG_MAX),
                 _ => continue,
             };
             *slot = value
@@ -708,6 +748,7 @@ impl KernelShape {
                 })?;
         }
         k.ring_bulk = ring_bulk == 1;
+        k.span_wlog = (span_wlog != usize::MAX).then_some(span_wlog);
         Ok(k)
     }
 }
@@ -972,11 +1013,34 @@ mod tests {
         assert_eq!(span_any_key(200), (7, 8, true));
         assert_eq!(span_any_key(204), (7, 1, false));
         assert_eq!(all.len(), 4 * 4 + 3 * 4 + 4 * 3);
+        // Windows a warp as kernels/span.cu's SPAN_WLOG_OF compiles them: 128 tokens at one
+        // k16 product, 64 at one or two chunks and at d = 96, 32 past; SPAN_WLOG fixes them.
+        let w = |d| span_window_log(d, None);
+        assert_eq!(
+            [w(1), w(16), w(17), w(32), w(33), w(48), w(64)],
+            [2, 2, 1, 1, 1, 1, 1]
+        );
+        assert_eq!(
+            [w(77), w(80), w(96), w(100), w(127), w(128), w(200)],
+            [0, 0, 1, 0, 0, 0, 0]
+        );
+        assert_eq!(span_window_log(77, Some(3)), 3);
+        assert_eq!(span_tile(2), 512);
+        assert_eq!(span_stage_halves(32, 1), 256 * 32);
+        assert_eq!(
+            span_stage_halves(16, 2),
+            (512 * 16 + 8 + 32usize).div_ceil(64) * 64
+        );
+        assert_eq!(
+            KernelShape::parse(Some("SPAN_WLOG=2")).unwrap().span_wlog,
+            Some(2)
+        );
+        assert!(KernelShape::parse(Some("SPAN_WLOG=4")).is_err());
         // The run's offsets fit the launch's bound on documents per run.
         assert_eq!(SPAN_RUN_MAX, 64);
         assert_eq!(
-            span_smem(2, 16) - span_smem(1, 16),
-            span_stage_halves(16) * 2 + 8
+            span_smem(2, 16, 0) - span_smem(1, 16, 0),
+            span_stage_halves(16, 0) * 2 + 8
         );
     }
 
@@ -992,8 +1056,8 @@ mod tests {
         assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(256, &h100), 2);
         // Spanning runs of about three tiles at d = 128 only (two documents at U[32,256]).
         let u = DocLengths::mean(100_000, 14_400_000);
-        assert_eq!(u.span_run(128, &h100), 2);
-        assert_eq!(u.span_run(64, &h100), 8);
+        assert_eq!(u.span_run(128, 0, &h100), 2);
+        assert_eq!(u.span_run(64, 0, &h100), 8);
         // Three stages only at 16-token wide tiles where two blocks still fit.
         let fits = |n| move |_| Ok(n);
         assert_eq!(bulk_stages(768, &h100, fits(2)).unwrap(), 3);
@@ -1021,12 +1085,18 @@ mod tests {
         assert!(!DocLengths::mean(0, 0).spans_pay());
         // About nine tiles of tokens per block, 1 to 64 documents.
         assert_eq!(
-            DocLengths::mean(100_000, 14_400_000).span_run(128, &Tuning::DEFAULT),
+            DocLengths::mean(100_000, 14_400_000).span_run(128, 0, &Tuning::DEFAULT),
             8
         );
-        assert_eq!(DocLengths::mean(10, 10).span_run(128, &Tuning::DEFAULT), 64);
-        assert_eq!(DocLengths::mean(1, 5000).span_run(128, &Tuning::DEFAULT), 1);
-        assert_eq!(DocLengths::mean(0, 0).span_run(128, &Tuning::DEFAULT), 1);
+        assert_eq!(
+            DocLengths::mean(10, 10).span_run(128, 0, &Tuning::DEFAULT),
+            64
+        );
+        assert_eq!(
+            DocLengths::mean(1, 5000).span_run(128, 0, &Tuning::DEFAULT),
+            1
+        );
+        assert_eq!(DocLengths::mean(0, 0).span_run(128, 0, &Tuning::DEFAULT), 1);
     }
 
     #[test]

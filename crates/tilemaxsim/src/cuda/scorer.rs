@@ -250,6 +250,7 @@ impl CudaScorer {
             Kernel::Bulk => Box::new(Bulk {
                 stages_group: self.bulk,
                 span: self.span,
+                window: self.shape.span_wlog,
             }),
             Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
                 wgmma: kernel == Kernel::Wgmma,

@@ -13,18 +13,21 @@ use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group, bulk_smem,
-    bulk_split_smem, bulk_stages, span_any_key, span_smem, split_parts_bytes, wide_any_bound,
-    wide_dim,
+    bulk_split_smem, bulk_stages, span_any_key, span_smem, span_window_log, split_parts_bytes,
+    wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
 /// The bulk family and its settings: tiles in flight per block and tasks per block when fixed
-/// (`stages_group`), and whether to cut tiles across documents when fixed (`span`; `None`:
-/// where documents leave tiles partly empty, `DocLengths::spans_pay`).
+/// (`stages_group`), whether to cut tiles across documents when fixed (`span`; `None`:
+/// where documents leave tiles partly empty, `DocLengths::spans_pay`), and the spanning
+/// kernel's window a warp where the define SPAN_WLOG fixed it (`window`, log2 of 32-token
+/// chunks; `None`: `span_window_log`'s choice per d).
 pub(in crate::cuda) struct Bulk {
     pub(in crate::cuda) stages_group: Option<(usize, usize)>,
     pub(in crate::cuda) span: Option<bool>,
+    pub(in crate::cuda) window: Option<usize>,
 }
 
 impl Launch for Bulk {
@@ -68,6 +71,11 @@ impl Launch for Bulk {
 }
 
 impl Bulk {
+    /// The spanning kernel's window a warp at `dim` (log2 of its 32-token chunks).
+    fn window_log(&self, dim: usize) -> usize {
+        span_window_log(dim, self.window)
+    }
+
     /// Whether every document is scored by `maxsim_span` (tiles cut across documents):
     /// - d with a `maxsim_bulk` instantiation up to 128: as `span` says, else where documents
     ///   leave whole-document tiles partly empty (`DocLengths::spans_pay`);
@@ -90,7 +98,7 @@ impl Bulk {
             return Ok(span);
         }
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
-        let smem = span_smem(stages, dim);
+        let smem = span_smem(stages, dim, self.window_log(dim));
         if smem > gpu.info.smem_per_block {
             return Ok(false); // a fixed shape whose stages fit only `maxsim_bulk_any`'s tiles
         }
@@ -251,9 +259,18 @@ impl Bulk {
             span_any_function(gpu, corpus)?
         };
         let qpad = same_dtype_blocks(queries, corpus)?;
+        // The kernel counts a run's tokens in 32 bits (kernels/span.cu: SpanCursor).
+        if corpus.lengths.tokens > i32::MAX as usize {
+            return Err(Error::Argument(format!(
+                "the spanning kernel takes at most {} tokens a corpus, got {} (split it in shards)",
+                i32::MAX,
+                corpus.lengths.tokens
+            )));
+        }
         let tasks = (queries.len * t.n) as u64;
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
-        let smem = span_smem(stages, corpus.dim);
+        let wlog = self.window_log(dim);
+        let smem = span_smem(stages, corpus.dim, wlog);
         if smem > gpu.info.smem_per_block {
             return Err(Error::Argument(format!(
                 "{stages} stages of the spanning kernel at d = {dim} need {smem} bytes of shared \
@@ -263,7 +280,13 @@ impl Bulk {
         }
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
         let group = self.stages_group.map_or_else(
-            || bulk_group(tasks, resident, corpus.lengths.span_run(dim, &gpu.tuning)),
+            || {
+                bulk_group(
+                    tasks,
+                    resident,
+                    corpus.lengths.span_run(dim, wlog, &gpu.tuning),
+                )
+            },
             |f| f.1 as u64,
         );
         if group as usize > SPAN_RUN_MAX {
@@ -293,7 +316,8 @@ impl Bulk {
         // halves per query, the offsets cover every query and the `n` = corpus.len documents
         // (no candidate list: checked by the caller), `out` holds Q × n floats, `d_tokens` is
         // 16-byte aligned (the kernel choice), and `smem` bytes hold `stages` tiles, their
-        // barriers, the slots and the run's offsets (`span_smem`, allowed by blocks_per_sm); the
+        // barriers, the slots and the run's offsets (`span_smem` at the window `wlog` the kernel
+        // was compiled with; allowed by blocks_per_sm); the
         // grid covers each query's runs of at most SPAN_RUN_MAX documents (checked above).
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_span launch"))?;
         Ok(())
