@@ -70,6 +70,10 @@ impl Launch for Bulk {
     }
 }
 
+/// The most tokens a corpus may hold for `maxsim_span`, which counts a run's tokens in 32 bits
+/// (kernels/span.cu: SpanCursor).
+const SPAN_MAX_TOKENS: usize = i32::MAX as usize;
+
 impl Bulk {
     /// The spanning kernel's window a warp at `dim` (log2 of its 32-token chunks).
     fn window_log(&self, dim: usize) -> usize {
@@ -83,16 +87,23 @@ impl Bulk {
     ///   else where two spanning blocks fit an SM (two stages of d-wide 128-token tiles; d past
     ///   about 220 leaves one, and `maxsim_bulk_any` runs);
     /// - any other d up to 256: always (no other tensor-core kernel takes it); past: never.
+    ///
+    /// A corpus of more tokens than the spanning kernel counts (`SPAN_MAX_TOKENS`) goes to
+    /// whole-document tiles wherever another kernel takes its d.
     fn spans(&self, gpu: &GpuContext, corpus: &DeviceCorpus) -> Result<bool> {
         let dim = corpus.dim;
         if wide_dim(dim) || dim > SPAN_ANY_MAX_DIM {
             return Ok(false);
         }
+        let fits = corpus.lengths.tokens <= SPAN_MAX_TOKENS;
         if bulk_dim(dim) {
-            return Ok(self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
+            return Ok(fits && self.span.unwrap_or_else(|| corpus.lengths.spans_pay()));
         }
         if wide_any_bound(dim).is_none() {
             return Ok(true);
+        }
+        if !fits {
+            return Ok(false);
         }
         if let Some(span) = self.span {
             return Ok(span);
@@ -259,11 +270,10 @@ impl Bulk {
             span_any_function(gpu, corpus)?
         };
         let qpad = same_dtype_blocks(queries, corpus)?;
-        // The kernel counts a run's tokens in 32 bits (kernels/span.cu: SpanCursor).
-        if corpus.lengths.tokens > i32::MAX as usize {
+        if corpus.lengths.tokens > SPAN_MAX_TOKENS {
             return Err(Error::Argument(format!(
-                "the spanning kernel takes at most {} tokens a corpus, got {} (split it in shards)",
-                i32::MAX,
+                "the spanning kernel takes at most {SPAN_MAX_TOKENS} tokens a corpus at d = {dim}, \
+                 got {} (split it in shards)",
                 corpus.lengths.tokens
             )));
         }
