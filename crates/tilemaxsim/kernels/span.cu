@@ -148,7 +148,8 @@ __device__ __forceinline__ V4 load_b_half(const u16* row, int k, int dim) {
 // A warp's place in the run's documents: document `doc` spans tokens [start, end) (counted from
 // the run's first token), and `crossed` crossing documents come before it. Every warp walks
 // every document of the run in order; `offs` holds the run's offsets from its first token
-// (document p0 + i ends at offs[i + 1]; a run's tokens fit an int: 64 documents at most).
+// (document p0 + i ends at offs[i + 1]; a run's tokens, rounded up to whole tiles, fit an int:
+// the host takes corpora of at most SPAN_MAX_TOKENS tokens, plan.rs).
 struct SpanCursor {
     int doc, crossed, start, end;
     // Whether the document's tokens lie in more than one warp window (2^wsh tokens).

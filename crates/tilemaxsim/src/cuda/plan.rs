@@ -252,12 +252,17 @@ pub(super) fn span_smem(stages: usize, dim: usize, wlog: usize) -> usize {
 
 /// Tokens of a `maxsim_span` tile: four warps' windows of `32 << wlog` tokens
 /// (kernels/span.cu: TILE).
-pub(super) fn span_tile(wlog: usize) -> usize {
+pub(super) const fn span_tile(wlog: usize) -> usize {
     BULK_TILE << wlog
 }
 
 /// The most a `maxsim_span` window may be (SPAN_WLOG): 32 << 3 = 256 tokens a warp.
 const SPAN_WINDOW_LOG_MAX: usize = 3;
+
+/// The most tokens a corpus may hold for `maxsim_span`, which counts a run's tokens in 32 bits
+/// (kernels/span.cu: SpanCursor, the tiles and windows): `i32::MAX` less the widest tile, so
+/// the last tile's rounding up stays in range.
+pub(super) const SPAN_MAX_TOKENS: usize = i32::MAX as usize - span_tile(SPAN_WINDOW_LOG_MAX);
 
 /// `maxsim_span`'s window a warp at `dim`, as log2 of its 32-token chunks, as the kernel
 /// compiled it (kernels/span.cu: SPAN_WLOG_OF, or the define SPAN_WLOG: `fixed`). A warp's

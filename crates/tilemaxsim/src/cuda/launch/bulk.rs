@@ -12,9 +12,9 @@ use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
-    SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group, bulk_smem,
-    bulk_split_smem, bulk_stages, span_any_key, span_smem, span_window_log, split_parts_bytes,
-    wide_any_bound, wide_dim,
+    SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
+    bulk_smem, bulk_split_smem, bulk_stages, span_any_key, span_smem, span_window_log,
+    split_parts_bytes, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -69,10 +69,6 @@ impl Launch for Bulk {
         Ok(())
     }
 }
-
-/// The most tokens a corpus may hold for `maxsim_span`, which counts a run's tokens in 32 bits
-/// (kernels/span.cu: SpanCursor).
-const SPAN_MAX_TOKENS: usize = i32::MAX as usize;
 
 impl Bulk {
     /// The spanning kernel's window a warp at `dim` (log2 of its 32-token chunks).
