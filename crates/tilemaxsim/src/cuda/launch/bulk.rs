@@ -260,12 +260,7 @@ impl Bulk {
         t: Target<'_>,
     ) -> Result<()> {
         let dim = corpus.dim;
-        let func = if bulk_dim(dim) {
-            kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
-        } else {
-            span_any_function(gpu, corpus)?
-        };
-        let qpad = same_dtype_blocks(queries, corpus)?;
+        // Refused before anything is made for the launch.
         if corpus.lengths.tokens > SPAN_MAX_TOKENS {
             return Err(Error::Argument(format!(
                 "the spanning kernel takes at most {SPAN_MAX_TOKENS} tokens a corpus at d = {dim}, \
@@ -273,10 +268,16 @@ impl Bulk {
                 corpus.lengths.tokens
             )));
         }
+        let func = if bulk_dim(dim) {
+            kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
+        } else {
+            span_any_function(gpu, corpus)?
+        };
+        let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
         let wlog = self.window_log(dim);
-        let smem = span_smem(stages, corpus.dim, wlog);
+        let smem = span_smem(stages, dim, wlog);
         if smem > gpu.info.smem_per_block {
             return Err(Error::Argument(format!(
                 "{stages} stages of the spanning kernel at d = {dim} need {smem} bytes of shared \
