@@ -59,6 +59,8 @@ CASES = [
     dict(key="d48", label="f16 d=48 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=48),
     dict(key="d64", label="f16 d=64 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=64),
     dict(key="d77", label="f16 d=77 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=77),
+    dict(key="d100", label="f16 d=100 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=100),
+    dict(key="d127", label="f16 d=127 Nd~U[32,256] packed B=100K", dtype="f16", B=100_000, Nd=(32, 256), dim=127),
     dict(key="bf16", label="bf16 B=100K Nd=128", dtype="bf16", B=100_000, Nd=128),
     dict(key="fp32", label="f32 B=100K Nd=128", dtype="f32", B=100_000, Nd=128),
     dict(key="batched", label="f16 32 queries x 100K (M pairs/s)", dtype="f16", B=100_000, Nd=128, queries=32),

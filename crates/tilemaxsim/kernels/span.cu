@@ -86,24 +86,49 @@ __device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u1
 // B's eight halves k .. k + 7 of a token row in shared memory (`row`: its first half), zeros
 // past d, by the widest loads the rows' alignment allows (it follows d). MODE 0: d = KCH * 32;
 // MODE 1: d % 8 = 0 (16-byte loads); MODE 4: d % 4 = 0 (two 8-byte loads); MODE 3: even d (four
-// 4-byte loads); MODE 2: odd d (a half at a time). Joining two aligned words by a funnel shift
-// measured slower at odd d than the halves (d = 77: 95.0 against 123.3 M docs/s, H100), so odd
-// d keeps the halves.
-template <int MODE>
-__device__ __forceinline__ V4 load_b(const u16* row, int k, int dim) {
-    if (MODE == 0) return *(const V4*)(row + k);
+// 4-byte loads); MODE 2: odd d (a half at a time). `last`: the row's last chunk of 32, the only one
+// that can reach past d (KCH = ceil(d / 32), so every other chunk lies inside the row); the
+// others load without tests (the chunk loops unroll, so `last` is known at compile time).
+// H200, f16 U[32,256] B = 100K, against tests in every chunk (SPAN_MASK_ALL=1), two rounds
+// (bench/results/h200/2026-11-29c/call1.log): d = 77 64.9 / 64.7% -> 67.5 / 67.8% of the read
+// ceiling, d = 100 69.8 / 69.3 -> 78.6 / 78.5, d = 127 72.0 / 71.8 -> 77.1 / 79.3, d = 48 level.
+// Odd d at four chunks: five aligned 4-byte words and four byte permutes for eight halves, not
+// eight 2-byte loads: d = 127 81.4 / 80.6 / 79.4 / 80.8% against 77.1 / 79.3 / 79.0 / 79.1
+// (call1.log, call2.log). They lost at three chunks (d = 77 70.4 / 69.8 against 72.0 / 72.7)
+// and at seven and eight (d = 201 77.3 / 78.5 against 79.2 / 79.7, d = 255 67.0 / 67.6 against
+// 70.5 / 70.6). On the H100, before the tests left the inner chunks, joining words by a funnel
+// shift lost at d = 77 (95.0 against 123.3 M docs/s) and d = 127 (75.9 against 80.6).
+#ifndef SPAN_MASK_ALL
+#define SPAN_MASK_ALL 0
+#endif
+template <int MODE, int KCH>
+__device__ __forceinline__ V4 load_b(const u16* row, int k, int dim, bool last) {
+    if (MODE == 0 || (MODE == 1 && !last)) return *(const V4*)(row + k);
     if (MODE == 1) return k < dim ? *(const V4*)(row + k) : V4{0u, 0u, 0u, 0u};
     unsigned w[4];
+    if (MODE == 2 && KCH == 4 && !last) {
+        // Five aligned words around the eight halves, and a byte permute per pair: the halves
+        // start at an odd or even half by the row (half k + 8, the fifth word's, lies in the row).
+        const size_t at = (size_t)(row + k);
+        const unsigned* p = (const unsigned*)(at & ~(size_t)3);
+        const unsigned sel = (at & 2) ? 0x5432u : 0x3210u;
+        unsigned x[5];
+#pragma unroll
+        for (int j = 0; j < 5; ++j) x[j] = p[j];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) w[j] = __byte_perm(x[j], x[j + 1], sel);
+        return V4{w[0], w[1], w[2], w[3]};
+    }
     if (MODE == 2) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            const unsigned lo = k + 2 * j < dim ? row[k + 2 * j] : 0u;
-            const unsigned hi = k + 2 * j + 1 < dim ? row[k + 2 * j + 1] : 0u;
+            const unsigned lo = !last || k + 2 * j < dim ? row[k + 2 * j] : 0u;
+            const unsigned hi = !last || k + 2 * j + 1 < dim ? row[k + 2 * j + 1] : 0u;
             w[j] = lo | (hi << 16);
         }
         return V4{w[0], w[1], w[2], w[3]};
     }
-    if (k >= dim) return V4{0u, 0u, 0u, 0u};
+    if (last && k >= dim) return V4{0u, 0u, 0u, 0u};
     const u16* p = row + k;
     if (MODE == 4) {
         const unsigned long long x = *(const unsigned long long*)p, y = *(const unsigned long long*)(p + 4);
@@ -114,7 +139,7 @@ __device__ __forceinline__ V4 load_b(const u16* row, int k, int dim) {
     }
     // d is even here: whole words of the row, or none.
     const int n = dim - k;
-    if (n < 8) {
+    if (last && n < 8) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) w[j] = 2 * j < n ? w[j] : 0u;
     }
@@ -164,13 +189,17 @@ struct SpanCursor {
     }
 };
 
+// From this many chunks on, maxsim_span_any reads B a chunk at a time (always past four).
+#ifndef SPAN_ANY_BY_CHUNK
+#define SPAN_ANY_BY_CHUNK 5
+#endif
 // The products of the query (A fragments `a`) with the 32 token rows at `buf` (`D` halves
 // apart): acc[t][mt] is the C fragment of tokens t * 8 .. t * 8 + 7 and query rows mt * 16 ..
 // mt * 16 + 15.
 template <bool BF, int KCH, int MODE, bool HALF>
 __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const unsigned (&a)[2][KCH][2][4],
                                                     const u16* buf, int D, int g, int c) {
-    if (KCH > 4) {
+    if (KCH > 4 || (MODE > 0 && KCH >= SPAN_ANY_BY_CHUNK)) {
         // A chunk at a time: one chunk's B fragments live at once.
 #pragma unroll
         for (int t = 0; t < 4; ++t)
@@ -185,7 +214,7 @@ __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const
 #pragma unroll
             for (int t = 0; t < 4; ++t)
                 b[t] = half ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                            : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+                            : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, SPAN_MASK_ALL || ch == KCH - 1);
 #pragma unroll
             for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -201,7 +230,7 @@ __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const
 #pragma unroll
             for (int ch = 0; ch < KCH; ++ch)
                 b[t][ch] = HALF && ch == KCH - 1 ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                                                 : load_b<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D);
+                                                 : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, SPAN_MASK_ALL || ch == KCH - 1);
 #pragma unroll
         for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -393,9 +422,12 @@ __device__ __forceinline__ void maxsim_span_impl(
 // Two to five chunks (d = 33..160): 3, but 5 for the any-d kernels (MODE > 0) of two chunks,
 // which their registers and shared memory allow without spilling: H200, B = 100K, U[32,256],
 // d = 48: 70.0% -> 75.5% of the read ceiling in one run, 66.4% -> 68.4% (two runs each,
-// alternating) on another machine. Tried and not kept: 4 or 5 at three chunks (d = 77: +2.7%,
-// then -0.8% on the other machine) and at four (spills: d = 100 68.5% -> 44.6% and 28.9%);
-// bench/results/h200/2026-11-28b/kernel_variants.log, bounds/bounds_ab.log.
+// alternating) on another machine. Four at three chunks of the any-d kernels
+// (SPAN_K3_ANY_BLOCKS), since B's loads are tested only in the last chunk (128 registers, no
+// spills): d = 77 67.5 / 67.8% -> 72.6 / 71.8% (bench/results/h200/2026-11-29c/call1.log); before
+// that change it measured +2.7%, then -0.8% on another machine. Not at four chunks (spills: d =
+// 100 68.5% -> 44.6% and 28.9%; bench/results/h200/2026-11-28b/kernel_variants.log,
+// bounds/bounds_ab.log), nor B a chunk at a time there (128 registers and 32-48 bytes of spills).
 #ifndef SPAN_MID_BLOCKS
 #define SPAN_MID_BLOCKS 3
 #endif
@@ -419,9 +451,17 @@ __device__ __forceinline__ void maxsim_span_impl(
      : (KCH) == 3 && (MODE) == 0 ? 1            \
                                 : 0)
 #endif
+#ifndef SPAN_K3_ANY_BLOCKS
+#define SPAN_K3_ANY_BLOCKS 4
+#endif
+#ifndef SPAN_K4_ANY_BLOCKS
+#define SPAN_K4_ANY_BLOCKS SPAN_MID_BLOCKS
+#endif
 #define SPAN_BLOCKS(KCH, MODE)                                   \
     ((KCH) == 1                 ? SPAN_K1_BLOCKS                 \
      : (KCH) == 2 && (MODE) > 0 ? SPAN_K2_ANY_BLOCKS             \
+     : (KCH) == 3 && (MODE) > 0 ? SPAN_K3_ANY_BLOCKS             \
+     : (KCH) == 4 && (MODE) > 0 ? SPAN_K4_ANY_BLOCKS             \
      : (KCH) <= 5               ? SPAN_MID_BLOCKS                \
                                 : 2)
 #define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \

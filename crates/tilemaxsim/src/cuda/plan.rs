@@ -159,6 +159,16 @@ pub(super) struct Tuning {
     /// Tiles per `maxsim_span` run at d = 128 (`DocLengths::span_run`). H100, U[32,256]: three
     /// (two documents) 86.08 M docs/s against nine (eight) 84.28, and 65.64 with one document.
     pub(super) span_tiles_d128: usize,
+    /// Tiles per `maxsim_span` run at 33 ≤ d < 128 (`DocLengths::span_run`; SPAN_RUN_TILES at
+    /// other d but 128). H200, f16 U[32,256] B = 100K, % of the read ceiling with runs of 8 or 16
+    /// documents (nine tiles) against 32 and 64: d = 48 80.1 / 82.1 / 83.9, d = 64 88.0 / 90.4
+    /// / 91.0 (256-token tiles); d = 77 72.0 / 74.1 / 72.6, d = 100 77.9 / 83.4 / 82.9, d = 127
+    /// 80.8 / 82.7 / 82.2 (128-token tiles); 36 tiles are 64 and 32 documents there
+    /// (bench/results/h200/2026-11-29c/call1.log, call2.log). The block's start (the run's
+    /// offsets, the query's fragments, the first tiles' copies) is paid once a run. At d = 16
+    /// 64 documents lost 4% (2026-11-29b/call6.log); at B = 10K `bulk_group`'s six waves
+    /// still cut runs to four documents. H100: nine (not measured there).
+    pub(super) span_tiles_mid: usize,
     /// Fewest documents per `maxsim_bulk` run at wide d (`DocLengths::bulk_run`). H200,
     /// d = 768 B = 10K: two 21.45 M docs/s against one 20.43 (bench/results/h200/tuning.log);
     /// H100: one 15.70 against two 15.58.
@@ -180,6 +190,7 @@ impl Tuning {
     pub(super) const DEFAULT: Tuning = Tuning {
         bulk_tiles: 8,
         span_tiles_d128: SPAN_RUN_TILES,
+        span_tiles_mid: 36,
         wide_least: 2,
         wide_least_tok32: 4,
         wide_three_stages: false,
@@ -187,18 +198,19 @@ impl Tuning {
     pub(super) const H100: Tuning = Tuning {
         bulk_tiles: 4,
         span_tiles_d128: 3,
+        span_tiles_mid: SPAN_RUN_TILES,
         wide_least: 1,
         wide_least_tok32: 1,
         wide_three_stages: true,
     };
 
-    /// Tiles per `maxsim_span` run at `dim`: `span_tiles_d128` at d = 128 (the one d measured
-    /// to differ), SPAN_RUN_TILES elsewhere.
+    /// Tiles per `maxsim_span` run at `dim`: `span_tiles_d128` at d = 128, `span_tiles_mid` at
+    /// 33 ≤ d < 128, SPAN_RUN_TILES elsewhere.
     pub(super) fn span_tiles(&self, dim: usize) -> usize {
-        if dim == 128 {
-            self.span_tiles_d128
-        } else {
-            SPAN_RUN_TILES
+        match dim {
+            128 => self.span_tiles_d128,
+            33..128 => self.span_tiles_mid,
+            _ => SPAN_RUN_TILES,
         }
     }
 
@@ -1088,11 +1100,13 @@ mod tests {
             "U[32,256]"
         );
         assert!(!DocLengths::mean(0, 0).spans_pay());
-        // About nine tiles of tokens per block, 1 to 64 documents.
-        assert_eq!(
-            DocLengths::mean(100_000, 14_400_000).span_run(128, 0, &Tuning::DEFAULT),
-            8
-        );
+        // About nine tiles of tokens per block, 1 to 64 documents; 36 at 33 ≤ d < 128.
+        let u = DocLengths::mean(100_000, 14_400_000);
+        assert_eq!(u.span_run(128, 0, &Tuning::DEFAULT), 8);
+        assert_eq!(u.span_run(16, 2, &Tuning::DEFAULT), 32);
+        assert_eq!(u.span_run(64, 1, &Tuning::DEFAULT), 64);
+        assert_eq!(u.span_run(100, 0, &Tuning::DEFAULT), 32);
+        assert_eq!(u.span_run(136, 0, &Tuning::DEFAULT), 8);
         assert_eq!(
             DocLengths::mean(10, 10).span_run(128, 0, &Tuning::DEFAULT),
             64
