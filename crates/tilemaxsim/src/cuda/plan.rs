@@ -159,15 +159,18 @@ pub(super) struct Tuning {
     /// Tiles per `maxsim_span` run at d = 128 (`DocLengths::span_run`). H100, U[32,256]: three
     /// (two documents) 86.08 M docs/s against nine (eight) 84.28, and 65.64 with one document.
     pub(super) span_tiles_d128: usize,
-    /// Tiles per `maxsim_span` run at 33 ≤ d < 128 (`DocLengths::span_run`; SPAN_RUN_TILES at
-    /// other d but 128). H200, f16 U[32,256] B = 100K, % of the read ceiling with runs of 8 or 16
-    /// documents (nine tiles) against 32 and 64: d = 48 80.1 / 82.1 / 83.9, d = 64 88.0 / 90.4
-    /// / 91.0 (256-token tiles); d = 77 72.0 / 74.1 / 72.6, d = 100 77.9 / 83.4 / 82.9, d = 127
-    /// 80.8 / 82.7 / 82.2 (128-token tiles); 36 tiles are 64 and 32 documents there
-    /// (bench/results/h200/2026-11-29c/call1.log, call2.log). The block's start (the run's
-    /// offsets, the query's fragments, the first tiles' copies) is paid once a run. At d = 16
-    /// 64 documents lost 4% (2026-11-29b/call6.log); at B = 10K `bulk_group`'s six waves
-    /// still cut runs to four documents. H100: nine (not measured there).
+    /// Tiles per `maxsim_span` run at 33 ≤ d < 128 but d ≥ 80 with 16-byte rows
+    /// (`span_tiles`; SPAN_RUN_TILES there and at d ≤ 32). The block's start (the run's offsets,
+    /// the query's fragments, the first tiles' copies) is paid once a run, and longer runs pay
+    /// where the kernel's instructions, not the memory, set the pace. H200, f16 U[32,256]
+    /// B = 100K, % of the read ceiling with nine tiles against 36 (8 against 32 documents at
+    /// 128-token tiles, 16 against 64 at 256): d = 40 73.6 / 73.7, 48 80.1 / 83.9, 56 71.4 /
+    /// 74.0, 64 88.0 / 91.0, 66 72.5 / 74.8, 72 81.9 / 85.8, 77 72.0 / 74.1, 100 77.9 / 83.4,
+    /// 127 80.8 / 82.7; the 16-byte rows from 80 on, near the ceiling with nine, lose: 80 88.8
+    /// / 85.1, 88 89.5 / 89.1, 96 93.4 / 86.7, 112 93.4 / 84.5, 120 91.5 / 90.5, but 104 85.2 /
+    /// 90.1 (bench/results/h200/2026-11-29c/call1.log, call2.log, call4.log). At d = 16, 64
+    /// documents lost 4% (2026-11-29b/call6.log). At B = 10K `bulk_group`'s six waves still cut
+    /// runs to four documents. H100: nine (not measured there).
     pub(super) span_tiles_mid: usize,
     /// Fewest documents per `maxsim_bulk` run at wide d (`DocLengths::bulk_run`). H200,
     /// d = 768 B = 10K: two 21.45 M docs/s against one 20.43 (bench/results/h200/tuning.log);
@@ -205,10 +208,11 @@ impl Tuning {
     };
 
     /// Tiles per `maxsim_span` run at `dim`: `span_tiles_d128` at d = 128, `span_tiles_mid` at
-    /// 33 ≤ d < 128, SPAN_RUN_TILES elsewhere.
+    /// 33 ≤ d < 128 but the 16-byte rows from 80 on, SPAN_RUN_TILES elsewhere.
     pub(super) fn span_tiles(&self, dim: usize) -> usize {
         match dim {
             128 => self.span_tiles_d128,
+            80..128 if dim.is_multiple_of(8) => SPAN_RUN_TILES,
             33..128 => self.span_tiles_mid,
             _ => SPAN_RUN_TILES,
         }
@@ -1100,12 +1104,16 @@ mod tests {
             "U[32,256]"
         );
         assert!(!DocLengths::mean(0, 0).spans_pay());
-        // About nine tiles of tokens per block, 1 to 64 documents; 36 at 33 ≤ d < 128.
+        // About nine tiles of tokens per block, 1 to 64 documents; 36 at 33 ≤ d < 128 but the
+        // 16-byte rows from d = 80 on.
         let u = DocLengths::mean(100_000, 14_400_000);
         assert_eq!(u.span_run(128, 0, &Tuning::DEFAULT), 8);
         assert_eq!(u.span_run(16, 2, &Tuning::DEFAULT), 32);
         assert_eq!(u.span_run(64, 1, &Tuning::DEFAULT), 64);
         assert_eq!(u.span_run(100, 0, &Tuning::DEFAULT), 32);
+        assert_eq!(u.span_run(72, 0, &Tuning::DEFAULT), 32);
+        assert_eq!(u.span_run(80, 0, &Tuning::DEFAULT), 8);
+        assert_eq!(u.span_run(96, 1, &Tuning::DEFAULT), 16);
         assert_eq!(u.span_run(136, 0, &Tuning::DEFAULT), 8);
         assert_eq!(
             DocLengths::mean(10, 10).span_run(128, 0, &Tuning::DEFAULT),
