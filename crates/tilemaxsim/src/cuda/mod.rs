@@ -13,7 +13,8 @@
 //! - `device.rs`: the GPUs, whether one can be used, the driver's errors;
 //! - `compile.rs`: NVRTC and the on-disk cache; `functions.rs`: the program's functions by family;
 //! - `context.rs`: [`GpuContext`], one GPU's context, stream, kernels and occupancy;
-//! - `plan.rs`: which kernel runs which shape (pure functions and their tests), tile constants;
+//! - `plan.rs`: which kernel runs which shape (pure functions), tile constants; `plan/span.rs` the
+//!   spanning kernel's sizes, `plan/tests.rs` their tests;
 //! - `memory.rs`: device buffers, the corpus and queries on the device, uploads, the f32 split;
 //! - `codes.rs`: compressed corpora and the queries of their fused kernels on the device;
 //! - `launch/`: one small type per kernel family, each a `Launch`;
