@@ -86,9 +86,10 @@ __device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u1
 // B's eight halves k .. k + 7 of a token row in shared memory (`row`: its first half), zeros
 // past d, by the widest loads the rows' alignment allows (it follows d). MODE 0: d = KCH * 32;
 // MODE 1: d % 8 = 0 (16-byte loads); MODE 4: d % 4 = 0 (two 8-byte loads); MODE 3: even d (four
-// 4-byte loads); MODE 2: odd d (a half at a time). `last`: the row's last chunk of 32, the only one
-// that can reach past d (KCH = ceil(d / 32), so every other chunk lies inside the row); the
-// others load without tests (the chunk loops unroll, so `last` is known at compile time).
+// 4-byte loads); MODE 2: odd d (a half at a time; words at four chunks, below). `last`: the
+// row's last chunk of 32, the only one that can reach past d (KCH = ceil(d / 32), so every other
+// chunk lies inside the row); the others load without tests (the chunk loops unroll, so `last`
+// is known at compile time).
 // H200, f16 U[32,256] B = 100K, against tests in every chunk (SPAN_MASK_ALL=1), two rounds
 // (bench/results/h200/2026-11-29c/call1.log): d = 77 64.9 / 64.7% -> 67.5 / 67.8% of the read
 // ceiling, d = 100 69.8 / 69.3 -> 78.6 / 78.5, d = 127 72.0 / 71.8 -> 77.1 / 79.3, d = 48 level.
@@ -419,8 +420,9 @@ __device__ __forceinline__ void maxsim_span_impl(
 #ifndef SPAN_K1_BLOCKS
 #define SPAN_K1_BLOCKS 6
 #endif
-// Two to five chunks (d = 33..160): 3, but 5 for the any-d kernels (MODE > 0) of two chunks,
-// which their registers and shared memory allow without spilling: H200, B = 100K, U[32,256],
+// Two to five chunks (d = 33..160): 3, but 5 for the any-d kernels (MODE > 0) of two chunks
+// (96 registers: k2ah, d = 33..48 at 16-byte rows, does not spill; the other k2 kernels spill
+// 16-52 bytes under NVRTC 13, not measured at four blocks): H200, B = 100K, U[32,256],
 // d = 48: 70.0% -> 75.5% of the read ceiling in one run, 66.4% -> 68.4% (two runs each,
 // alternating) on another machine. Four at three chunks of the any-d kernels
 // (SPAN_K3_ANY_BLOCKS), since B's loads are tested only in the last chunk (128 registers, no

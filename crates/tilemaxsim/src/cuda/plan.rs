@@ -164,9 +164,9 @@ pub(super) struct Tuning {
     /// (two documents) 86.08 M docs/s against nine (eight) 84.28, and 65.64 with one document.
     pub(super) span_tiles_d128: usize,
     /// Tiles per `maxsim_span` run at 33 ≤ d < 128 but d ≥ 80 with 16-byte rows
-    /// (`span_tiles`; SPAN_RUN_TILES there and at d ≤ 32). The block's start (the run's offsets,
-    /// the query's fragments, the first tiles' copies) is paid once a run, and longer runs pay
-    /// where the kernel's instructions, not the memory, set the pace. H200, f16 U[32,256]
+    /// (`span_tiles`; SPAN_RUN_TILES there, at d ≤ 32 and past 128). The block's start (the
+    /// run's offsets, the query's fragments, the first tiles' copies) is paid once a run, and
+    /// longer runs pay where the kernel's instructions, not the memory, set the pace. H200, f16 U[32,256]
     /// B = 100K, % of the read ceiling with nine tiles against 36 (8 against 32 documents at
     /// 128-token tiles, 16 against 64 at 256): d = 40 73.6 / 73.7, 48 80.1 / 83.9, 56 71.4 /
     /// 74.0, 64 88.0 / 91.0, 66 72.5 / 74.8, 72 81.9 / 85.8, 77 72.0 / 74.1, 100 77.9 / 83.4,
