@@ -104,6 +104,7 @@ __device__ __forceinline__ void load_a_any(unsigned (&a)[2][KCH][2][4], const u1
 #endif
 template <int MODE, int KCH>
 __device__ __forceinline__ V4 load_b(const u16* row, int k, int dim, bool last) {
+    last = last || SPAN_MASK_ALL;
     if (MODE == 0 || (MODE == 1 && !last)) return *(const V4*)(row + k);
     if (MODE == 1) return k < dim ? *(const V4*)(row + k) : V4{0u, 0u, 0u, 0u};
     unsigned w[4];
@@ -190,17 +191,13 @@ struct SpanCursor {
     }
 };
 
-// From this many chunks on, maxsim_span_any reads B a chunk at a time (always past four).
-#ifndef SPAN_ANY_BY_CHUNK
-#define SPAN_ANY_BY_CHUNK 5
-#endif
 // The products of the query (A fragments `a`) with the 32 token rows at `buf` (`D` halves
 // apart): acc[t][mt] is the C fragment of tokens t * 8 .. t * 8 + 7 and query rows mt * 16 ..
 // mt * 16 + 15.
 template <bool BF, int KCH, int MODE, bool HALF>
 __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const unsigned (&a)[2][KCH][2][4],
                                                     const u16* buf, int D, int g, int c) {
-    if (KCH > 4 || (MODE > 0 && KCH >= SPAN_ANY_BY_CHUNK)) {
+    if (KCH > 4) {
         // A chunk at a time: one chunk's B fragments live at once.
 #pragma unroll
         for (int t = 0; t < 4; ++t)
@@ -215,7 +212,7 @@ __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const
 #pragma unroll
             for (int t = 0; t < 4; ++t)
                 b[t] = half ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                            : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, SPAN_MASK_ALL || ch == KCH - 1);
+                            : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, ch == KCH - 1);
 #pragma unroll
             for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -231,7 +228,7 @@ __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const
 #pragma unroll
             for (int ch = 0; ch < KCH; ++ch)
                 b[t][ch] = HALF && ch == KCH - 1 ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
-                                                 : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, SPAN_MASK_ALL || ch == KCH - 1);
+                                                 : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, ch == KCH - 1);
 #pragma unroll
         for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -456,14 +453,10 @@ __device__ __forceinline__ void maxsim_span_impl(
 #ifndef SPAN_K3_ANY_BLOCKS
 #define SPAN_K3_ANY_BLOCKS 4
 #endif
-#ifndef SPAN_K4_ANY_BLOCKS
-#define SPAN_K4_ANY_BLOCKS SPAN_MID_BLOCKS
-#endif
 #define SPAN_BLOCKS(KCH, MODE)                                   \
     ((KCH) == 1                 ? SPAN_K1_BLOCKS                 \
      : (KCH) == 2 && (MODE) > 0 ? SPAN_K2_ANY_BLOCKS             \
      : (KCH) == 3 && (MODE) > 0 ? SPAN_K3_ANY_BLOCKS             \
-     : (KCH) == 4 && (MODE) > 0 ? SPAN_K4_ANY_BLOCKS             \
      : (KCH) <= 5               ? SPAN_MID_BLOCKS                \
                                 : 2)
 #define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \
