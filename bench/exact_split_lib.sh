@@ -19,4 +19,6 @@ except ValueError:
 for c in r["results"]:
     print(" ".join(sys.argv[1:]), "|", c["name"], "| %.2f M docs/s | %.0f GB/s | %.1f%% of %.0f (loads %.0f, copies %.0f) | %.4f ms"
           % (c["docs_per_s"] / 1e6, c["gb_per_s"], c["pct_ceiling"], r["ceiling_read_gbps"],
-             r.get("ceiling_read_loads_gbps") or 0, r.get("ceiling_read_copies_gbps") or 0, c["ms"]))' "$@"; }
+             r.get("ceiling_read_loads_gbps") or 0, r.get("ceiling_read_copies_gbps") or 0, c["ms"])
+          + ("" if c.get("case_ceiling_gbps") is None else " | case bytes ceiling %.0f GB/s (%.1f%% of it)"
+             % (c["case_ceiling_gbps"], 100 * c["gb_per_s"] / c["case_ceiling_gbps"])))' "$@"; }

@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// PQ: sub-quantizers M.
     #[arg(long, default_value_t = 16, value_parser = PossibleValuesParser::new(["8", "16", "32", "64"]).map(|s| s.parse::<usize>().unwrap_or(16)))]
     pub(crate) m: usize,
+    /// GPU: also measure the bulk-copy read ceiling over each case's own corpus bytes (a
+    /// read of that size pays the launch, the ramp and the drain a 2 GB read hides), reported
+    /// as `case_ceiling_gbps` beside the 2 GB ceiling that `pct_ceiling` divides by.
+    #[arg(long)]
+    pub(crate) ceiling_at_case: bool,
     /// Print JSON on stdout instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

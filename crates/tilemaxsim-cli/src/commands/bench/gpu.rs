@@ -93,14 +93,16 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
             times,
             latency,
         };
-        results.push(case_result(
-            args,
-            case,
-            name,
-            case.dtype.to_string(),
-            what,
-            read,
-        ));
+        let mut result = case_result(args, case, name, case.dtype.to_string(), what, read);
+        if args.ceiling_at_case {
+            // The ceiling kernel reads whole 32 KB copies: the case's bytes rounded down.
+            let bytes = (corpus.size_bytes() & !((32 << 10) - 1)).max(32 << 10);
+            let (loads, copies) = gpu
+                .measure_read_ceilings(bytes, args.reps.max(5))
+                .context("read ceiling at the case's bytes")?;
+            result.case_ceiling_gbps = Some(copies.map_or(loads, |c| c.max(loads)));
+        }
+        results.push(result);
         progress.inc(1);
     }
     progress.finish_and_clear();
@@ -378,5 +380,6 @@ fn case_result(
         gflop_per_s: flops / secs / 1e9,
         pct_ceiling: 100.0 * gbps / read,
         latency_ms: Some(m.latency),
+        case_ceiling_gbps: None,
     }
 }

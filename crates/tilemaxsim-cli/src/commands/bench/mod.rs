@@ -156,6 +156,7 @@ fn run_case(
         gflop_per_s: gflops,
         pct_ceiling: 100.0 * gflops / ceilings.fma_gflops,
         latency_ms: None,
+        case_ceiling_gbps: None,
     })
 }
 
@@ -208,6 +209,13 @@ fn print_table(report: &Report) {
             r.latency_ms
                 .map_or(String::new(), |l| format!(" {l:>10.3}"))
         );
+        if let Some(c) = r.case_ceiling_gbps {
+            println!(
+                "{:<44} read ceiling at this case's bytes: {c:.0} GB/s ({:.1}% of it)",
+                "",
+                100.0 * r.gb_per_s / c
+            );
+        }
     }
     println!("docs/s counts query-document pairs; GB/s counts document bytes read once per call.");
     if gpu {

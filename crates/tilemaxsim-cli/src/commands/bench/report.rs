@@ -22,6 +22,10 @@ pub(crate) struct CaseResult {
     /// GPU: the median time of one isolated call (the host waits for each before the next),
     /// launch latency included; `ms` is the time per call back to back.
     pub latency_ms: Option<f64>,
+    /// GPU with `--ceiling-at-case`: the bulk-copy read ceiling over this case's corpus bytes
+    /// (GB/s), timed as the case is (calls back to back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case_ceiling_gbps: Option<f64>,
 }
 
 #[derive(Serialize)]
