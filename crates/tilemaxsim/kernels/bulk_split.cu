@@ -38,6 +38,10 @@
 // registers without spills, since the scaled query needs one accumulator (with two, 210,
 // bounded to 168 they spilled: 97.9 -> 89.0 M docs/s). bf16: 1 (176 registers; its shared
 // memory, two query parts beside the stages, holds it to two blocks a SM anyway).
+// Not kept: eight f32 tokens a warp a tile (16 KB stages at d = 128), which let two to four
+// stages or four blocks an SM (128 registers) fit: 85.0-87.4% of the read ceiling against 96.1%
+// for sixteen (H200, B = 100K, Nd = 128; bench/results/h200/2026-11-29d/call1.log, the define
+// SPLIT_F32_TW of that run).
 #ifndef SPLIT_MIN_BLOCKS_F32
 #define SPLIT_MIN_BLOCKS_F32 3
 #endif

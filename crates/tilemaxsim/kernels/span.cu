@@ -414,14 +414,24 @@ __device__ __forceinline__ void maxsim_span_impl(
 // where a chunk's work is small and more warps hide its latencies (four blocks, 121 registers,
 // left the schedulers idle half the cycles at d = 16); 2 past five chunks, where the query's
 // fragments alone take 96-128 registers and two 2-stage tiles of d > 160 fill shared memory.
+// Six hold the one-chunk kernels to 80 registers, where k1a/u/w/d spill 28-44 bytes, the HALF
+// forms 0-8 and d = 32's kernel 20 (NVRTC 13); yet five (96 registers, 0-20 bytes) and four (no spills) lose on the H200, f16
+// U[32,256] B = 100K, % of the read ceiling at six / five / four blocks: d = 16 48.5 / 45.8 /
+// 41.2 and 48.6 / 45.9 / 41.3, d = 20 37.1 / 34.1 / 32.0, d = 24 54.5 / 51.1 / 47.7; d = 32
+// 71.5 / 72.9 / 65.7 and 72.5 / 73.5 / 65.6 (five within the runs' spread;
+// bench/results/h200/2026-11-29d/call2.log).
 #ifndef SPAN_K1_BLOCKS
 #define SPAN_K1_BLOCKS 6
 #endif
-// Two to five chunks (d = 33..160): 3, but 5 for the any-d kernels (MODE > 0) of two chunks
-// (96 registers: k2ah, d = 33..48 at 16-byte rows, does not spill; the other k2 kernels spill
-// 16-52 bytes under NVRTC 13, not measured at four blocks): H200, B = 100K, U[32,256],
+// Two to five chunks (d = 33..160): 3, but more for the any-d kernels (MODE > 0) of two chunks:
+// 5 for k2ah (d = 33..48 at 16-byte rows; 96 registers, no spills): H200, B = 100K, U[32,256],
 // d = 48: 70.0% -> 75.5% of the read ceiling in one run, 66.4% -> 68.4% (two runs each,
-// alternating) on another machine. Four at three chunks of the any-d kernels
+// alternating) on another machine; against four, d = 40 75.3 / 73.9% -> 70.6 / 70.6%, d = 48
+// 80.3 / 82.8% -> 81.9 / 81.8%. 4 for the other k2 kernels (SPAN_K2_ANY_BLOCKS), which spill
+// 16-52 bytes at five under NVRTC 13, and at four none (HALF, 119 registers) or 8-12 (128): d = 44 70.9 ->
+// 74.5%, 52 65.0 -> 74.2, 56 72.9 -> 80.0, 63 66.4 -> 74.5 (two runs each), then 52 64.9 ->
+// 70.6 and 63 65.3 -> 72.5 on another machine (bench/results/h200/2026-11-29d/call1.log,
+// call2.log). Four at three chunks of the any-d kernels
 // (SPAN_K3_ANY_BLOCKS), since B's loads are tested only in the last chunk (128 registers, no
 // spills): d = 77 67.5 / 67.8% -> 72.6 / 71.8% (bench/results/h200/2026-11-29c/call1.log); before
 // that change it measured +2.7%, then -0.8% on another machine. Not at four chunks (spills: d =
@@ -431,7 +441,10 @@ __device__ __forceinline__ void maxsim_span_impl(
 #define SPAN_MID_BLOCKS 3
 #endif
 #ifndef SPAN_K2_ANY_BLOCKS
-#define SPAN_K2_ANY_BLOCKS 5
+#define SPAN_K2_ANY_BLOCKS 4
+#endif
+#ifndef SPAN_K2AH_BLOCKS
+#define SPAN_K2AH_BLOCKS 5
 #endif
 // The window a warp, as log2 of its 32-token chunks (plan.rs: span_window_log mirrors it; the
 // define SPAN_WLOG sets every instantiation's, for experiments). H200, f16 U[32,256] B = 100K,
@@ -453,14 +466,15 @@ __device__ __forceinline__ void maxsim_span_impl(
 #ifndef SPAN_K3_ANY_BLOCKS
 #define SPAN_K3_ANY_BLOCKS 4
 #endif
-#define SPAN_BLOCKS(KCH, MODE)                                   \
+#define SPAN_BLOCKS(KCH, MODE, HALF)                             \
     ((KCH) == 1                 ? SPAN_K1_BLOCKS                 \
+     : (KCH) == 2 && (MODE) == 1 && (HALF) ? SPAN_K2AH_BLOCKS    \
      : (KCH) == 2 && (MODE) > 0 ? SPAN_K2_ANY_BLOCKS             \
      : (KCH) == 3 && (MODE) > 0 ? SPAN_K3_ANY_BLOCKS             \
      : (KCH) <= 5               ? SPAN_MID_BLOCKS                \
                                 : 2)
 #define INSTANTIATE_SPAN(NAME, BF, KCH, MODE, HALF)                                                  \
-    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, SPAN_BLOCKS(KCH, MODE)) NAME(                          \
+    extern "C" __global__ void __launch_bounds__(SPAN_THREADS, SPAN_BLOCKS(KCH, MODE, HALF)) NAME(                          \
         const u16* qpad, const i64* q_offsets, const u16* d_tokens, const i64* d_offsets,     \
         int num_docs, float* out, int stages, int group, int dim)                              \
     {                                                                                          \
