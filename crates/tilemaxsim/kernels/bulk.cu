@@ -1,10 +1,13 @@
 // maxsim_bulk (sm_90+): maxsim_mma's tensor-core math on document tiles that the copy engine
 // brings into shared memory (cp.async.bulk, completion on an mbarrier). One block of BULK_WARPS
-// warps scores a run of `group` consecutive tasks (task = query * num_docs + pair), a grid of
-// all of them: the hardware hands blocks out in order as others retire, so the documents in
-// flight form one compact window of addresses, and blocks of short documents simply retire
-// sooner (no schedule to balance). Measured on the H100 (bench/read_patterns.cu at 5d27f7b, `cta`): a
-// block per 32 KB document reads 3188-3212 GB/s where persistent per-warp rings read 3150.
+// warps scores runs of `group` consecutive tasks (task = query * num_docs + pair). On a grid of
+// all runs the hardware hands blocks out in order as others retire, so the documents in flight
+// form one compact window of addresses, and blocks of short documents simply retire sooner (no
+// schedule to balance). Measured on the H100 (bench/read_patterns.cu at 5d27f7b, `cta`): a
+// block per 32 KB document reads 3188-3212 GB/s where persistent per-warp rings read 3150. On a
+// grid of the blocks that fit at once (even document lengths, from 8 tasks a block: plan.rs,
+// bulk_resident_grid) block b takes runs b, b + gridDim.x, ... of one task each, so the window
+// stays compact, the block starts once, and its ring runs on across its runs (BulkWalk).
 // A document goes through a ring of `stages` tiles of BULK_TILE tokens (a tile never spans two
 // documents; one bulk copy per tile, issued by thread 0 `stages` tiles ahead across document
 // boundaries); warp w multiplies tokens 32w .. 32w + 31 of each tile, the four warps' running
@@ -22,18 +25,27 @@
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
 
-// The tile sequence of a run of `left` tasks from (query qi, pair): (first token, tokens,
-// document length) stepped tile by tile, the task stepped without dividing. Empty documents
-// take one empty tile (their score is then the sum of nothing found, as in maxsim_mma).
+// The tile sequence of a block's runs of `group` tasks from (query qi, pair): (first token,
+// tokens, document length) stepped tile by tile, the task stepped without dividing within a
+// run. Empty documents take one empty tile (their score is then the sum of nothing found, as in
+// maxsim_mma). Block b takes runs b, b + gridDim.x, b + 2 gridDim.x, ...: a grid of every run
+// gives each block one (the hardware hands blocks out as others retire), a grid of the blocks
+// that fit the device at once keeps each block's ring going across its runs.
 // AHEAD: the next task's extent is loaded one task ahead (`extent` and `step` then take
 // num_docs), so stepping to it waits on no load (the codec bulk kernels' tiles are short).
-template <int TILE, bool AHEAD = false>
+// RUNS = false: one run a block, for kernels launched on a grid of every run (the codec bulk
+// kernels: the next run's state would cost them registers), the default of an AHEAD walk.
+// The next run's first task is stepped from the current run's (run_q, run_p) by the stride's
+// quotient and remainder by num_docs, found once, so a run of one document divides nothing.
+template <int TILE, bool AHEAD = false, bool RUNS = !AHEAD>
 struct BulkWalk {
-    int qi, pair, left, tok, nd, next_nd;
-    i64 d0, next_d0;
+    int qi, pair, left, tok, nd, next_nd, group, run_q, run_p, stride_q, stride_p;
+    i64 d0, next_d0, tasks;
     __device__ __forceinline__ BulkWalk(i64 first, i64 tasks, int group, int num_docs)
         : qi((int)(first / num_docs)), pair((int)(first % num_docs)),
-          left((int)min((i64)group, tasks - first)), tok(0), nd(0), next_nd(0), d0(0), next_d0(0) {}
+          left((int)min((i64)group, tasks - first)), tok(0), nd(0), next_nd(0), group(group),
+          run_q(qi), run_p(pair), stride_q((int)((i64)gridDim.x * group / num_docs)),
+          stride_p((int)((i64)gridDim.x * group % num_docs)), d0(0), next_d0(0), tasks(tasks) {}
     __device__ __forceinline__ static void load(const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index,
                                                 int p, i64& start, int& len) {
         const i64 doc = doc_index ? doc_index[p] : (i64)p;
@@ -54,6 +66,19 @@ struct BulkWalk {
         if (tok >= nd) {
             tok = 0;
             --left;
+            if (RUNS && left == 0) {  // the block's next run, if any
+                run_q += stride_q;
+                run_p += stride_p;
+                if (run_p >= num_docs) run_p -= num_docs, ++run_q;
+                const i64 next = (i64)run_q * num_docs + run_p;
+                if (next < tasks) {
+                    qi = run_q;
+                    pair = run_p;
+                    left = (int)min((i64)group, tasks - next);
+                    extent(d_offsets, doc_index, num_docs);
+                }
+                return;
+            }
             if (++pair == num_docs) {
                 pair = 0;
                 ++qi;

@@ -140,7 +140,7 @@ __device__ __forceinline__ void cbk_row_words(unsigned (&w)[PB / 4], const unsig
 // before the first token.
 template <int ROW, int NW, bool AHEAD>
 struct CbkProducer {
-    BulkWalk<CBK_TILE, AHEAD> walk;
+    BulkWalk<CBK_TILE, AHEAD, false> walk;
     unsigned char* ring;
     unsigned* words;
     unsigned long long* bars;
@@ -215,7 +215,7 @@ __device__ __forceinline__ void maxsim_codec_bulk_impl(
     const i64 tasks = (i64)num_blocks * num_docs;
     const i64 first = (i64)blockIdx.x * group;
 
-    CbkProducer<ROW, NW, RES> producer{BulkWalk<CBK_TILE, RES>(first, tasks, group, num_docs), ring, words, bars,
+    CbkProducer<ROW, NW, RES> producer{BulkWalk<CBK_TILE, RES, false>(first, tasks, group, num_docs), ring, words, bars,
                                   codes, {}, d_offsets, doc_index, num_docs};
     producer.word_src[0] = aux;
     if constexpr (RES) producer.word_src[NW - 1] = (const unsigned*)inv_norm;
@@ -223,7 +223,7 @@ __device__ __forceinline__ void maxsim_codec_bulk_impl(
     if constexpr (RES) {
         for (int i = threadIdx.x; i < KEYS * 32; i += CBK_THREADS) tab[i] = __ldg(table + (i >> 5));
     }
-    BulkWalk<CBK_TILE, RES> w(first, tasks, group, num_docs);
+    BulkWalk<CBK_TILE, RES, false> w(first, tasks, group, num_docs);
     w.extent(d_offsets, doc_index, num_docs);
     __syncthreads();  // the barriers are initialized, the table is in
 

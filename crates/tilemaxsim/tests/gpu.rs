@@ -174,6 +174,14 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             " (1 stage, 3 per block)",
             forced(Kernel::Bulk).bulk_shape(1, 3).unwrap(),
         ),
+        (
+            Kernel::Bulk,
+            " (resident grid, 2 stages, 2 per block)",
+            forced(Kernel::Bulk)
+                .bulk_shape(2, 2)
+                .unwrap()
+                .bulk_grid_resident(Some(true)),
+        ),
     ];
     let sm90 = gpu.info().compute_capability.0 >= 9;
     let mut r = rng(13);
@@ -715,6 +723,13 @@ fn tensor_core_path_matches_the_reference() {
             " (document tiles)",
             forced(Kernel::Bulk).bulk_spans(Some(false)),
         ),
+        (
+            Kernel::Bulk,
+            " (document tiles, resident grid, 1 stage, 2 per block)",
+            shaped(1, 2)
+                .bulk_spans(Some(false))
+                .bulk_grid_resident(Some(true)),
+        ),
         (Kernel::Gemm, "", forced(Kernel::Gemm)),
         (Kernel::Wgmma, "", forced(Kernel::Wgmma)),
         (Kernel::Ring, "", forced(Kernel::Ring)),
@@ -912,6 +927,16 @@ fn every_task_of_a_large_uneven_batch_is_scored_once() {
             };
             scorers.push((format!("bulk {shape:?} spanning {spans}"), s));
         }
+    }
+    // Whole-document tiles on a resident grid: each block walks runs strided by the grid,
+    // across queries.
+    for (stages, group) in [(1, 1), (2, 3), (3, 7)] {
+        let s = forced(Kernel::Bulk)
+            .bulk_spans(Some(false))
+            .bulk_shape(stages, group)
+            .unwrap()
+            .bulk_grid_resident(Some(true));
+        scorers.push((format!("bulk ({stages}, {group}) resident grid"), s));
     }
     for (name, scorer) in &scorers {
         if scorer.kernel_for(&dq, &dc) == Kernel::Mma && name.starts_with("bulk") {

@@ -72,20 +72,24 @@ pub(super) struct DocLengths {
     pub(super) tokens: usize,
     /// Tokens with every document padded to whole `WG_BN`-token tiles.
     pub(super) padded: usize,
+    /// The longest document's tokens; `None`: not known (device offsets the engine borrows).
+    pub(super) longest: Option<usize>,
 }
 
 impl DocLengths {
     pub(super) fn of(offsets: &[usize]) -> Self {
-        let (mut tokens, mut padded) = (0usize, 0usize);
+        let (mut tokens, mut padded, mut longest) = (0usize, 0usize, 0usize);
         for len in offsets.windows(2).map(|w| w[1] - w[0]) {
             tokens += len;
             padded += len.div_ceil(WG_BN) * WG_BN;
+            longest = longest.max(len);
         }
         let docs = offsets.len().saturating_sub(1);
         DocLengths {
             docs,
             tokens,
             padded,
+            longest: Some(longest),
         }
     }
 
@@ -96,7 +100,23 @@ impl DocLengths {
             docs,
             tokens,
             padded: docs * mean.div_ceil(WG_BN) * WG_BN,
+            longest: None,
         }
+    }
+
+    /// `docs` documents of `len` tokens each (a dense batch).
+    pub(super) fn dense(docs: usize, len: usize) -> Self {
+        DocLengths {
+            longest: Some(len),
+            ..Self::mean(docs, docs * len)
+        }
+    }
+
+    /// Whether no document is known to be longer than 1.25 times the mean: a static share of
+    /// them then gives each block about the same tokens.
+    pub(super) fn even(&self) -> bool {
+        self.longest
+            .is_some_and(|l| (l * self.docs) as u128 * 4 <= self.tokens as u128 * 5)
     }
 
     /// Cut into `WG_BN`-token tiles, the documents pad at most 40% of their tokens:
@@ -575,6 +595,36 @@ pub(super) fn bulk_any_smem(stages: usize, dim: usize, bound: usize) -> usize {
 pub(super) fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
     let run = run.max(1);
     (tasks / (6 * resident.max(1))).clamp(run.min(4), run)
+}
+
+/// Whether a whole-document bulk launch of `tasks` tasks over documents of `lengths` at `dim`,
+/// `resident` blocks at once, takes a grid of those blocks, each scoring every grid-th task
+/// with one ring of stages across them (kernels/bulk.cu, BulkWalk), rather than a block a run
+/// of `bulk_group` tasks. A block's start (its barriers, the query's fragments, the first
+/// stages' copies) is then paid once, the documents in flight stay one window of addresses,
+/// and the last blocks finish at most one document apart; but the share is static, so only
+/// for `even` lengths, from 8 tasks a block, and up to 64 of them at d ≤ 128.
+///
+/// H200, Nd = 128 (bench/results/h200/2026-11-29d/call4.log, against a block a run in the same
+/// process; call3.log on a slower machine agrees):
+/// - 25 tasks a block gain: f16 B = 10K 82.6 / 82.7% -> 85.7 / 86.0% of the read ceiling,
+///   f32 B = 10K 81.0 -> 85.0%, d = 768 B = 10K 94.2 -> 97.0%;
+/// - 252 gain at d = 768 (B = 100K, 98.1 -> 100.2%) and not at d = 128 (f16 98.7 / 98.7 ->
+///   98.4 / 98.5%, bf16 99.0 -> 97.5, f32 91.7 -> 90.3, f32 queries on f16 92.3 -> 91.4);
+/// - 2.5 (B = 1K) lost (call3.log: 41.0 -> 38.5%), and so did U[32,256] at d = 512, B = 10K
+///   (91.0 -> 87.4%), whose uneven lengths a static share does not balance.
+///
+/// Runs of two, four and eight tasks strided by the grid were slower than one (call3.log:
+/// 82.9, 84.6, 79.2% at f16 B = 10K against 86.5). Between 25 and 252 tasks a block, and at
+/// wide d other than 768, this was not measured.
+pub(super) fn bulk_resident_grid(
+    tasks: u64,
+    resident: u64,
+    lengths: &DocLengths,
+    dim: usize,
+) -> bool {
+    let per_block = tasks / resident.max(1);
+    lengths.even() && per_block >= 8 && (per_block <= 64 || wide_dim(dim))
 }
 
 /// `TILEMAXSIM_BULK=stages,group` (experiments): `maxsim_bulk`'s stages per block and tasks

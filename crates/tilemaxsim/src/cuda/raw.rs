@@ -359,7 +359,7 @@ pub(super) fn borrow_corpus(
                 Some(ptr) => unsafe { Mem::borrowed(stream, ptr, count + 1) },
                 None => Mem::owned(dense_offsets(gpu, stream, count, max_len)?),
             },
-            DocLengths::mean(count, count * max_len),
+            DocLengths::dense(count, max_len),
         ),
         RawLayout::Padded { .. } => return Ok(None),
     };

@@ -49,6 +49,10 @@ pub struct CudaScorer {
     /// The batched codec kernels' documents a run when fixed (`pack_documents`, TILEMAXSIM_PACK;
     /// 0: none).
     pack: Option<usize>,
+    /// Whether the whole-document bulk launches take a grid of the blocks that fit at once,
+    /// each walking its runs strided by the grid, rather than a block a run, when fixed
+    /// (TILEMAXSIM_BULK_GRID=resident/runs); `None`: the engine's choice.
+    bulk_resident: Option<bool>,
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
@@ -81,6 +85,11 @@ impl CudaScorer {
             force: None,
             bulk: bulk_shape_env(),
             pack: pack_env()?,
+            bulk_resident: match std::env::var("TILEMAXSIM_BULK_GRID").as_deref() {
+                Ok("resident") => Some(true),
+                Ok("runs") => Some(false),
+                _ => None,
+            },
             span: match std::env::var("TILEMAXSIM_SPAN").as_deref() {
                 Ok("0") => Some(false),
                 Ok("1") => Some(true),
@@ -141,6 +150,15 @@ impl CudaScorer {
     /// `DocLengths::spans_pay`). For experiments and tests; also TILEMAXSIM_SPAN=0/1.
     pub fn bulk_spans(mut self, span: Option<bool>) -> Self {
         self.span = span;
+        self
+    }
+
+    /// Fix whether the whole-document bulk-copy kernels (`maxsim_bulk`, `_any`, `_split`) run
+    /// on a grid of the blocks that fit at once, each block walking its runs strided by the
+    /// grid (`Some(true)`), or a block a run (`Some(false)`); `None`: the engine's choice. For
+    /// experiments and tests; also TILEMAXSIM_BULK_GRID=resident/runs.
+    pub fn bulk_grid_resident(mut self, resident: Option<bool>) -> Self {
+        self.bulk_resident = resident;
         self
     }
 
@@ -251,6 +269,7 @@ impl CudaScorer {
                 stages_group: self.bulk,
                 span: self.span,
                 window: self.shape.span_wlog,
+                resident: self.bulk_resident,
             }),
             Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
                 wgmma: kernel == Kernel::Wgmma,

@@ -13,8 +13,8 @@ use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
-    bulk_smem, bulk_split_smem, bulk_stages, span_any_key, span_smem, span_window_log,
-    split_parts_bytes, wide_any_bound, wide_dim,
+    bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, span_any_key, span_smem,
+    span_window_log, split_parts_bytes, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -28,6 +28,10 @@ pub(in crate::cuda) struct Bulk {
     pub(in crate::cuda) stages_group: Option<(usize, usize)>,
     pub(in crate::cuda) span: Option<bool>,
     pub(in crate::cuda) window: Option<usize>,
+    /// Whole-document launches on a grid of the blocks that fit at once, each block walking
+    /// its runs strided by the grid (kernels/bulk.cu, BulkWalk), instead of a block a run,
+    /// when fixed; `None`: `bulk_resident_grid`.
+    pub(in crate::cuda) resident: Option<bool>,
 }
 
 impl Launch for Bulk {
@@ -55,7 +59,7 @@ impl Launch for Bulk {
         let stages = bulk_stages(corpus.dim, &gpu.tuning, |s| {
             gpu.blocks_per_sm(func, BULK_THREADS, smem(s))
         })?;
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, stages)?;
+        let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, stages)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
@@ -113,14 +117,17 @@ impl Bulk {
         Ok(gpu.blocks_per_sm(func, BULK_THREADS, smem)? >= 2)
     }
 
-    /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks: runs of
-    /// `bulk_group` tasks a block (at most `run`) and `stages` stages unless the shape is
-    /// fixed, `smem(stages)` bytes a block; with the stages and the run as the kernels take
-    /// them (i32).
+    /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks, unless
+    /// the shape is fixed: where `bulk_resident_grid`, the blocks that fit at once, each
+    /// taking every grid-th task; else runs of `bulk_group` tasks a block (at most `run`). Then
+    /// `stages` stages, `smem(stages)` bytes a block; with the stages and the run as the
+    /// kernels take them (i32).
+    #[allow(clippy::too_many_arguments)]
     fn grid(
         &self,
         gpu: &GpuContext,
         func: &CudaFunction,
+        corpus: &DeviceCorpus,
         tasks: u64,
         smem: impl Fn(usize) -> usize,
         run: u64,
@@ -129,11 +136,22 @@ impl Bulk {
         let stages = self.stages_group.map_or(stages, |f| f.0);
         let smem = smem(stages);
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
-        let group = self
-            .stages_group
-            .map_or_else(|| bulk_group(tasks, resident, run), |f| f.1 as u64);
+        let on_resident = self
+            .resident
+            .unwrap_or_else(|| bulk_resident_grid(tasks, resident, &corpus.lengths, corpus.dim));
+        let group = match self.stages_group {
+            Some(f) => f.1 as u64,
+            None if on_resident => 1,
+            None => bulk_group(tasks, resident, run),
+        };
+        let runs = tasks.div_ceil(group);
+        let blocks = if on_resident {
+            runs.min(resident)
+        } else {
+            runs
+        };
         let cfg = LaunchConfig {
-            grid_dim: (grid_of(tasks, tasks.div_ceil(group))?, 1, 1),
+            grid_dim: (grid_of(tasks, blocks)?, 1, 1),
             block_dim: (BULK_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
@@ -159,7 +177,7 @@ impl Bulk {
         let tasks = (queries.len * t.n) as u64;
         let run = corpus.lengths.bulk_run(bound, &gpu.tuning.for_bulk_any());
         let smem = |s| bulk_any_smem(s, corpus.dim, bound);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
+        let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         let d = corpus.dim as i32;
         let mut b = t.stream.launch_builder(func);
@@ -233,7 +251,7 @@ impl Bulk {
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_split_parts launch"))?;
 
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
-        let (cfg, st, gr) = self.grid(gpu, func, tasks, smem, run, BULK_STAGES)?;
+        let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::at(parts_ptr, queries, corpus, t);
         let mut b = stream.launch_builder(func);
         args.push(&mut b);

@@ -378,3 +378,33 @@ fn wide_dims_and_launch_limits() {
     assert!(launch_size_ok(10, 10).is_ok());
     assert!(launch_size_ok(i32::MAX as usize + 1, 1).is_err());
 }
+
+#[test]
+fn resident_grids_for_even_documents_from_eight_tasks_a_block() {
+    let even = |docs| DocLengths::dense(docs, 128);
+    let grid = |tasks: u64, dim| bulk_resident_grid(tasks, 396, &even(tasks as usize), dim);
+    assert!(grid(10_000, 128));
+    assert!(grid(3168, 128), "eight a block");
+    assert!(!grid(3167, 128));
+    assert!(!grid(1000, 128), "B = 1K: 2.5 a block");
+    assert!(grid(25_344, 128), "64 a block");
+    assert!(!grid(65 * 396, 128));
+    assert!(!grid(100_000, 128), "B = 100K: 252 a block at d = 128");
+    assert!(grid(100_000, 768), "wide d");
+    assert!(
+        bulk_resident_grid(8, 0, &even(8), 128),
+        "no resident count: one block"
+    );
+    // Uneven or unknown lengths keep a block a run (the hardware balances them).
+    let uneven = DocLengths::of(&[0, 32, 288, 320, 352]);
+    assert!(!uneven.even());
+    assert!(!bulk_resident_grid(10_000, 396, &uneven, 768));
+    let unknown = DocLengths::mean(10_000, 1_280_000);
+    assert!(!unknown.even() && !bulk_resident_grid(10_000, 396, &unknown, 128));
+    assert!(
+        DocLengths::of(&[0, 75, 200]).even(),
+        "longest 1.25x the mean"
+    );
+    assert!(!DocLengths::of(&[0, 74, 200]).even());
+    assert!(DocLengths::of(&[0]).even(), "no documents");
+}
