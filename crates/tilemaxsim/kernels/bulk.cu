@@ -231,9 +231,13 @@ __device__ __forceinline__ void maxsim_bulk_impl(
 }
 
 // Both maxsim_bulk kernels take the same arguments: IMPL is maxsim_bulk_impl (K: 32-wide chunks
-// of d) or maxsim_bulk_wide_impl (K: 128-wide quarters of d).
-#define INSTANTIATE_BULK(NAME, IMPL, BF, K)                                                    \
-    extern "C" __global__ void __launch_bounds__(BULK_THREADS) NAME(                          \
+// of d) or maxsim_bulk_wide_impl (K: 128-wide quarters of d); BOUNDS: __launch_bounds__'s
+// arguments. d = 64 is held to the six blocks an SM its shared memory allows (80 registers, no
+// spills, as before BulkWalk's next-run state took it to 95 and five blocks; not timed either way).
+#define BULK_BOUNDS (BULK_THREADS)
+#define BULK_D64_BOUNDS (BULK_THREADS, 6)
+#define INSTANTIATE_BULK(NAME, IMPL, BF, K, BOUNDS)                                            \
+    extern "C" __global__ void __launch_bounds__ BOUNDS NAME(                                 \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
         int group)                                                                             \
@@ -241,14 +245,14 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         IMPL<BF, K>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, num_docs, out, stages, group); \
     }
 
-INSTANTIATE_BULK(maxsim_bulk_f16_d32, maxsim_bulk_impl, false, 1)
-INSTANTIATE_BULK(maxsim_bulk_f16_d64, maxsim_bulk_impl, false, 2)
-INSTANTIATE_BULK(maxsim_bulk_f16_d96, maxsim_bulk_impl, false, 3)
-INSTANTIATE_BULK(maxsim_bulk_f16_d128, maxsim_bulk_impl, false, 4)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d32, maxsim_bulk_impl, true, 1)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4)
+INSTANTIATE_BULK(maxsim_bulk_f16_d32, maxsim_bulk_impl, false, 1, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d64, maxsim_bulk_impl, false, 2, BULK_D64_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d96, maxsim_bulk_impl, false, 3, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d128, maxsim_bulk_impl, false, 4, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d32, maxsim_bulk_impl, true, 1, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2, BULK_D64_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4, BULK_BOUNDS)
 
 // maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024; with ANY, any d in
 // 129 .. 128 * KQ that is a multiple of 8, maxsim_bulk_any: rows d wide in memory and in the
@@ -382,20 +386,20 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
 #endif
 }
 
-INSTANTIATE_BULK(maxsim_bulk_f16_d256, maxsim_bulk_wide_impl, false, 2)
-INSTANTIATE_BULK(maxsim_bulk_f16_d384, maxsim_bulk_wide_impl, false, 3)
-INSTANTIATE_BULK(maxsim_bulk_f16_d512, maxsim_bulk_wide_impl, false, 4)
-INSTANTIATE_BULK(maxsim_bulk_f16_d640, maxsim_bulk_wide_impl, false, 5)
-INSTANTIATE_BULK(maxsim_bulk_f16_d768, maxsim_bulk_wide_impl, false, 6)
-INSTANTIATE_BULK(maxsim_bulk_f16_d896, maxsim_bulk_wide_impl, false, 7)
-INSTANTIATE_BULK(maxsim_bulk_f16_d1024, maxsim_bulk_wide_impl, false, 8)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d256, maxsim_bulk_wide_impl, true, 2)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d384, maxsim_bulk_wide_impl, true, 3)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d512, maxsim_bulk_wide_impl, true, 4)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d640, maxsim_bulk_wide_impl, true, 5)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d768, maxsim_bulk_wide_impl, true, 6)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7)
-INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8)
+INSTANTIATE_BULK(maxsim_bulk_f16_d256, maxsim_bulk_wide_impl, false, 2, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d384, maxsim_bulk_wide_impl, false, 3, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d512, maxsim_bulk_wide_impl, false, 4, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d640, maxsim_bulk_wide_impl, false, 5, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d768, maxsim_bulk_wide_impl, false, 6, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d896, maxsim_bulk_wide_impl, false, 7, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_f16_d1024, maxsim_bulk_wide_impl, false, 8, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d256, maxsim_bulk_wide_impl, true, 2, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d384, maxsim_bulk_wide_impl, true, 3, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d512, maxsim_bulk_wide_impl, true, 4, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d640, maxsim_bulk_wide_impl, true, 5, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d768, maxsim_bulk_wide_impl, true, 6, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7, BULK_BOUNDS)
+INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8, BULK_BOUNDS)
 
 // maxsim_bulk_any: maxsim_bulk_wide_impl at any d in 129..1024 that is a multiple of 8, for
 // KQ = ceil(d / 128) (the instantiation's bound); the query blocks are 32 rows of d. Up to KQ = 4
