@@ -962,6 +962,61 @@ fn every_task_of_a_large_uneven_batch_is_scored_once() {
 }
 
 #[test]
+fn resident_grids_step_across_queries() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    if gpu.info().compute_capability.0 < 9 {
+        return; // the bulk-copy kernels need sm_90
+    }
+    // Few documents and many queries: each block's stride (the resident blocks times the run)
+    // spans whole queries, so stepping to its next run adds a quotient of queries and a
+    // remainder of documents (BulkWalk), and a block changes query at every run. f16 and bf16
+    // queries take maxsim_bulk, f32 queries on an f16 corpus maxsim_bulk_split (its query parts
+    // reloaded into shared memory mid-ring). Outputs NaN-poisoned; all documents and a list.
+    let mut r = rng(35);
+    for (case, (n_docs, n_queries, dtype, qdtype, group)) in [
+        (1usize, 3000usize, DType::F16, DType::F16, 1usize),
+        (3, 2000, DType::BF16, DType::BF16, 1),
+        (7, 900, DType::F16, DType::F16, 2),
+        (2, 1500, DType::F16, DType::F32, 1),
+        (5, 700, DType::F16, DType::F32, 3),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dim = [32usize, 64, 128][case % 3];
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| if i == 0 { 1 } else { r.random_range(1..300) })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let qs: Vec<OwnedElements> = (0..n_queries)
+            .map(|_| {
+                let nq = r.random_range(1..=32);
+                random_query(&mut r, nq, dim, qdtype, 1.0)
+            })
+            .collect();
+        let queries = matrices(&qs, dim);
+        let scorer = CudaScorer::new(0)
+            .expect("GPU")
+            .force_kernel(Some(Kernel::Bulk))
+            .bulk_spans(Some(false))
+            .bulk_shape(2, group)
+            .unwrap()
+            .bulk_grid_resident(Some(true));
+        let dq = scorer.upload_queries(&queries, dim).unwrap();
+        let dc = scorer.upload(&corpus).unwrap();
+        assert_eq!(scorer.kernel_for(&dq, &dc), Kernel::Bulk, "case {case}");
+        let list: Vec<usize> = (0..n_docs + 2).map(|_| r.random_range(0..n_docs)).collect();
+        let label = format!(
+            "resident grid case {case}: d={dim} {dtype} corpus, {n_queries} {qdtype} queries, \
+             {n_docs} docs, runs of {group}"
+        );
+        let exp = Expected::new(&queries, &corpus);
+        check_all_and_list(&scorer, &label, &queries, &corpus, &list, &exp);
+    }
+}
+
+#[test]
 fn ablation_kernels_match_the_reference() {
     let Some(_) = gpu() else { return };
     let mut r = rng(31);

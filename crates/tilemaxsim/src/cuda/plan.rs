@@ -116,7 +116,7 @@ impl DocLengths {
     /// them then gives each block about the same tokens.
     pub(super) fn even(&self) -> bool {
         self.longest
-            .is_some_and(|l| (l * self.docs) as u128 * 4 <= self.tokens as u128 * 5)
+            .is_some_and(|l| l as u128 * self.docs as u128 * 4 <= self.tokens as u128 * 5)
     }
 
     /// Cut into `WG_BN`-token tiles, the documents pad at most 40% of their tokens:
