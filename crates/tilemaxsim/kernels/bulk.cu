@@ -233,9 +233,13 @@ __device__ __forceinline__ void maxsim_bulk_impl(
 // Both maxsim_bulk kernels take the same arguments: IMPL is maxsim_bulk_impl (K: 32-wide chunks
 // of d) or maxsim_bulk_wide_impl (K: 128-wide quarters of d); BOUNDS: __launch_bounds__'s
 // arguments. d = 64 is held to the six blocks an SM its shared memory allows (80 registers, no
-// spills, as before BulkWalk's next-run state took it to 95 and five blocks; not timed either way).
+// spills, as before BulkWalk's next-run state took it to 95 and five blocks; not timed either way:
+// BULK_D64_MIN_BLOCKS=5 gives 96 registers for bench/resident_check.sh's A/B).
+#ifndef BULK_D64_MIN_BLOCKS
+#define BULK_D64_MIN_BLOCKS 6
+#endif
 #define BULK_BOUNDS (BULK_THREADS)
-#define BULK_D64_BOUNDS (BULK_THREADS, 6)
+#define BULK_D64_BOUNDS (BULK_THREADS, BULK_D64_MIN_BLOCKS)
 #define INSTANTIATE_BULK(NAME, IMPL, BF, K, BOUNDS)                                            \
     extern "C" __global__ void __launch_bounds__ BOUNDS NAME(                                 \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
