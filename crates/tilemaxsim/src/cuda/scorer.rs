@@ -155,8 +155,9 @@ impl CudaScorer {
 
     /// Fix whether the whole-document bulk-copy kernels (`maxsim_bulk`, `_any`, `_split`) run
     /// on a grid of the blocks that fit at once, each block walking its runs strided by the
-    /// grid (`Some(true)`), or a block a run (`Some(false)`); `None`: the engine's choice. For
-    /// experiments and tests; also TILEMAXSIM_BULK_GRID=resident/runs.
+    /// grid (`Some(true)`), or a block a run (`Some(false)`); `None`: the engine's choice, a
+    /// block a run when `bulk_shape` is fixed. For experiments and tests; also
+    /// TILEMAXSIM_BULK_GRID=resident/runs.
     pub fn bulk_grid_resident(mut self, resident: Option<bool>) -> Self {
         self.bulk_resident = resident;
         self

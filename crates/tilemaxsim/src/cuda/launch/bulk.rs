@@ -118,9 +118,9 @@ impl Bulk {
     }
 
     /// The grid of a whole-document bulk launch of `tasks` (query, document) tasks, unless
-    /// the shape is fixed: where `bulk_resident_grid`, the blocks that fit at once, each
-    /// taking every grid-th task; else runs of `bulk_group` tasks a block (at most `run`). Then
-    /// `stages` stages, `smem(stages)` bytes a block; with the stages and the run as the
+    /// the shape or the grid is fixed: where `bulk_resident_grid`, the blocks that fit at once,
+    /// each taking every grid-th task; else runs of `bulk_group` tasks a block (at most `run`).
+    /// Then `stages` stages, `smem(stages)` bytes a block; with the stages and the run as the
     /// kernels take them (i32).
     #[allow(clippy::too_many_arguments)]
     fn grid(
@@ -136,9 +136,11 @@ impl Bulk {
         let stages = self.stages_group.map_or(stages, |f| f.0);
         let smem = smem(stages);
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
-        let on_resident = self
-            .resident
-            .unwrap_or_else(|| bulk_resident_grid(tasks, resident, &corpus.lengths, corpus.dim));
+        // A fixed shape (TILEMAXSIM_BULK) keeps its tasks a block unless the grid is fixed too.
+        let on_resident = self.resident.unwrap_or_else(|| {
+            self.stages_group.is_none()
+                && bulk_resident_grid(tasks, resident, &corpus.lengths, corpus.dim)
+        });
         let group = match self.stages_group {
             Some(f) => f.1 as u64,
             None if on_resident => 1,
