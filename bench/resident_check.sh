@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The resident grid's checks and timings in one device call (kernels/bulk.cu BulkWalk, plan.rs
+# The resident grid's checks and timings in one device call (kernels/bulk.cu BulkWalk, plan/bulk.rs
 # bulk_resident_grid): the GPU tests that walk several runs a block (across queries, in
 # maxsim_bulk and maxsim_bulk_split), compute-sanitizer memcheck and racecheck on the one whose
 # stride spans whole queries, then the engine's grid against a block a run

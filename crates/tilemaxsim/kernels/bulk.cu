@@ -5,7 +5,7 @@
 // form one compact window of addresses, and blocks of short documents simply retire sooner (no
 // schedule to balance). Measured on the H100 (bench/read_patterns.cu at 5d27f7b, `cta`): a
 // block per 32 KB document reads 3188-3212 GB/s where persistent per-warp rings read 3150. On a
-// grid of the blocks that fit at once (even document lengths, from 8 tasks a block: plan.rs,
+// grid of the blocks that fit at once (even document lengths, from 8 tasks a block: plan/bulk.rs,
 // bulk_resident_grid) block b takes runs b, b + gridDim.x, ... of one task each, so the window
 // stays compact, the block starts once, and its ring runs on across its runs (BulkWalk).
 // A document goes through a ring of `stages` tiles of BULK_TILE tokens (a tile never spans two
