@@ -18,7 +18,8 @@
 // threads a row, each a quarter of its chunks); then it fences its stores to the async proxy
 // and arrives on the stage's full barrier (128 arrivals).
 // - residual (PLAID, nbits 1/2/4): normalize(centroid[id] + weights[buckets]), computed in f32
-//   (each token's norm summed over the four threads of its row by shuffles, so no inverse
+//   (the weights looked up a 4-bit nibble of codes at a time: ResidualNibbles;
+//   each token's norm summed over the four threads of its row by shuffles, so no inverse
 //   norms need exist beforehand) and rounded once to f16, as PLAID's decompression (and LIK)
 //   round the reconstruction to f16. The centroid chunks are gathered by cp.async into a
 //   staging tile (two, in turn) a tile ahead of their decoding, from ids loaded a tile before
@@ -61,6 +62,40 @@ __device__ __forceinline__ float f16_hi(unsigned x) {
     return f;
 }
 
+// The residual codec's bucket weights by 4-bit nibble of the code stream: entry n holds the
+// weights of the VPN = 4 / nbits fields of nibble n, its first field (highest bits) first, so a
+// nibble's fields take one shared load (nbits 2: 8 bytes, 16 entries over the 32 banks, never a
+// conflict) where a lookup a field took a shift, a mask, an address and a load each. A field's
+// bits are the bucket's reversed: its first bit is the bucket's bit 0.
+template <int P> struct ResidualNibbles {
+    static constexpr int VPN = 4 / P;
+    static constexpr int LOG_BYTES = P == 1 ? 4 : P == 2 ? 3 : 2;  // log2(VPN * 4)
+    __device__ __forceinline__ static void build(float* ntab, unsigned n, const float* __restrict__ values) {
+#pragma unroll
+        for (int i = 0; i < VPN; ++i) {
+            const unsigned field = (n >> (4 - P * (i + 1))) & ((1u << P) - 1u);
+            unsigned b = 0u;
+#pragma unroll
+            for (int k = 0; k < P; ++k) b |= ((field >> (P - 1 - k)) & 1u) << k;
+            ntab[n * VPN + i] = values[b];
+        }
+    }
+    // The weights of nibble q of a chunk's code word `w` (8 fields, field 0 highest: nibble q
+    // is bits 8P - 4(q + 1) ..), its byte offset in the table taken by one shift and one mask.
+    // `ntab`: the table's shared address.
+    __device__ __forceinline__ static void weights(unsigned ntab, unsigned w, int q, float (&t)[VPN]) {
+        const int s = 8 * P - 4 * (q + 1) - LOG_BYTES;
+        const unsigned e = ntab | ((s >= 0 ? w >> s : w << -s) & (15u << LOG_BYTES));  // (ntab 256-byte aligned)
+        if constexpr (VPN == 4) {
+            asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(t[0]), "=f"(t[1]), "=f"(t[2]), "=f"(t[3]) : "r"(e));
+        } else if constexpr (VPN == 2) {
+            asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(t[0]), "=f"(t[1]) : "r"(e));
+        } else {
+            asm volatile("ld.shared.f32 %0, [%1];" : "=f"(t[0]) : "r"(e));
+        }
+    }
+};
+
 // What a producer thread loads of a tile from global memory before decoding it, one tile
 // ahead (its latency hides behind the decoding of the tile before): per chunk the code bits
 // and a word (residual: the centroid id; int8/fp8: the scale; pq: unused).
@@ -71,8 +106,8 @@ template <int TAG, int ITEMS> struct CodecRaw {
 };
 
 // The producer warpgroup: every tile of the walk decoded into the ring. `pt`: the thread's
-// index among the producers; `wtab` (residual): the bucket weight of each nbits field as it
-// stands in the code stream; `book` (pq): the f16 codebooks [M][256][d / M].
+// index among the producers; `ntab` (residual): per 4-bit nibble of the code stream, the bucket
+// weights of its 4 / nbits fields, first field first (ResidualNibbles); `book` (pq): the f16 codebooks [M][256][d / M].
 // The walk of the batched kernels: runs of documents cut into tiles across their boundaries
 // (PACKED: RunWalk), or each document in tiles of its own (TileWalk).
 template <bool PACKED> struct CodecWalk { using T = RunWalk<WG_BN>; };
@@ -80,8 +115,8 @@ template <> struct CodecWalk<false> { using T = TileWalk<WG_BN>; };
 
 template <int TAG, int D, int P, int S, bool PACKED>
 __device__ __forceinline__ void codec_wg_produce(
-    const WgRing& ring, unsigned char* ends, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
-    const u16* __restrict__ centroids, const float* wtab, const u16* book, unsigned stage,
+    const WgRing& ring, unsigned char* ends, i64* run_ends, int pt, const unsigned char* __restrict__ codes, const unsigned* __restrict__ aux,
+    const u16* __restrict__ centroids, const float* ntab, const u16* book, unsigned stage,
     const i64* __restrict__ d_offsets, const i64* __restrict__ doc_index, int num_docs, int qtiles, int run_docs)
 {
     constexpr int C = D / 8;                  // chunks per row
@@ -93,6 +128,8 @@ __device__ __forceinline__ void codec_wg_produce(
     constexpr int NC = DSUB >= 8 ? 1 : 8 / DSUB;    // pq: code bytes per chunk
     using Raw = CodecRaw<TAG, ITEMS>;
     const int ch = pt % C, r0 = pt / C;
+    constexpr int VPN = ResidualNibbles<TAG == RESIDUAL ? P : 4>::VPN;
+    const unsigned ntab_at = smem_addr(ntab);
     // The residual codec lays its chunks out otherwise: TPR threads a row (so a row's norm takes
     // two shuffles), each CPT chunks of it (q, q + TPR, ...: conflict-free shared loads), item
     // i = row step i / CPT, chunk i % CPT.
@@ -156,11 +193,16 @@ __device__ __forceinline__ void codec_wg_produce(
                     else if constexpr (P == 4) w = __byte_perm(w, 0u, 0x0123u);
                     const unsigned h[4] = {cv[j].x, cv[j].y, cv[j].z, cv[j].w};
 #pragma unroll
-                    for (int k = 0; k < 8; ++k) {
-                        const unsigned key = (w >> (8 * P - P * (k + 1))) & ((1u << P) - 1u);
-                        const float c = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
-                        e[j][k] = c + wtab[key];
-                        ss = fmaf(e[j][k], e[j][k], ss);
+                    for (int q = 0; q < 8 / VPN; ++q) {  // nibble q: fields q * VPN ..
+                        float t[VPN];
+                        ResidualNibbles<P>::weights(ntab_at, w, q, t);
+#pragma unroll
+                        for (int i = 0; i < VPN; ++i) {
+                            const int k = q * VPN + i;
+                            const float c = (k & 1) ? f16_hi(h[k / 2]) : f16_lo(h[k / 2]);
+                            e[j][k] = c + t[i];
+                            ss = fmaf(e[j][k], e[j][k], ss);
+                        }
                     }
                 }
 #pragma unroll
@@ -232,7 +274,7 @@ __device__ __forceinline__ void codec_wg_produce(
     };
     constexpr unsigned STAGE_BYTES = WG_BN * SROW;
 
-    typename CodecWalk<PACKED>::T walk(d_offsets, doc_index, num_docs, qtiles, run_docs);
+    typename CodecWalk<PACKED>::T walk(d_offsets, doc_index, num_docs, qtiles, run_docs, run_ends, (unsigned)pt, CWG_PRODUCERS);
     // `mine`: the end column of the tile's document `pt` (RunWalk), kept with the tile's words.
     auto fetch = [&](TileMeta& m, Raw& r, int& mine) {
         i64 first = 0;
@@ -296,7 +338,8 @@ __device__ __forceinline__ void codec_wg_produce(
 #endif
 
 // After the ring (PACKED): each stage's end columns (WG_BN bytes: RunWalk), the consumer warps'
-// stashes (WG_BN floats each: wg_consume's PACKED); then the pq codebooks, or the residual's two
+// stashes (WG_BN floats each: wg_consume's PACKED), the run's document ends (WG_BN i64:
+// RunWalk's staged); then the pq codebooks, or the residual's two
 // gather tiles; `values`: the residual's 2^nbits bucket weights (f32), `table`: the pq codebooks as f16
 // pairs ([M][256][d / M]). PACKED: tiles cut from runs of `run_docs` documents (RunWalk; 1
 // where `doc_index` is given) and folded across their documents' ends; else each document in
@@ -313,21 +356,17 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     constexpr int S = WG_STAGES;
     constexpr bool SCALED = TAG == INT8 || TAG == FP8;
     extern __shared__ __attribute__((aligned(1024))) unsigned char cwg_smem[];
-    __shared__ float wtab[16];
+    __shared__ __align__(256) float ntab[64];  // (aligned: a nibble's entry address is an OR)
     // The ring's layout is known before its barriers exist: tables go after it, then one
     // __syncthreads (inside wg_ring) covers both.
     const unsigned raw0 = smem_addr(cwg_smem);
     unsigned char* ends = cwg_smem + (((raw0 + 1023u) & ~1023u) - raw0) + S * (WG_BN * D * 2 + sizeof(TileMeta) + 16) +
                           (SCALED ? S * WG_BN * 4 : 0);
     float* stash = (float*)(ends + S * WG_BN);
-    unsigned char* tables = PACKED ? (unsigned char*)(stash + (WG_THREADS / 32) * WG_BN) : ends;
+    i64* run_ends = (i64*)(stash + (WG_THREADS / 32) * WG_BN);  // (PACKED: RunWalk's staged ends)
+    unsigned char* tables = PACKED ? (unsigned char*)(run_ends + WG_BN) : ends;
     if constexpr (TAG == RESIDUAL) {
-        if (threadIdx.x < (1u << P)) {  // field → bucket: the field's first bit is the bucket's bit 0
-            unsigned b = 0u;
-#pragma unroll
-            for (int i = 0; i < P; ++i) b |= ((threadIdx.x >> (P - 1 - i)) & 1u) << i;
-            wtab[threadIdx.x] = values[b];
-        }
+        if (threadIdx.x < 16u) ResidualNibbles<P>::build(ntab, threadIdx.x, values);
     } else if constexpr (TAG == PQ) {
         for (int i = threadIdx.x; i < D * 256 / 2; i += blockDim.x) ((unsigned*)tables)[i] = table[i];
     }
@@ -335,8 +374,9 @@ __device__ __forceinline__ void maxsim_codec_wg_impl(
     const WgRing ring = wg_ring<D, S>(cwg_smem, CWG_PRODUCERS, SCALED);
     if (threadIdx.x >= WG_THREADS) {
         // After the pq codebooks: the residual's two gather buffers.
-        codec_wg_produce<TAG, D, P, S, PACKED>(ring, ends, threadIdx.x - WG_THREADS, codes, aux, centroids, wtab, (const u16*)tables,
-                                       smem_addr(tables), d_offsets, doc_index, num_docs, qtiles, run_docs);
+        codec_wg_produce<TAG, D, P, S, PACKED>(ring, ends, run_ends, threadIdx.x - WG_THREADS, codes, aux, centroids, ntab,
+                                               (const u16*)tables, smem_addr(tables), d_offsets, doc_index, num_docs, qtiles,
+                                               run_docs);
         return;
     }
     wg_consume<false, D / 32, S, SCALED, PACKED, true>(ring, qblocks, qrows, num_blocks, num_docs, out);

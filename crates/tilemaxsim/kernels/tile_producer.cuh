@@ -71,8 +71,9 @@ struct TileWalk {
             end = d_offsets[doc + 1];
         }
     }
-    // RunWalk's shape, for the producers that take either: runs of one document, no end columns.
-    __device__ __forceinline__ TileWalk(const i64* offsets, const i64* index, int docs, int tiles, int)
+    // RunWalk's shape, for the producers that take either: runs of one document, no end columns,
+    // nothing staged.
+    __device__ __forceinline__ TileWalk(const i64* offsets, const i64* index, int docs, int tiles, int, i64*, unsigned, unsigned)
         : TileWalk(offsets, index, docs, tiles) {}
     __device__ __forceinline__ TileMeta next(i64& first, int&, int) { return next(first); }
     // The next tile's TileMeta ({0, 0, 0, -1} when the walk is over) and its first token.
@@ -116,10 +117,17 @@ struct RunWalk {
     const i64* __restrict__ doc_index;
     i64 task, tasks;  // task = run * qtiles + query tile, a grid stride apart
     int run_docs, num_docs, qtiles, qtile;
-    int doc = 0, doc_stop = 0;          // the document holding `pos`; the run's last + 1
-    i64 pos = 0, end = 0, doc_end = 0;  // the task's next token and its end; the document's end
-    __device__ __forceinline__ RunWalk(const i64* offsets, const i64* index, int docs, int tiles, int per_run)
-        : d_offsets(offsets), doc_index(index), task(blockIdx.x), num_docs(docs), qtiles(tiles) {
+    int doc = 0, doc_stop = 0, run0 = 0;  // the document holding `pos`; the run's last + 1; its first
+    i64 pos = 0, end = 0, doc_end = 0;    // the task's next token and its end; the document's end
+    // The run's document ends, staged in shared memory once a task by the `walkers` threads that
+    // walk in step (named barrier 1; this one is `walker` among them), so a tile's walk from one
+    // document's end to the next waits on a shared load, not on a global one.
+    i64* staged;
+    unsigned walker, walkers;
+    __device__ __forceinline__ RunWalk(const i64* offsets, const i64* index, int docs, int tiles, int per_run, i64* stage,
+                                       unsigned me, unsigned n)
+        : d_offsets(offsets), doc_index(index), task(blockIdx.x), num_docs(docs), qtiles(tiles), staged(stage), walker(me),
+          walkers(n) {
         run_docs = index ? 1 : max(1, min(per_run, TOKENS));
         tasks = (((i64)docs + run_docs - 1) / run_docs) * (i64)max(tiles, 0);
         load();
@@ -128,7 +136,7 @@ struct RunWalk {
         if (task < tasks) {
             const i64 run = task / qtiles;
             qtile = (int)(task - run * qtiles);
-            doc = (int)(run * run_docs);
+            doc = run0 = (int)(run * run_docs);
             doc_stop = (int)min((i64)doc + run_docs, (i64)num_docs);
             if (doc_index) {
                 const i64 d = doc_index[doc];
@@ -138,7 +146,11 @@ struct RunWalk {
             } else {
                 pos = d_offsets[doc];
                 end = d_offsets[doc_stop];
-                doc_end = d_offsets[doc + 1];
+                // Every walker is done with the last run's ends before they are replaced.
+                asm volatile("bar.sync 1, %0;" :: "r"(walkers) : "memory");
+                for (int i = (int)walker; i < doc_stop - doc; i += (int)walkers) staged[i] = d_offsets[doc + 1 + i];
+                asm volatile("bar.sync 1, %0;" :: "r"(walkers) : "memory");
+                doc_end = staged[0];
             }
         }
     }
@@ -157,7 +169,7 @@ struct RunWalk {
                 if (k == pt) mine = (int)(doc_end - first);
                 ++k;
                 if (++doc >= doc_stop) break;
-                doc_end = d_offsets[doc + 1];  // (doc_index: one document a run, never here)
+                doc_end = staged[doc - run0];  // (doc_index: one document a run, never here)
             }
             m = TileMeta{ntok, k, qtile, pair};
             pos = tile_end;

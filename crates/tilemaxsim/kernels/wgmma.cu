@@ -128,29 +128,79 @@ struct WgSegs {
         return (int)v;
     }
 };
+// Document k's part of the score, finished: m-block MB's part from its rows' maxima `best`
+// (reset after), stashed by m-block 0 and added to it and stored by m-block 1.
+template <int MB>
+__device__ __forceinline__ void wg_emit(float (&best)[2], int k, const WgSegs& s) {
+    const float part = mblock_score(best, MB, s.rows, (threadIdx.x & 31) >> 2);
+    if ((threadIdx.x & 31) == 0) {
+        const unsigned at = s.stash + 4u * (unsigned)((threadIdx.x >> 5) * WG_BN + k);
+        if (MB == 0) {
+            asm volatile("st.shared.f32 [%0], %1;" :: "r"(at), "f"(part) : "memory");
+        } else if (s.rows > 0) {
+            float p0;
+            asm volatile("ld.shared.f32 %0, [%1];" : "=f"(p0) : "r"(at) : "memory");
+            s.out[(i64)s.qblock * s.num_docs + s.pair + k] = p0 + part;
+        }
+    }
+    best[0] = best[1] = NEG_INF;
+}
+// A full half's columns split at one document end e inside it, in one pass: the columns before e
+// into `best`, the rest into `nb`, unmasked but in e's 8-column group J (the caller's switch on
+// J makes it a constant). r = e - col0 - 2c: this lane's column 8j + t (t = 0, 1) is before e
+// where 8j + t < r.
+template <int J>
+__device__ __forceinline__ void wg_fold_split(float (&best)[2], float (&nb)[2], const float (&d)[32], int r) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        if (j < J) {
+            best[0] = max_nan(best[0], max_nan(d[4 * j], d[4 * j + 1]));
+            best[1] = max_nan(best[1], max_nan(d[4 * j + 2], d[4 * j + 3]));
+        } else if (j > J) {
+            nb[0] = max_nan(nb[0], max_nan(d[4 * j], d[4 * j + 1]));
+            nb[1] = max_nan(nb[1], max_nan(d[4 * j + 2], d[4 * j + 3]));
+        } else {
+            const bool b0 = 8 * J < r, b1 = 8 * J + 1 < r;
+            best[0] = max_nan(best[0], max_nan(b0 ? d[4 * j] : NEG_INF, b1 ? d[4 * j + 1] : NEG_INF));
+            best[1] = max_nan(best[1], max_nan(b0 ? d[4 * j + 2] : NEG_INF, b1 ? d[4 * j + 3] : NEG_INF));
+            nb[0] = max_nan(nb[0], max_nan(b0 ? NEG_INF : d[4 * j], b1 ? NEG_INF : d[4 * j + 1]));
+            nb[1] = max_nan(nb[1], max_nan(b0 ? NEG_INF : d[4 * j + 2], b1 ? NEG_INF : d[4 * j + 3]));
+        }
+    }
+}
 // Fold half `col0` of m-block MB's accumulators across the documents that end in it (in order,
-// from the tile's k-th): each one's part of the score finished at its end column. A segment
-// that starts the half takes wg_fold_half (unmasked where it fills the half), others
-// wg_fold_range.
+// from the tile's k-th): each one's part of the score finished at its end column.
+// - A full half where exactly one document ends inside it (the common case at MS MARCO's
+//   lengths) takes one pass split at that end (wg_fold_split).
+// - Otherwise each segment takes a pass of its own: one that starts the half takes
+//   wg_fold_half (unmasked where it fills the half), others wg_fold_range.
 template <int MB>
 __device__ __forceinline__ void wg_fold_segs(float (&best)[2], const float (&d)[32], int col0, int c, int& k, const WgSegs& s) {
     int e = k < s.nend ? s.end(k) : 1 << 20;
+    if (e > col0 && e < col0 + 64 && s.ntok >= col0 + 64 && (k + 1 >= s.nend || s.end(k + 1) > col0 + 64)) {
+        float nb[2] = {NEG_INF, NEG_INF};
+        const int r = e - col0 - 2 * c;
+        switch ((e - col0) >> 3) {  // uniform across the warp
+            case 0: wg_fold_split<0>(best, nb, d, r); break;
+            case 1: wg_fold_split<1>(best, nb, d, r); break;
+            case 2: wg_fold_split<2>(best, nb, d, r); break;
+            case 3: wg_fold_split<3>(best, nb, d, r); break;
+            case 4: wg_fold_split<4>(best, nb, d, r); break;
+            case 5: wg_fold_split<5>(best, nb, d, r); break;
+            case 6: wg_fold_split<6>(best, nb, d, r); break;
+            default: wg_fold_split<7>(best, nb, d, r); break;
+        }
+        wg_emit<MB>(best, k, s);
+        ++k;
+        best[0] = nb[0];
+        best[1] = nb[1];
+        return;
+    }
     int lo = col0;
     while (e <= col0 + 64) {  // uniform across the warp: document k ends in this half
         if (lo == col0) wg_fold_half(best, d, col0, e, c);  // (all 64 columns unmasked when e ends the half)
         else if (e > lo) wg_fold_range(best, d, col0, lo, e, c);
-        const float part = mblock_score(best, MB, s.rows, (threadIdx.x & 31) >> 2);
-        if ((threadIdx.x & 31) == 0) {
-            const unsigned at = s.stash + 4u * (unsigned)((threadIdx.x >> 5) * WG_BN + k);
-            if (MB == 0) {
-                asm volatile("st.shared.f32 [%0], %1;" :: "r"(at), "f"(part) : "memory");
-            } else if (s.rows > 0) {
-                float p0;
-                asm volatile("ld.shared.f32 %0, [%1];" : "=f"(p0) : "r"(at) : "memory");
-                s.out[(i64)s.qblock * s.num_docs + s.pair + k] = p0 + part;
-            }
-        }
-        best[0] = best[1] = NEG_INF;
+        wg_emit<MB>(best, k, s);
         lo = max(lo, e);
         ++k;
         e = k < s.nend ? s.end(k) : 1 << 20;
