@@ -17,9 +17,11 @@ fast-plaid is not run here: it builds from the f16 tokens (150 GB).
 With --only-exhaustive: exhaustive search alone, at batches 32 and 1, and at batch 32 again with
 each document in tiles of its own (TILEMAXSIM_PACK=0: maxsim_codec_wg_*, as before the batched codec
 kernels took runs of documents cut into tiles across their boundaries), all against the first.
+With --only-exhaustive --other BIN: batch 32 by --bin and by BIN in turn, twice, then batch 1 by
+--bin: an A/B of two builds on the same index, recall against --bin's first run.
 
 usage: python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work /tmp/msmarco [--docs 8800000] [--centroids 262144]
-       [--only-streamed | --only-exhaustive]
+       [--only-streamed | --only-exhaustive [--other BIN]]
 """
 
 import argparse
@@ -161,6 +163,7 @@ def main():
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--only-streamed", action="store_true", help="exhaustive (the reference) and the streamed rows only")
     p.add_argument("--only-exhaustive", action="store_true", help="exhaustive rows only (batch 32, 32 unpacked, 1)")
+    p.add_argument("--other", help="with --only-exhaustive: a second binary, batch 32 alternated with --bin's")
     a = p.parse_args()
     w = pathlib.Path(a.work)
     shutil.rmtree(w, ignore_errors=True)
@@ -198,6 +201,9 @@ def main():
         rows = [("exhaustive", 32, ["--exhaustive"]),
                 ("exhaustive, a document's own tiles (TILEMAXSIM_PACK=0)", 32, ["--exhaustive"]),
                 ("exhaustive", 1, ["--exhaustive"])]
+        if a.other:
+            other = f"exhaustive, {a.other}"
+            rows = [("exhaustive", 32, ["--exhaustive"]), (other, 32, ["--exhaustive"])] * 2 + [rows[2]]
     exact = None
     for label, batch, flags in rows:
         os.environ.pop("TILEMAXSIM_PACK", None)
@@ -205,7 +211,8 @@ def main():
             os.environ["TILEMAXSIM_PACK"] = "0"
         name = re.sub(r"\W+", "_", label) + f"_b{batch}"
         out = w / f"{name}.trec"
-        r, wall, gb = run_watched([a.bin, "index", "search", "--index", index, "--queries", w / "queries.safetensors",
+        binary = a.other if a.other and label.endswith(a.other) else a.bin
+        r, wall, gb = run_watched([binary, "index", "search", "--index", index, "--queries", w / "queries.safetensors",
                        "-k", "10", "--device", a.device, "--batch", str(batch), "--rerank-k", "0", *flags,
                        "--out", out], w / f"{name}.log")
         got = read_run(out)
