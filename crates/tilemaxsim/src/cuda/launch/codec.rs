@@ -310,8 +310,8 @@ pub(in crate::cuda) unsafe fn fused(
         CodecKernel::Batched(name) => {
             // The ring (1 KB of alignment, per stage a tile, a TileMeta and two mbarriers, and
             // int8/fp8's column scales), for runs each stage's end columns, each consumer
-            // warp's stash and the run's document ends (RunWalk), then the pq codebooks as f16 or the residual's two tiles
-            // of gathered centroid chunks.
+            // warp's stash and the run's document ends (RunWalk), then the pq codebooks as f16
+            // or the residual's two tiles of gathered centroid chunks.
             let scales = if matches!(v.tag, 2 | 3) { WG_BN * 4 } else { 0 };
             let tables = match v.tag {
                 0 => 2 * WG_BN * (v.dim * 2 + 64),
