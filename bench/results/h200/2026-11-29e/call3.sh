@@ -8,15 +8,6 @@ cd "$(dirname "$0")/../../../.."
 source bench/exact_split_lib.sh
 T0=$(date +%s)
 mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
-benchb() { local bin=$1; shift; $bin bench --device cuda --reps 30 --json "$@" 2>&1 |
-  python3 -c 'import sys, json
-text = sys.stdin.read()
-try:
-    r = json.loads(text[text.index("{"):])
-except ValueError:
-    print(" ".join(sys.argv[1:]), "| failed:", text[-400:]); sys.exit()
-for c in r["results"]:
-    print(" ".join(sys.argv[1:]), "|", c["name"], "| %.2f M pairs/s | %.4f ms" % (c["docs_per_s"] / 1e6, c["ms"]))' "$@"; }
 {
   device_header
   echo "== $(date -u +%T) memcheck, racecheck: the runs test (d = 128, runs of 128)"
@@ -30,7 +21,7 @@ for c in r["results"]:
     set -- $case; len=$1; shift
     for bin in new old; do
       b=.dev/tilemaxsim; [ $bin = old ] && b=.devold/tilemaxsim
-      echo -n "$bin "; benchb $b --docs 100000 --doc-len $len --queries 32 --kernel wgmma --codec "$@"
+      echo -n "$bin "; bench_with $b --docs 100000 --doc-len $len --queries 32 --kernel wgmma --codec "$@"
     done
   done
   echo "== $(date -u +%T) ncu, new, residual nbits 2, U[8,124], 32 queries"
