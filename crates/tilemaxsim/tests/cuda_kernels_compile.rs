@@ -34,6 +34,7 @@ fn kernels_compile_for_sm80_and_sm90() {
             "read_ceiling",
             "topk_segments",
             "topk_merge",
+            "topk_merge_groups",
             "maxsim_mma_f16_d128",
             "maxsim_bulk_f16_d128",
             "maxsim_bulk_bf16_d32",

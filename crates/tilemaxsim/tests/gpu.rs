@@ -1053,7 +1053,8 @@ fn ablation_kernels_match_the_reference() {
 }
 
 /// The device top-k selects exactly what the host selection does on the same scores: random
-/// scores, heavy ties, signed zeros, NaN, k of 1, 1000, n and more than n.
+/// scores, heavy ties, signed zeros, NaN, k of 1, 1000, n and more than n; rows long enough
+/// (1.2M and 4.5M) that the candidates are merged by groups first, in one step and in two.
 #[test]
 fn device_top_k_matches_the_host_selection() {
     let Some(gpu) = gpu() else { return };
@@ -1065,7 +1066,8 @@ fn device_top_k_matches_the_host_selection() {
         usize::MAX
     };
     let sizes = [
-        1usize, 2, 5, 1000, 1023, 1025, 8191, 8192, 8193, 20_000, 100_003, 300_000,
+        1usize, 2, 5, 1000, 1023, 1025, 8191, 8192, 8193, 20_000, 100_003, 300_000, 1_200_007,
+        4_500_001,
     ];
     for (case, &n) in sizes.iter().filter(|&&n| n <= largest).enumerate() {
         let rows = 1 + case % 3;
@@ -1095,7 +1097,7 @@ fn device_top_k_matches_the_host_selection() {
         let key = |h: &[tilemaxsim::Hit]| -> Vec<(usize, u32)> {
             h.iter().map(|h| (h.doc, h.score.to_bits())).collect()
         };
-        for k in [1usize, 7, 100, 1000, 9000, n] {
+        for k in [1usize, 7, 100, 1000, 4096, 9000, n] {
             let k = k.min(n);
             // Outputs poisoned: an unwritten entry is a document far out of range.
             let mut index = gpu

@@ -24,6 +24,7 @@ pub(super) struct Kernels {
     pub(super) read_ceiling_bulk: Option<CudaFunction>,
     pub(super) topk_segments: CudaFunction,
     pub(super) topk_merge: CudaFunction,
+    pub(super) topk_merge_groups: CudaFunction,
     /// (dtype, d) → the tensor-core kernel and its resident blocks per SM.
     pub(super) mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
@@ -155,6 +156,7 @@ impl Kernels {
             },
             topk_segments: f("topk_segments")?,
             topk_merge: f("topk_merge")?,
+            topk_merge_groups: f("topk_merge_groups")?,
             mma,
             bulk,
             bulk_split,

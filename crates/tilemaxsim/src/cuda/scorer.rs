@@ -26,7 +26,7 @@ use super::plan::{
 use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
 use super::timing;
-use super::topk::{self, TopKBuffers};
+use super::topk::{self, TopKScratch};
 use super::train::{self, TrainArgs};
 use crate::codec::{CodecKind, CompressedCorpus};
 use crate::corpus::{AnyCorpus, Corpus, CorpusKind};
@@ -39,7 +39,7 @@ use crate::topk::Hit;
 pub struct CudaScorer {
     gpu: GpuContext,
     /// The candidates between the two top-k kernels, reused (and grown) across calls.
-    topk_scratch: Mutex<TopKBuffers>,
+    topk_scratch: Mutex<TopKScratch>,
     /// `score_raw`'s uploads that repeat across calls of one shape.
     raw_cache: raw::RawCache,
     shape: KernelShape,
@@ -79,7 +79,7 @@ impl CudaScorer {
         let shape = KernelShape::parse(std::env::var("TILEMAXSIM_KERNEL_DEFINES").ok().as_deref())?;
         Ok(CudaScorer {
             gpu,
-            topk_scratch: Mutex::new(TopKBuffers::default()),
+            topk_scratch: Mutex::new(TopKScratch::default()),
             raw_cache: raw::RawCache::default(),
             shape,
             force: None,
