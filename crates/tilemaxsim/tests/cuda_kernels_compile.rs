@@ -50,7 +50,9 @@ fn kernels_compile_for_sm80_and_sm90() {
             "maxsim_ring_f32_d128",
             "maxsim_wgmma_f16_d128",
             "maxsim_wgmma_bf16_d64",
-            "ivf_probe",
+            "ivf_probe_p8",
+            "ivf_probe_merge_p64",
+            "ivf_mark",
             "ivf_interaction",
         ] {
             assert!(

@@ -90,17 +90,41 @@ fn first_stages_match_the_float64_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (docs, dim, k) = (400, 128, 64);
-    let index = index(dir.path(), docs, dim, k);
+    let k = 64;
+    check_first_stages(
+        &index(dir.path(), 400, 128, k),
+        &[1, 3, 8, MAX_GPU_NPROBE.min(k - 1), k],
+    );
+}
+
+/// Many centroids: the probe's lists merged in two steps (nprobe ≤ 8: 34 chunks of 256), and
+/// every size of its register lists (nprobe 16, 32, 64).
+#[test]
+fn many_centroids_probe_as_the_float64_reference() {
+    if gpu().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    check_first_stages(
+        &index(dir.path(), 700, 128, 8500),
+        &[1, 8, 9, 16, 32, 40, 64],
+    );
+}
+
+/// `first_stages` at each of `nprobes` against the float64 reference: each row's probed
+/// centroids and each document's centroid-interaction score.
+fn check_first_stages(index: &Index, nprobes: &[usize]) {
+    let (docs, dim) = (index.codes().len(), index.codes().dim());
     let Codec::Residual(r) = index.codes().codec() else {
         panic!("an index holds residual codes")
     };
     let ids = index.codes().aux().unwrap();
     let offsets = index.codes().offsets();
+    let k = r.num_centroids();
     let owned = queries(3, dim);
     let qs = matrices(&owned, dim);
-    for nprobe in [1, 3, 8, MAX_GPU_NPROBE.min(k - 1), k] {
-        let s = ivf_gpu(&index, nprobe, 50).first_stages(&qs).unwrap();
+    for &nprobe in nprobes {
+        let s = ivf_gpu(index, nprobe, 50).first_stages(&qs).unwrap();
         assert_eq!(s.approx.len(), qs.len());
         for (qi, q) in qs.iter().enumerate() {
             let cs = centroid_scores(*q, r.centroids(), dim);

@@ -73,10 +73,15 @@ pub(super) struct Kernels {
     pub(super) ivf: IvfKernels,
 }
 
+/// The sizes of the probe kernels' register lists (kernels/ivf.cu `ivf_probe_pP`): a row's
+/// `nprobe` best are kept in the first size at least `nprobe`.
+pub(super) const IVF_PROBE_LISTS: [usize; 4] = [8, 16, 32, 64];
+
 /// The IVF search stages' functions (kernels/ivf.cu).
 pub(super) struct IvfKernels {
-    pub(super) probe: CudaFunction,
-    pub(super) probe_merge: CudaFunction,
+    /// `ivf_probe_pP` and `ivf_probe_merge_pP` for P = 8, 16, 32, 64 (`IVF_PROBE_LISTS`).
+    pub(super) probe: Vec<CudaFunction>,
+    pub(super) probe_merge: Vec<CudaFunction>,
     pub(super) mark: CudaFunction,
     pub(super) interaction: CudaFunction,
 }
@@ -213,8 +218,14 @@ impl Kernels {
                 })
                 .collect::<Result<_>>()?,
             ivf: IvfKernels {
-                probe: f("ivf_probe")?,
-                probe_merge: f("ivf_probe_merge")?,
+                probe: IVF_PROBE_LISTS
+                    .iter()
+                    .map(|p| f(&format!("ivf_probe_p{p}")))
+                    .collect::<Result<_>>()?,
+                probe_merge: IVF_PROBE_LISTS
+                    .iter()
+                    .map(|p| f(&format!("ivf_probe_merge_p{p}")))
+                    .collect::<Result<_>>()?,
                 mark: f("ivf_mark")?,
                 interaction: f("ivf_interaction")?,
             },

@@ -24,6 +24,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use super::codes::CodecQueries;
 use super::context::GpuContext;
 use super::device::drv;
+use super::functions::IVF_PROBE_LISTS;
 use super::ivf_codes::HeldCodes;
 use super::launch::codec as codec_launch;
 use super::scorer::CudaScorer;
@@ -43,6 +44,16 @@ pub const MAX_GPU_NPROBE: usize = 64;
 const APPROX_PER_PASS: usize = 1 << 26;
 /// A launch grid's y extent: query blocks (`ivf_probe`) and queries (`ivf_interaction`).
 const MAX_GRID_Y: usize = 65_535;
+/// The most 32-entry steps a warp of `ivf_mark` takes through the longest IVF list (lists are
+/// skewed: one warp a list left the longest one's warp working alone).
+const MARK_STEPS: usize = 16;
+/// The most warps a list is marked by.
+const MAX_MARK_SPLIT: usize = 64;
+/// Centroids an `ivf_probe` warp scans at least (and 32 · nprobe where that is more, so that
+/// its lists stay under a fourth of the centroid scores' bytes).
+const PROBE_CHUNK: usize = 256;
+/// Lists an `ivf_probe_merge` lane merges into one at each step.
+const PROBE_FAN: usize = 32;
 
 /// The first stages' results for a batch of queries (for checks against a reference).
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +75,9 @@ pub struct GpuIvfSearch<'a> {
     /// The IVF as compressed rows: `[K + 1]` offsets, the lists' documents.
     ivf_offsets: CudaSlice<i64>,
     ivf_docs: CudaSlice<u32>,
+    /// Warps a probed centroid's list is marked by (`ivf_mark`): the longest list in steps of
+    /// at most `MARK_STEPS` a warp.
+    mark_split: usize,
 }
 
 /// What a batch's first stages leave on the device.
@@ -132,6 +146,8 @@ impl<'a> GpuIvfSearch<'a> {
         let held = HeldCodes::new(&scorer, &codes, r, residency, pass_bytes)?;
         let stream = &scorer.gpu().stream;
         let (offsets, docs) = ivf.csr();
+        let longest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let mark_split = longest.div_ceil(32 * MARK_STEPS).clamp(1, MAX_MARK_SPLIT);
         let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
         let ivf_offsets = stream.clone_htod(&offsets).map_err(drv("IVF upload"))?;
         let ivf_docs = if docs.is_empty() {
@@ -148,6 +164,7 @@ impl<'a> GpuIvfSearch<'a> {
             held,
             ivf_offsets,
             ivf_docs,
+            mark_split,
         })
     }
 
@@ -195,27 +212,35 @@ impl<'a> GpuIvfSearch<'a> {
             let probed = probe(gpu, &cs, cq, shape, poison)?;
             let entries = blocks * 32 * self.probe.nprobe;
             let block_query = stream.clone_htod(&block_query).map_err(up())?;
+            let warps = entries * self.mark_split;
             let cfg = LaunchConfig {
-                grid_dim: ((entries * 32).div_ceil(128) as u32, 1, 1),
+                grid_dim: (
+                    u32::try_from(warps.div_ceil(4))
+                        .map_err(|_| Error::Argument("too many probed lists to mark".into()))?,
+                    1,
+                    1,
+                ),
                 block_dim: (128, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let (e32, per, w32) = (
+            let (e32, per, split32, w32) = (
                 entries as i32,
                 (32 * self.probe.nprobe) as i32,
+                self.mark_split as i32,
                 words as i32,
             );
             let mut b = stream.launch_builder(&gpu.kernels.ivf.mark);
             b.arg(&probed)
                 .arg(&e32)
                 .arg(&per)
+                .arg(&split32)
                 .arg(&block_query)
                 .arg(&self.ivf_offsets)
                 .arg(&self.ivf_docs)
                 .arg(&w32)
                 .arg(&mut bitmap);
-            // SAFETY: `probed` holds `entries` ids below K or -1, `block_query` one query per
-            // block, the IVF's documents are below N (checked when it was built or opened), and
+            // SAFETY: `probed` holds `entries` ids below K or -1 (`mark_split` warps each),
+            // `block_query` one query per block, the IVF's documents are below N (checked when it was built or opened), and
             // the bitmap holds Q × words words.
             unsafe { b.launch(cfg) }.map_err(drv("ivf_mark launch"))?;
             Some(probed)
@@ -347,7 +372,8 @@ impl<'a> GpuIvfSearch<'a> {
 }
 
 /// Stage 2: each position's `nprobe` best centroids, `[blocks][32][nprobe]` (-1 past a query's
-/// rows).
+/// rows): each warp's best in a chunk of centroids (`ivf_probe_pP`), then their lists merged
+/// `PROBE_FAN` into one until one is left (`ivf_probe_merge_pP`).
 /// `shape`: (query blocks, K, nprobe); `poison` as `GpuIvfSearch::stage`'s.
 fn probe(
     gpu: &GpuContext,
@@ -358,46 +384,69 @@ fn probe(
 ) -> Result<CudaSlice<i32>> {
     let (blocks, num_centroids, nprobe) = shape;
     let stream = &gpu.stream;
-    // Ranges of about 512 centroids a warp, at most 64 ranges.
-    let chunks = num_centroids.div_ceil(512).clamp(1, 64);
+    let list = IVF_PROBE_LISTS
+        .iter()
+        .position(|&p| p >= nprobe)
+        .ok_or_else(|| Error::Argument(format!("nprobe {nprobe} is over {MAX_GPU_NPROBE}")))?;
+    let per = PROBE_CHUNK.max(32 * nprobe);
+    let chunks = num_centroids.div_ceil(per);
     let up = || drv("IVF probe buffers");
-    // SAFETY: `ivf_probe` writes every entry of every (block, chunk, lane), `ivf_probe_merge`
-    // every entry of `probed`.
-    let mut part = unsafe { stream.alloc::<u64>(blocks * chunks * 32 * nprobe) }.map_err(up())?;
+    let lists = |n: usize| blocks * n * 32 * nprobe;
+    // SAFETY: `ivf_probe` writes every entry of every (block, chunk, lane), each merge step
+    // every entry of its groups' lists, and the last one every entry of `probed`.
+    let mut part = unsafe { stream.alloc::<u64>(lists(chunks)) }.map_err(up())?;
+    let mut next =
+        unsafe { stream.alloc::<u64>(lists(chunks.div_ceil(PROBE_FAN)).max(1)) }.map_err(up())?;
     let mut probed = if poison {
         stream.clone_htod(&vec![i32::MIN; blocks * 32 * nprobe])
     } else {
         unsafe { stream.alloc::<i32>(blocks * 32 * nprobe) }
     }
     .map_err(up())?;
-    let (k32, np32, c32) = (num_centroids as i32, nprobe as i32, chunks as i32);
-    let cfg = LaunchConfig {
-        grid_dim: (chunks.div_ceil(4) as u32, blocks as u32, 1),
+    let grid = |warps: usize| LaunchConfig {
+        grid_dim: (warps.div_ceil(4) as u32, blocks as u32, 1),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = stream.launch_builder(&gpu.kernels.ivf.probe);
+    let (k32, np32, per32, c32) = (
+        num_centroids as i32,
+        nprobe as i32,
+        per as i32,
+        chunks as i32,
+    );
+    let mut b = stream.launch_builder(&gpu.kernels.ivf.probe[list]);
     b.arg(cs)
         .arg(&cq.rows)
         .arg(&k32)
         .arg(&np32)
+        .arg(&per32)
         .arg(&c32)
         .arg(&mut part);
     // SAFETY: `cs` holds blocks × K × 32 scores, `rows` one count per block, `part` blocks ×
-    // chunks × 32 × nprobe keys; nprobe ≤ IVF_MAX_PROBE (checked by `GpuIvfSearch::new`).
-    unsafe { b.launch(cfg) }.map_err(drv("ivf_probe launch"))?;
-    let cfg = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (32, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = stream.launch_builder(&gpu.kernels.ivf.probe_merge);
-    b.arg(&part).arg(&np32).arg(&c32).arg(&mut probed);
-    // SAFETY: as above; `probed` holds blocks × 32 × nprobe ids.
-    unsafe { b.launch(cfg) }.map_err(drv("ivf_probe_merge launch"))?;
-    Ok(probed)
+    // chunks × 32 × nprobe keys; nprobe ≤ the list's size.
+    unsafe { b.launch(grid(chunks)) }.map_err(drv("ivf_probe launch"))?;
+    let (mut lists_in, fan32) = (chunks, PROBE_FAN as i32);
+    loop {
+        let groups = lists_in.div_ceil(PROBE_FAN);
+        let n32 = lists_in as i32;
+        let mut b = stream.launch_builder(&gpu.kernels.ivf.probe_merge[list]);
+        b.arg(&part)
+            .arg(&np32)
+            .arg(&n32)
+            .arg(&fan32)
+            .arg(&mut next)
+            .arg(&mut probed);
+        // SAFETY: `part` holds blocks × lists_in lists of 32 × nprobe keys; a step of more
+        // than one group writes blocks × groups lists to `next` (which holds the first step's,
+        // the most), the last one blocks × 32 × nprobe ids to `probed`.
+        unsafe { b.launch(grid(groups)) }.map_err(drv("ivf_probe_merge launch"))?;
+        if groups == 1 {
+            return Ok(probed);
+        }
+        std::mem::swap(&mut part, &mut next);
+        lists_in = groups;
+    }
 }
-
 /// Consecutive groups of queries (of `rows` rows each) of at most `per_pass` queries and
 /// `max_blocks` 32-row blocks (the approximate scores' budget and the launches' grid limits).
 fn groups(rows: &[usize], per_pass: usize, max_blocks: usize) -> Result<Vec<Range<usize>>> {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# IVF search at batch 1 at 8.8M documents, its stages spread over the GPU (issue 28): the checks
+# and timings of one device call. The grouped top-k merge (topk_merge_groups) and the probe's
+# register lists and merge steps (ivf_probe_pP, ivf_probe_merge_pP) and the split marking
+# (ivf_mark) are new. Runs:
+# - the GPU top-k test (rows of 1.2M and 4.5M: the merge by groups in one and two steps) and
+#   the IVF tests (the probe against float64 at K = 8,500, every list size); memcheck on both;
+# - the MS MARCO-shaped index of bench/msmarco_scale.py (--only-exhaustive, in the background
+#   while the kernels compile);
+# - IVF 8/4096 at batch 1 and 32 by this build and by .devold's (main before), in turn, with
+#   their run files compared;
+# - ncu's kernel durations over 16 batch-1 queries: where a query's time goes now.
+# Build first with bench/device_build.sh, and the build to compare with into .devold/.
+# usage: OUT=$OUT bash bench/ivf_batch1_check.sh   (carry .dev, .devold, .devcache)
+cd "$(dirname "$0")/.."
+source bench/exact_split_lib.sh
+mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
+W=/tmp/msmarco
+{
+  (timeout 400 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --only-exhaustive > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
+  device_header
+  timeout 120 .dev/test-gpu device_top_k 2>&1 | grep -E "^test |test result|panicked"
+  timeout 150 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
+  TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu device_top_k 2>&1 | tail -2
+  TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_ivf many_centroids 2>&1 | tail -2
+  tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .
+  wait
+  grep -E "corpus|index|exhaustive|rc" /tmp/msmarco.log
+  date -u +%T
+  s() {  # BIN BATCH
+    echo -n "$1 batch $2: "
+    $1 index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $2 --nprobe 8 \
+      --ndocs 4096 --rerank-k 0 --out /tmp/r_$(basename $(dirname $1))_$2.trec 2>&1 | tail -1
+  }
+  for b in 1 32; do for bin in .dev/tilemaxsim .devold/tilemaxsim .dev/tilemaxsim .devold/tilemaxsim; do s $bin $b; done; done
+  for b in 1 32; do cmp /tmp/r_.dev_$b.trec /tmp/r_.devold_$b.trec && echo "batch $b: same run files"; done
+  date -u +%T
+  python3 - $W <<'PY'
+import sys
+from safetensors.numpy import load_file, save_file
+w = sys.argv[1]
+q = load_file(f"{w}/queries.safetensors")
+save_file({"embeddings": q["embeddings"][: 16 * 32], "offsets": q["offsets"][:17]}, f"{w}/q16.safetensors")
+PY
+  timeout 120 ncu --clock-control none --section SpeedOfLight --csv --print-units base \
+    .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
+    --ndocs 4096 --rerank-k 0 --out /tmp/r.trec > /tmp/ncu.csv 2>/dev/null
+  python3 bench/ncu_kernel_times.py /tmp/ncu.csv 16
+  date -u +%T
+} 2>&1 | tee "$OUT/ivf_batch1_check.log"
