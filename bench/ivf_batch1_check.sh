@@ -22,7 +22,7 @@ W=/tmp/msmarco
   timeout 120 .dev/test-gpu device_top_k 2>&1 | grep -E "^test |test result|panicked"
   timeout 150 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
   TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu device_top_k 2>&1 | tail -2
-  TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_ivf many_centroids 2>&1 | tail -2
+  TILEMAXSIM_SANITIZER=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_ivf many_centroids 2>&1 | tail -2
   tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .
   wait
   grep -E "corpus|index|exhaustive|rc" /tmp/msmarco.log
