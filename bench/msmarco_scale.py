@@ -19,9 +19,11 @@ each document in tiles of its own (TILEMAXSIM_PACK=0: maxsim_codec_wg_*, as befo
 kernels took runs of documents cut into tiles across their boundaries), all against the first.
 With --only-exhaustive --other BIN: batch 32 by --bin and by BIN in turn, twice, then batch 1 by
 --bin: an A/B of two builds on the same index, recall against --bin's first run.
+With --devices LIST (`0,1`): exhaustive and IVF (8/4096, 4/1024) at batches 32 and 1, each on one
+GPU and then split over LIST (GPU memory is GPU 0's).
 
 usage: python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work /tmp/msmarco [--docs 8800000] [--centroids 262144]
-       [--only-streamed | --only-exhaustive [--other BIN]]
+       [--only-streamed | --only-exhaustive [--other BIN] | --devices LIST]
 """
 
 import argparse
@@ -164,6 +166,7 @@ def main():
     p.add_argument("--only-streamed", action="store_true", help="exhaustive (the reference) and the streamed rows only")
     p.add_argument("--only-exhaustive", action="store_true", help="exhaustive rows only (batch 32, 32 unpacked, 1)")
     p.add_argument("--other", help="with --only-exhaustive: a second binary, batch 32 alternated with --bin's")
+    p.add_argument("--devices", help="rows on one GPU, each followed by the same split over these GPUs (`0,1`)")
     a = p.parse_args()
     w = pathlib.Path(a.work)
     shutil.rmtree(w, ignore_errors=True)
@@ -204,6 +207,12 @@ def main():
         if a.other:
             other = f"exhaustive, {a.other}"
             rows = [("exhaustive", 32, ["--exhaustive"]), (other, 32, ["--exhaustive"])] * 2 + [rows[2]]
+    if a.devices:
+        rows = [("exhaustive", 32, ["--exhaustive"]), ("IVF nprobe=8 ndocs=4096", 32, ivf8),
+                ("IVF nprobe=8 ndocs=4096", 1, ivf8), ("IVF nprobe=4 ndocs=1024", 32, ivf4),
+                ("IVF nprobe=4 ndocs=1024", 1, ivf4)]
+        rows = [r for row in rows for r in (row, (f"{row[0]}, --devices {a.devices}", row[1],
+                                                   row[2] + ["--devices", a.devices]))]
     exact = None
     for label, batch, flags in rows:
         os.environ.pop("TILEMAXSIM_PACK", None)

@@ -357,25 +357,49 @@ INSTANTIATE_CODEC(maxsim_codec_pq64_d128, PQ, 128, 64)
 // The centroid part of the residual kernels, per call: cs[b][k][p] = ⟨q_b[row(p)], centroid k⟩
 // in f16 for every 32-row query block b (f32 rows `q32` [blocks][32][d]) and centroid k (f16
 // [K][d]), positions p in the order the kernel's thread c reads them: p = c·8 + mt·4 + j is
-// row mt·16 + 2c + (j & 1) + 8·(j >> 1). Block (x, b): eight warps, one centroid each, a lane
-// per position; the block's query rows in shared memory (padded: no bank conflicts).
+// row mt·16 + 2c + (j & 1) + 8·(j >> 1). Block (x, b): eight warps, one centroid each at a
+// time (the grid strides over the K: the host launches about what stays resident, so the
+// query rows are read into shared memory once a block, not once every eight centroids), a
+// lane per position. The rows are padded to d + 4 floats: a quarter warp's 16-byte loads of
+// eight rows fall on distinct banks. Where d is a multiple of 8 and the centroids lie on 16
+// bytes, eight dimensions a step (one broadcast 16-byte load of the centroid, two of the row);
+// the sum runs over the dimensions in order either way, so both paths give the same bits.
 extern "C" __global__ void __launch_bounds__(256) codec_centroid_scores(
     const float* __restrict__ q32, const u16* __restrict__ centroids, int num_centroids, int dim,
     u16* __restrict__ cs)
 {
-    extern __shared__ float qs[];  // [32][dim + 1]
-    const int b = blockIdx.y;
+    extern __shared__ __align__(16) float qs[];  // [32][dim + 4]
+    const int b = blockIdx.y, pitch = dim + 4;
     for (int i = threadIdx.x; i < 32 * dim; i += blockDim.x)
-        qs[(i / dim) * (dim + 1) + i % dim] = q32[(i64)b * 32 * dim + i];
+        qs[(i / dim) * pitch + i % dim] = q32[(i64)b * 32 * dim + i];
     __syncthreads();
     const int lane = threadIdx.x & 31;
     const int cq = lane / 8, mt = (lane / 4) % 2, j = lane % 4;
     const int row = mt * 16 + 2 * cq + (j & 1) + 8 * (j >> 1);
-    const float* qr = qs + row * (dim + 1);
+    const float* qr = qs + row * pitch;
+    const bool wide = (dim & 7) == 0 && ((size_t)centroids & 15) == 0;
     for (int k = blockIdx.x * 8 + (threadIdx.x >> 5); k < num_centroids; k += gridDim.x * 8) {
         const u16* cen = centroids + (i64)k * dim;
         float s = 0.f;
-        for (int x = 0; x < dim; ++x) s += qr[x] * F16::load(cen + x);
+        if (wide) {
+            for (int x = 0; x < dim; x += 8) {
+                const uint4 c = __ldg(reinterpret_cast<const uint4*>(cen + x));
+                const float4 lo = *reinterpret_cast<const float4*>(qr + x);
+                const float4 hi = *reinterpret_cast<const float4*>(qr + x + 4);
+                const float a[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+                const unsigned w[4] = {c.x, c.y, c.z, c.w};
+#pragma unroll
+                for (int e = 0; e < 8; ++e) {
+                    float f;
+                    asm("{ .reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }"
+                        : "=f"(f)
+                        : "h"((u16)(w[e / 2] >> (16 * (e & 1)))));
+                    s = fmaf(a[e], f, s);
+                }
+            }
+        } else {
+            for (int x = 0; x < dim; ++x) s = fmaf(qr[x], F16::load(cen + x), s);
+        }
         u16 h;
         asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(s));
         cs[((i64)b * num_centroids + k) * 32 + lane] = h;

@@ -188,11 +188,15 @@ pub(in crate::cuda) unsafe fn centroid_scores(
     // SAFETY: every element is written by `codec_centroid_scores`.
     let mut cs = unsafe { stream.alloc::<u16>((queries.blocks * k * 32).max(1)) }
         .map_err(drv("centroid scores"))?;
-    let smem = 32 * (v.dim + 1) * 4;
+    let smem = 32 * (v.dim + 4) * 4;
     let func = &gpu.kernels.codec_centroid_scores;
-    gpu.blocks_per_sm(func, 256, smem)?;
-    let per_block = 8u64;
-    let x = (k as u64).div_ceil(per_block).clamp(1, 65535) as u32;
+    // Twice the blocks that stay resident, split over the query blocks: each block reads its
+    // query rows once, then strides over the centroids eight at a time.
+    let resident = 2 * gpu.resident_blocks(func, 256, smem)? as usize;
+    let x = k
+        .div_ceil(8)
+        .min(resident.div_ceil(queries.blocks.max(1)))
+        .clamp(1, 65535) as u32;
     let cfg = LaunchConfig {
         grid_dim: (x, queries.blocks as u32, 1),
         block_dim: (256, 1, 1),

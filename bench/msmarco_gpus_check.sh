@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The MS MARCO-shaped index (8.8M documents) split over two GPUs, and the per-call centroid
+# scores (codec_centroid_scores) read once a block: one device call on an nvidia-h200-x2.
+# - the IVF tests and the sharded index test on both GPUs;
+# - bench/msmarco_scale.py --devices 0,1 (in the background while the kernels compile):
+#   exhaustive and IVF 8/4096 and 4/1024 at batches 32 and 1, each on GPU 0 and then split over
+#   GPUs 0 and 1, recall against exhaustive search on GPU 0;
+# - IVF at batches 1 and 32 by this build and by .devold's (the build before the centroid-score
+#   change), in turn, their run files compared;
+# - ncu's kernel durations over 16 batch-1 queries.
+# Build first with bench/device_build.sh, the build to compare with into .devold/.
+# usage: OUT=$OUT bash bench/msmarco_gpus_check.sh   (carry .dev, .devold, .devcache)
+cd "$(dirname "$0")/.."
+source bench/exact_split_lib.sh
+mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
+W=/tmp/msmarco
+{
+  nvidia-smi -L
+  (timeout 420 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --devices 0,1 > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
+  device_header
+  timeout 100 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
+  timeout 100 .dev/test-gpu sharded 2>&1 | grep -E "^test |test result|panicked"
+  timeout 120 .dev/test-gpu_codecs every_codec_on_the_gpu residual_tensors sharded 2>&1 | grep -E "^test |test result|panicked"
+  tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .
+  wait
+  cat /tmp/msmarco.log
+  date -u +%T
+  s() {  # BIN BATCH
+    echo -n "$1 batch $2: "
+    $1 index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $2 --nprobe 8 \
+      --ndocs 4096 --rerank-k 0 --out /tmp/r_$(basename $(dirname $1))_$2.trec 2>&1 | tail -1
+  }
+  for b in 1 32; do for bin in .dev/tilemaxsim .devold/tilemaxsim .dev/tilemaxsim .devold/tilemaxsim; do s $bin $b; done; done
+  for b in 1 32; do cmp /tmp/r_.dev_$b.trec /tmp/r_.devold_$b.trec && echo "batch $b: same run files"; done
+  date -u +%T
+  python3 - $W <<'PY'
+import sys
+from safetensors.numpy import load_file, save_file
+w = sys.argv[1]
+q = load_file(f"{w}/queries.safetensors")
+save_file({"embeddings": q["embeddings"][: 16 * 32], "offsets": q["offsets"][:17]}, f"{w}/q16.safetensors")
+PY
+  timeout 100 ncu --clock-control none --section SpeedOfLight --csv --print-units base \
+    .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
+    --ndocs 4096 --rerank-k 0 --out /tmp/r.trec > /tmp/ncu.csv 2>/dev/null
+  python3 bench/ncu_kernel_times.py /tmp/ncu.csv 16
+  date -u +%T
+} 2>&1 | tee "$OUT/msmarco_gpus_check.log"
