@@ -5,8 +5,9 @@
 # (ivf_mark) are new. Runs:
 # - the GPU top-k test (rows of 1.2M and 4.5M: the merge by groups in one and two steps) and
 #   the IVF tests (the probe against float64 at K = 8,500, every list size); memcheck on both;
-# - the MS MARCO-shaped index of bench/msmarco_scale.py (--only-exhaustive, in the background
-#   while the kernels compile);
+# - the residual codec tests (the per-call centroid scores, codec_centroid_scores);
+# - the MS MARCO-shaped index of bench/msmarco_scale.py (--only-build, in the background while
+#   the kernels compile);
 # - IVF 8/4096 at batch 1 and 32 by this build and by .devold's (main before), in turn, with
 #   their run files compared;
 # - ncu's kernel durations over 16 batch-1 queries: where a query's time goes now.
@@ -17,10 +18,11 @@ source bench/exact_split_lib.sh
 mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
 W=/tmp/msmarco
 {
-  (timeout 400 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --only-exhaustive > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
+  (timeout 400 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --only-build > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
   device_header
   timeout 120 .dev/test-gpu device_top_k 2>&1 | grep -E "^test |test result|panicked"
   timeout 150 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
+  timeout 120 .dev/test-gpu_codecs every_codec_on_the_gpu residual_tensors sharded 2>&1 | grep -E "^test |test result|panicked"
   TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu device_top_k 2>&1 | tail -2
   TILEMAXSIM_SANITIZER=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_ivf many_centroids 2>&1 | tail -2
   tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .

@@ -23,7 +23,7 @@ With --devices LIST (`0,1`): exhaustive and IVF (8/4096, 4/1024) at batches 32 a
 GPU and then split over LIST (GPU memory is GPU 0's).
 
 usage: python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work /tmp/msmarco [--docs 8800000] [--centroids 262144]
-       [--only-streamed | --only-exhaustive [--other BIN] | --devices LIST]
+       [--only-streamed | --only-exhaustive [--other BIN] | --devices LIST | --only-build]
 """
 
 import argparse
@@ -166,6 +166,7 @@ def main():
     p.add_argument("--only-streamed", action="store_true", help="exhaustive (the reference) and the streamed rows only")
     p.add_argument("--only-exhaustive", action="store_true", help="exhaustive rows only (batch 32, 32 unpacked, 1)")
     p.add_argument("--other", help="with --only-exhaustive: a second binary, batch 32 alternated with --bin's")
+    p.add_argument("--only-build", action="store_true", help="the corpus and the index, no searches")
     p.add_argument("--devices", help="rows on one GPU, each followed by the same split over these GPUs (`0,1`)")
     a = p.parse_args()
     w = pathlib.Path(a.work)
@@ -188,6 +189,8 @@ def main():
     src.unlink()
     size = sum(f.stat().st_size for f in index.iterdir())
     print(f"index: {size / 1e9:.2f} GB on disk\n")
+    if a.only_build:
+        return
     print("| search | batch | queries/s | p50 ms (a call) | p99 ms | recall@10 vs exhaustive | GPU memory at most (GB) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     ivf8, ivf4 = ["--nprobe", "8", "--ndocs", "4096"], ["--nprobe", "4", "--ndocs", "1024"]

@@ -11,8 +11,8 @@
 //   ivf_mark         warps per probed centroid: its IVF list set in the query's bitmap of
 //                    documents;
 //   ivf_interaction  a warp per 32 documents (one bitmap word): each candidate's approximate
-//                    score Σ_i max_t cs[id_t][i] (NEG_INF for the others), the lanes taking the
-//                    document's tokens, their maxima reduced across lanes.
+//                    score Σ_i max_t cs[id_t][i] (NEG_INF for the others), a half warp a
+//                    candidate, its lanes taking two positions each over the tokens.
 //
 // Order: score descending, ties to the lower centroid (64-bit keys: the score's ordered bits,
 // then the inverted id), as the CPU's probe orders them. Queries longer than 32 rows span
@@ -184,7 +184,10 @@ __device__ __forceinline__ float ivf_half_sum(unsigned w) {
 // onwards (`all`: every document is a candidate). approx[q][doc] for each of them: NEG_INF
 // where the bit is clear, else Σ over the query's blocks and positions of the maximum over the
 // document's tokens t of cs[b][aux[t]][p] (positions past the query's rows score 0: their
-// query rows are zero).
+// query rows are zero). Each half warp takes a candidate (the two halves every other one of the
+// word's), lane l of it positions 2l and 2l + 1: per token one 4-byte load of the 64-byte
+// row and one max, so no reduction of maxima across lanes. The 16 lanes' sums are added in
+// position order (the same bits as any other order of loads: maxima are exact).
 extern "C" __global__ void __launch_bounds__(128) ivf_interaction(
     const u16* __restrict__ cs, int num_centroids, const int* __restrict__ qblocks,
     const unsigned* __restrict__ bitmap, int all, int words, const unsigned* __restrict__ aux,
@@ -198,41 +201,47 @@ extern "C" __global__ void __launch_bounds__(128) ivf_interaction(
     const int first = w * 32;
     if (first + lane < num_docs && !(bits >> lane & 1u)) out[first + lane] = NEG_INF;
     const int b0 = qblocks[q], b1 = qblocks[q + 1];
+    const int half = lane >> 4, l = lane & 15;
+    const unsigned hmask = 0xffffu << (16 * half);
     const unsigned ninf2 = 0xfc00fc00u;  // two f16 -inf
+    // The second half drops the lowest candidate: each half then takes the lowest of what is
+    // left and drops two a step.
+    if (half) bits &= bits - 1;
     while (bits) {
         const int doc = first + __ffs(bits) - 1;
+        bits &= bits - 1;
         bits &= bits - 1;
         if (doc >= num_docs) break;
         const i64 t0 = offsets[doc], t1 = offsets[doc + 1];
         float total = t0 < t1 ? 0.f : NEG_INF;
         for (int b = b0; b < b1; ++b) {
-            unsigned m[16];
+            const unsigned* table = reinterpret_cast<const unsigned*>(cs + (i64)b * num_centroids * 32) + l;
+            unsigned m = ninf2;
+            for (i64 t = t0; t < t1; t += 16) {
+                const int n = (int)min((i64)16, t1 - t);
+                const unsigned mine = l < n ? aux[t + l] : 0u;
+                int i = 0;
+                for (; i + 4 <= n; i += 4) {
+                    unsigned r[4];
 #pragma unroll
-            for (int i = 0; i < 16; ++i) m[i] = ninf2;
-            const u16* table = cs + (i64)b * num_centroids * 32;
-            for (i64 t = t0 + lane; t < t1; t += 32) {
-                const uint4* row = reinterpret_cast<const uint4*>(table + (i64)aux[t] * 32);
+                    for (int u = 0; u < 4; ++u) {
+                        const unsigned id = __shfl_sync(hmask, mine, (half << 4) | (i + u));
+                        r[u] = table[(i64)id * 16];
+                    }
 #pragma unroll
-                for (int v = 0; v < 4; ++v) {
-                    const uint4 r = row[v];
-                    m[4 * v] = ivf_hmax2(m[4 * v], r.x);
-                    m[4 * v + 1] = ivf_hmax2(m[4 * v + 1], r.y);
-                    m[4 * v + 2] = ivf_hmax2(m[4 * v + 2], r.z);
-                    m[4 * v + 3] = ivf_hmax2(m[4 * v + 3], r.w);
+                    for (int u = 0; u < 4; ++u) m = ivf_hmax2(m, r[u]);
+                }
+                for (; i < n; ++i) {
+                    const unsigned id = __shfl_sync(hmask, mine, (half << 4) | i);
+                    m = ivf_hmax2(m, table[(i64)id * 16]);
                 }
             }
-            // Each lane holds the maxima over its tokens; after the butterfly every lane holds
-            // them over all the document's tokens, and sums the 32 positions itself.
-#pragma unroll
-            for (int i = 0; i < 16; ++i)
-#pragma unroll
-                for (int o = 16; o >= 1; o >>= 1)
-                    m[i] = ivf_hmax2(m[i], __shfl_xor_sync(0xffffffffu, m[i], o));
+            const float mine = ivf_half_sum(m);
             float s = 0.f;
 #pragma unroll
-            for (int i = 0; i < 16; ++i) s += ivf_half_sum(m[i]);
+            for (int i = 0; i < 16; ++i) s += __shfl_sync(hmask, mine, (half << 4) | i);
             if (t0 < t1) total += s;
         }
-        if (lane == 0) out[doc] = total;
+        if (l == 0) out[doc] = total;
     }
 }
