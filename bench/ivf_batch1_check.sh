@@ -9,7 +9,7 @@
 # - the MS MARCO-shaped index of bench/msmarco_scale.py (--only-build, in the background while
 #   the kernels compile);
 # - IVF 8/4096 at batch 1 and 32 by this build and by .devold's (main before), in turn, with
-#   their run files compared;
+#   their run files compared; then this build's IVF 4/1024 and 8/4096 with the codes streamed;
 # - ncu's kernel durations over 16 batch-1 queries: where a query's time goes now.
 # Build first with bench/device_build.sh, and the build to compare with into .devold/.
 # usage: OUT=$OUT bash bench/ivf_batch1_check.sh   (carry .dev, .devold, .devcache)
@@ -36,6 +36,14 @@ W=/tmp/msmarco
   }
   for b in 1 32; do for bin in .dev/tilemaxsim .devold/tilemaxsim .dev/tilemaxsim .devold/tilemaxsim; do s $bin $b; done; done
   for b in 1 32; do cmp /tmp/r_.dev_$b.trec /tmp/r_.devold_$b.trec && echo "batch $b: same run files"; done
+  for b in 1 32; do  # IVF 4/1024 (fast-plaid's recall at 8.8M in the x4 run), and the codes streamed
+    echo -n "4/1024 batch $b: "
+    .dev/tilemaxsim index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $b \
+      --nprobe 4 --ndocs 1024 --rerank-k 0 --out /tmp/r4_$b.trec 2>&1 | tail -1
+    echo -n "8/4096 streamed batch $b: "
+    .dev/tilemaxsim index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $b \
+      --nprobe 8 --ndocs 4096 --rerank-k 0 --residency stream --out /tmp/rs_$b.trec 2>&1 | tail -1
+  done
   date -u +%T
   python3 - $W <<'PY'
 import sys
