@@ -15,8 +15,8 @@
 # usage: OUT=$OUT bash bench/ivf_batch1_check.sh   (carry .dev, .devold, .devcache)
 cd "$(dirname "$0")/.."
 source bench/exact_split_lib.sh
+source bench/ivf_lib.sh
 mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
-W=/tmp/msmarco
 {
   (timeout 400 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --only-build > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
   device_header
@@ -29,32 +29,13 @@ W=/tmp/msmarco
   wait
   grep -E "corpus|index|exhaustive|rc" /tmp/msmarco.log
   date -u +%T
-  s() {  # BIN BATCH
-    echo -n "$1 batch $2: "
-    $1 index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $2 --nprobe 8 \
-      --ndocs 4096 --rerank-k 0 --out /tmp/r_$(basename $(dirname $1))_$2.trec 2>&1 | tail -1
-  }
-  for b in 1 32; do for bin in .dev/tilemaxsim .devold/tilemaxsim .dev/tilemaxsim .devold/tilemaxsim; do s $bin $b; done; done
-  for b in 1 32; do cmp /tmp/r_.dev_$b.trec /tmp/r_.devold_$b.trec && echo "batch $b: same run files"; done
+  ivf_ab
   for b in 1 32; do  # IVF 4/1024 (fast-plaid's recall at 8.8M in the x4 run), and the codes streamed
-    echo -n "4/1024 batch $b: "
-    .dev/tilemaxsim index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $b \
-      --nprobe 4 --ndocs 1024 --rerank-k 0 --out /tmp/r4_$b.trec 2>&1 | tail -1
+    echo -n "4/1024 batch $b: "; ivf_search .dev/tilemaxsim $b /tmp/r4_$b.trec --nprobe 4 --ndocs 1024
     echo -n "8/4096 streamed batch $b: "
-    .dev/tilemaxsim index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $b \
-      --nprobe 8 --ndocs 4096 --rerank-k 0 --residency stream --out /tmp/rs_$b.trec 2>&1 | tail -1
+    ivf_search .dev/tilemaxsim $b /tmp/rs_$b.trec --nprobe 8 --ndocs 4096 --residency stream
   done
   date -u +%T
-  python3 - $W <<'PY'
-import sys
-from safetensors.numpy import load_file, save_file
-w = sys.argv[1]
-q = load_file(f"{w}/queries.safetensors")
-save_file({"embeddings": q["embeddings"][: 16 * 32], "offsets": q["offsets"][:17]}, f"{w}/q16.safetensors")
-PY
-  timeout 120 ncu --clock-control none --section SpeedOfLight --csv --print-units base \
-    .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
-    --ndocs 4096 --rerank-k 0 --out /tmp/r.trec > /tmp/ncu.csv 2>/dev/null
-  python3 bench/ncu_kernel_times.py /tmp/ncu.csv 16
+  ivf_kernel_times
   date -u +%T
 } 2>&1 | tee "$OUT/ivf_batch1_check.log"

@@ -12,8 +12,8 @@
 # usage: OUT=$OUT bash bench/msmarco_gpus_check.sh   (carry .dev, .devold, .devcache)
 cd "$(dirname "$0")/.."
 source bench/exact_split_lib.sh
+source bench/ivf_lib.sh
 mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSIM_CACHE_DIR
-W=/tmp/msmarco
 {
   nvidia-smi -L
   (timeout 420 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --devices 0,1 > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
@@ -25,24 +25,8 @@ W=/tmp/msmarco
   wait
   cat /tmp/msmarco.log
   date -u +%T
-  s() {  # BIN BATCH
-    echo -n "$1 batch $2: "
-    $1 index search --index $W/index --queries $W/queries.safetensors -k 10 --device cuda --batch $2 --nprobe 8 \
-      --ndocs 4096 --rerank-k 0 --out /tmp/r_$(basename $(dirname $1))_$2.trec 2>&1 | tail -1
-  }
-  for b in 1 32; do for bin in .dev/tilemaxsim .devold/tilemaxsim .dev/tilemaxsim .devold/tilemaxsim; do s $bin $b; done; done
-  for b in 1 32; do cmp /tmp/r_.dev_$b.trec /tmp/r_.devold_$b.trec && echo "batch $b: same run files"; done
+  ivf_ab
   date -u +%T
-  python3 - $W <<'PY'
-import sys
-from safetensors.numpy import load_file, save_file
-w = sys.argv[1]
-q = load_file(f"{w}/queries.safetensors")
-save_file({"embeddings": q["embeddings"][: 16 * 32], "offsets": q["offsets"][:17]}, f"{w}/q16.safetensors")
-PY
-  timeout 100 ncu --clock-control none --section SpeedOfLight --csv --print-units base \
-    .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
-    --ndocs 4096 --rerank-k 0 --out /tmp/r.trec > /tmp/ncu.csv 2>/dev/null
-  python3 bench/ncu_kernel_times.py /tmp/ncu.csv 16
+  ivf_kernel_times
   date -u +%T
 } 2>&1 | tee "$OUT/msmarco_gpus_check.log"
