@@ -134,7 +134,8 @@ impl<'a> GpuIvfSearch<'a> {
                 probe.nprobe
             )));
         }
-        if codes.len() > i32::MAX as usize {
+        // (the kernels index a bitmap word's 32 documents in i32)
+        if codes.len() > i32::MAX as usize - 64 {
             return Err(Error::Argument(format!(
                 "{} documents in one segment is over the GPU stages' 2^31",
                 codes.len()
@@ -215,8 +216,10 @@ impl<'a> GpuIvfSearch<'a> {
             let warps = entries * self.mark_split;
             let cfg = LaunchConfig {
                 grid_dim: (
-                    u32::try_from(warps.div_ceil(4))
-                        .map_err(|_| Error::Argument("too many probed lists to mark".into()))?,
+                    // (a grid's x extent is at most 2^31 - 1)
+                    i32::try_from(warps.div_ceil(4))
+                        .map_err(|_| Error::Argument("too many probed lists to mark".into()))?
+                        as u32,
                     1,
                     1,
                 ),
