@@ -243,8 +243,8 @@ impl<'a> GpuIvfSearch<'a> {
                 .arg(&w32)
                 .arg(&mut bitmap);
             // SAFETY: `probed` holds `entries` ids below K or -1 (`mark_split` warps each),
-            // `block_query` one query per block, the IVF's documents are below N (checked when it was built or opened), and
-            // the bitmap holds Q × words words.
+            // `block_query` one query per block, the IVF's documents are below N (checked
+            // when it was built or opened), and the bitmap holds Q × words words.
             unsafe { b.launch(cfg) }.map_err(drv("ivf_mark launch"))?;
             Some(probed)
         };
@@ -450,6 +450,7 @@ fn probe(
         lists_in = groups;
     }
 }
+
 /// Consecutive groups of queries (of `rows` rows each) of at most `per_pass` queries and
 /// `max_blocks` 32-row blocks (the approximate scores' budget and the launches' grid limits).
 fn groups(rows: &[usize], per_pass: usize, max_blocks: usize) -> Result<Vec<Range<usize>>> {
