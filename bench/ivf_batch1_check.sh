@@ -10,7 +10,8 @@
 #   the kernels compile);
 # - IVF 8/4096 at batch 1 and 32 by this build and by .devold's (main before), in turn, with
 #   their run files compared; then this build's IVF 4/1024 and 8/4096 with the codes streamed;
-# - ncu's kernel durations over 16 batch-1 queries: where a query's time goes now.
+# - ncu's kernel durations over 16 batch-1 queries: where a query's time goes now; then one
+#   launch of ivf_interaction profiled (speed of light, memory, occupancy).
 # Build first with bench/device_build.sh, and the build to compare with into .devold/.
 # usage: OUT=$OUT bash bench/ivf_batch1_check.sh   (carry .dev, .devold, .devcache)
 cd "$(dirname "$0")/.."
@@ -37,5 +38,6 @@ mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSI
   done
   date -u +%T
   ivf_kernel_times
+  ivf_stage_profile ivf_interaction  # the largest stage at batch 1 since 2026-11-29 (sixth)
   date -u +%T
 } 2>&1 | tee "$OUT/ivf_batch1_check.log"

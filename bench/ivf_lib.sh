@@ -4,7 +4,8 @@
 # `ivf_search BIN BATCH RUN [FLAGS]`: one search of its queries, its summary line;
 # `ivf_ab`: IVF 8/4096 at batches 1 and 32 by .dev's build and .devold's in turn, twice, then
 #   their run files compared;
-# `ivf_kernel_times`: ncu's kernel durations over 16 batch-1 queries (bench/ncu_kernel_times.py).
+# `ivf_kernel_times`: ncu's kernel durations over 16 batch-1 queries (bench/ncu_kernel_times.py);
+# `ivf_stage_profile KERNEL`: one launch of KERNEL profiled (after `ivf_kernel_times`).
 W=${W:-/tmp/msmarco}
 ivf_search() {
   local bin=$1 batch=$2 run=$3; shift 3
@@ -33,4 +34,12 @@ PY
     .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
     --ndocs 4096 --rerank-k 0 --out /tmp/r.trec > /tmp/ncu.csv 2>/dev/null
   python3 bench/ncu_kernel_times.py /tmp/ncu.csv 16
+}
+# `ivf_stage_profile KERNEL`: ncu's speed-of-light and memory sections of one launch of KERNEL
+# (say ivf_interaction) in a batch-1 search of the 16 queries of `ivf_kernel_times`.
+ivf_stage_profile() {
+  timeout 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section Occupancy -k "regex:$1" --launch-skip 2 --launch-count 1 \
+    .dev/tilemaxsim index search --index $W/index --queries $W/q16.safetensors -k 10 --device cuda --batch 1 --nprobe 8 \
+    --ndocs 4096 --rerank-k 0 --out /tmp/r.trec 2>&1 | grep -vE "^==PROF==|queries/s"
 }
