@@ -84,6 +84,8 @@ pub struct GpuIvfSearch<'a> {
 struct Staged {
     approx: CudaSlice<f32>,
     probed: Option<CudaSlice<i32>>,
+    /// The centroid scores, `[blocks][K][32]` (the rescoring reads them again).
+    cs: CudaSlice<u16>,
     /// Each query's first block, and the blocks' end.
     qblocks: Vec<i32>,
 }
@@ -285,6 +287,7 @@ impl<'a> GpuIvfSearch<'a> {
         Ok(Staged {
             approx,
             probed,
+            cs,
             qblocks,
         })
     }
@@ -369,8 +372,14 @@ impl<'a> GpuIvfSearch<'a> {
                 docs
             })
             .collect();
-        self.held
-            .rescore(&self.scorer, &self.codes, queries, &lists, k)
+        self.held.rescore(
+            &self.scorer,
+            &self.codes,
+            queries,
+            &lists,
+            k,
+            Some((&s.cs, &s.qblocks)),
+        )
     }
 }
 

@@ -169,7 +169,8 @@ impl HeldCodes {
 
     /// Each query's candidates `lists[q]` (documents of `codes`, ascending) rescored on their
     /// codes; the best `k` of each. Streamed codes: the union of the lists gathered on the host
-    /// and uploaded first.
+    /// and uploaded first. `table`: the queries' centroid scores already made (`[blocks][K][32]`,
+    /// query q's blocks `qblocks[q] .. qblocks[q + 1]`), read again instead of made per query.
     pub(super) fn rescore(
         &self,
         scorer: &CudaScorer,
@@ -177,11 +178,16 @@ impl HeldCodes {
         queries: &[Matrix<'_>],
         lists: &[Vec<i64>],
         k: usize,
+        table: Option<(&CudaSlice<u16>, &[i32])>,
     ) -> Result<Vec<Vec<Hit>>> {
         let on = |device: &DeviceCodes, lists: &[Vec<i64>]| {
             rescore_lists(scorer, lists, k, |q, docs, out| {
                 let one = scorer.upload_codec_queries(&queries[q..=q], device)?;
-                scorer.score_codes_views(&one, device, docs, out)?;
+                let part = table.map(|(cs, qblocks)| {
+                    let per = cs.len() / (qblocks[qblocks.len() - 1].max(1) as usize);
+                    cs.slice(qblocks[q] as usize * per..qblocks[q + 1] as usize * per)
+                });
+                scorer.score_codes_views_with(&one, device, docs, out, part.as_ref())?;
                 Ok(one)
             })
         };

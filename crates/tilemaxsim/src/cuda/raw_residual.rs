@@ -198,10 +198,12 @@ pub(super) unsafe fn score_fused(
         n: a.docs,
         out: a.out,
     };
+    // (`cs` lives to the end of the function: its free is ordered on `stream` after the kernel.)
+    let table = cs.as_ref().map(|c| c.device_ptr(stream).0);
     // SAFETY: the caller's tensors (this function's contract; the batched kernel's alignment
     // checked by `kernel`), our table, norms, query blocks and centroid scores, all enqueued on
     // `stream` before the kernel.
-    unsafe { codec_launch::fused(gpu, kernel, &blocks, &view, cs.as_ref(), wg, target) }
+    unsafe { codec_launch::fused(gpu, kernel, &blocks, &view, table, wg, target) }
 }
 
 fn alloc(stream: &Arc<CudaStream>, what: &'static str, n: usize) -> Result<CudaSlice<u32>> {

@@ -676,7 +676,7 @@ impl CudaScorer {
         let stream = &self.gpu.stream;
         let list = docs.map(|d| (d.device_ptr(stream).0, d.len()));
         let target = (out.device_ptr(stream).0, out.len());
-        self.score_codes_at(queries, codes, list, target)
+        self.score_codes_at(queries, codes, list, target, None)
     }
 
     /// [`Self::score_codes_device`] on parts of larger buffers: the candidate list `docs` and
@@ -693,20 +693,52 @@ impl CudaScorer {
                 "candidate lists in views need codes a fused kernel reads".into(),
             ));
         }
+        self.score_codes_views_with(queries, codes, docs, out, None)
+    }
+
+    /// [`Self::score_codes_views`] with the residual's centroid scores of these queries already
+    /// on the device (`table`: `[blocks][K][32]` f16, as `codec_launch::centroid_scores` makes
+    /// them; IVF search's first stages), so they are not computed again.
+    pub(super) fn score_codes_views_with(
+        &self,
+        queries: &CodecQueries,
+        codes: &DeviceCodes,
+        docs: &CudaView<'_, i64>,
+        out: &mut CudaViewMut<'_, f32>,
+        table: Option<&CudaView<'_, u16>>,
+    ) -> Result<()> {
+        if !codes.fused() {
+            return Err(Error::Argument(
+                "candidate lists in views need codes a fused kernel reads".into(),
+            ));
+        }
         let stream = &self.gpu.stream;
+        if let Some(t) = table {
+            let k = codes.view(stream).num_centroids;
+            if t.len() != queries.blocks * k * 32 {
+                return Err(Error::Argument(format!(
+                    "centroid scores of {} halves for {} query blocks and {k} centroids",
+                    t.len(),
+                    queries.blocks,
+                )));
+            }
+        }
         let list = Some((docs.device_ptr(stream).0, docs.len()));
         let target = (out.device_ptr(stream).0, out.len());
-        self.score_codes_at(queries, codes, list, target)
+        let table = table.map(|t| t.device_ptr(stream).0);
+        self.score_codes_at(queries, codes, list, target, table)
     }
 
     /// The fused kernels' launch for a candidate list `(address, length)` (`None`: every
-    /// document) into `out` `(address, floats)`.
+    /// document) into `out` `(address, floats)`; `table`: the residual's centroid scores where
+    /// the caller has them (else computed here where the kernel reads them).
     fn score_codes_at(
         &self,
         queries: &CodecQueries,
         codes: &DeviceCodes,
         docs: Option<(u64, usize)>,
         out: (u64, usize),
+        table: Option<u64>,
     ) -> Result<()> {
         if queries.dim != codes.dim {
             return Err(Error::DimMismatch {
@@ -740,11 +772,20 @@ impl CudaScorer {
         })?;
         let stream = &self.gpu.stream;
         let view = codes.view(stream);
-        let cs = if view.tag == 0 && matches!(kernel, CodecKernel::Warp(_) | CodecKernel::Bulk(_)) {
+        let reads_table =
+            view.tag == 0 && matches!(kernel, CodecKernel::Warp(_) | CodecKernel::Bulk(_));
+        let cs = if reads_table && table.is_none() {
             // SAFETY: the upload's centroids.
             Some(unsafe { codec_launch::centroid_scores(&self.gpu, stream, queries, &view) }?)
         } else {
             None
+        };
+        // (`cs` lives to the end of the function: its free is ordered on `stream` after the
+        // kernel.)
+        let cs = match (reads_table, table) {
+            (false, _) => None,
+            (true, Some(t)) => Some(t),
+            (true, None) => cs.as_ref().map(|c| c.device_ptr(stream).0),
         };
         let target = Target {
             stream,
@@ -761,7 +802,7 @@ impl CudaScorer {
                 &kernel,
                 queries,
                 &view,
-                cs.as_ref(),
+                cs,
                 self.wg_shape(codes.pack_pays),
                 target,
             )

@@ -252,7 +252,7 @@ pub(in crate::cuda) unsafe fn fused(
     kernel: &CodecKernel,
     queries: &CodecQueries,
     v: &CodesView,
-    cs: Option<&CudaSlice<u16>>,
+    cs: Option<u64>,
     wg: WgShape,
     t: Target<'_>,
 ) -> Result<()> {
@@ -275,12 +275,7 @@ pub(in crate::cuda) unsafe fn fused(
     let shared = FusedArgs {
         head: [q16, rows],
         nb,
-        words: [
-            v.codes,
-            v.aux,
-            v.inv_norm,
-            cs.map_or(0, |c| c.device_ptr(s).0),
-        ],
+        words: [v.codes, v.aux, v.inv_norm, cs.unwrap_or(0)],
         k: v.num_centroids as i32,
         tail: [v.table, v.offsets, t.doc_index],
         nd,
