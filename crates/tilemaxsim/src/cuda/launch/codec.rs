@@ -238,8 +238,8 @@ pub(in crate::cuda) fn pack_run(n: u64, qtiles: u64, resident: u64) -> u64 {
 
 /// Enqueue the fused kernel `kernel` for the queries against the target's documents:
 /// `t.out[q * t.n + i]`, queries longer than one block summed from per-block partial scores.
-/// `cs`: the residual codec's centroid scores (`centroid_scores`; the one-warp and bulk-copy
-/// kernels');
+/// `cs`: the address of the residual codec's centroid scores (`centroid_scores`; the
+/// one-warp and bulk-copy kernels');
 /// `wg`: the batched kernel's ring depth (WG_STAGES of the program) and, where fixed, its
 /// documents a run (`pack_run`).
 ///
