@@ -188,17 +188,7 @@ __device__ __forceinline__ float ivf_half_sum(unsigned w) {
 // word's), lane l of it positions 2l and 2l + 1: per token one 4-byte load of the 64-byte
 // row and one max, so no reduction of maxima across lanes. The 16 lanes' sums are added in
 // position order (the same bits as any other order of loads: maxima are exact).
-#ifndef IVF_GATHER
-#define IVF_GATHER 16
-#endif
-#ifndef IVF_PREFETCH
-#define IVF_PREFETCH 1
-#endif
-#ifndef IVF_MIN_BLOCKS
-#define IVF_MIN_BLOCKS 1
-#endif
-static_assert(16 % IVF_GATHER == 0, "IVF_GATHER divides 16");
-extern "C" __global__ void __launch_bounds__(128, IVF_MIN_BLOCKS) ivf_interaction(
+extern "C" __global__ void __launch_bounds__(128) ivf_interaction(
     const u16* __restrict__ cs, int num_centroids, const int* __restrict__ qblocks,
     const unsigned* __restrict__ bitmap, int all, int words, const unsigned* __restrict__ aux,
     const i64* __restrict__ offsets, int num_docs, float* __restrict__ approx)
@@ -227,27 +217,23 @@ extern "C" __global__ void __launch_bounds__(128, IVF_MIN_BLOCKS) ivf_interactio
         for (int b = b0; b < b1; ++b) {
             const unsigned* table = reinterpret_cast<const unsigned*>(cs + (i64)b * num_centroids * 32) + l;
             unsigned m = ninf2;
-            // The next 16 tokens' centroids are loaded before this 16's rows are gathered, so
-            // their read overlaps the gathers (IVF_PREFETCH 0: loaded as each 16 starts).
-            unsigned next = IVF_PREFETCH && l < t1 - t0 ? aux[t0 + l] : 0u;
             for (i64 t = t0; t < t1; t += 16) {
                 const int n = (int)min((i64)16, t1 - t);
-                unsigned mine = next;
-                if (IVF_PREFETCH && t + 16 < t1) next = t + 16 + l < t1 ? aux[t + 16 + l] : 0u;
-                if (!IVF_PREFETCH) mine = l < n ? aux[t + l] : 0u;
-                // IVF_GATHER rows in flight a lane (a divisor of 16). Past n a load repeats the
-                // row of token i (a maximum is the same with a token twice), so no load waits
-                // on a select and none is masked.
-                for (int i = 0; i < n; i += IVF_GATHER) {
-                    unsigned r[IVF_GATHER];
+                const unsigned mine = l < n ? aux[t + l] : 0u;
+                int i = 0;
+                for (; i + 4 <= n; i += 4) {
+                    unsigned r[4];
 #pragma unroll
-                    for (int u = 0; u < IVF_GATHER; ++u) {
-                        const int src = i + u < n ? i + u : i;
-                        const unsigned id = __shfl_sync(hmask, mine, (half << 4) | src);
+                    for (int u = 0; u < 4; ++u) {
+                        const unsigned id = __shfl_sync(hmask, mine, (half << 4) | (i + u));
                         r[u] = table[(i64)id * 16];
                     }
 #pragma unroll
-                    for (int u = 0; u < IVF_GATHER; ++u) m = ivf_hmax2(m, r[u]);
+                    for (int u = 0; u < 4; ++u) m = ivf_hmax2(m, r[u]);
+                }
+                for (; i < n; ++i) {
+                    const unsigned id = __shfl_sync(hmask, mine, (half << 4) | i);
+                    m = ivf_hmax2(m, table[(i64)id * 16]);
                 }
             }
             const float mine = ivf_half_sum(m);

@@ -258,6 +258,9 @@ impl<'a> GpuIvfSearch<'a> {
         }
         .map_err(up())?;
         let qb = stream.clone_htod(&qblocks).map_err(up())?;
+        // A warp a bitmap word. Tried and measured no faster at 8.8M documents (b9488cb,
+        // bench/results/h200/2026-11-29g/call2.log): 8 or 16 rows in flight a lane, the next 16
+        // centroids read ahead. A warp's chain (bitmap, offsets, centroids, rows) bounds it.
         let cfg = LaunchConfig {
             grid_dim: (words.div_ceil(4) as u32, nq as u32, 1),
             block_dim: (128, 1, 1),
