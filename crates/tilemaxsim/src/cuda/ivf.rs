@@ -44,6 +44,11 @@ pub const MAX_GPU_NPROBE: usize = 64;
 const APPROX_PER_PASS: usize = 1 << 26;
 /// A launch grid's y extent: query blocks (`ivf_probe`) and queries (`ivf_interaction`).
 const MAX_GRID_Y: usize = 65_535;
+/// The bytes of centroid scores one pass holds at most (`[blocks][K][32]` f16, 64 bytes a
+/// block and centroid), with the probe's lists (at most 8 bytes a block and centroid).
+const SCORES_PER_PASS: usize = 1 << 30;
+/// Those bytes a query block and centroid.
+const SCORE_BYTES: usize = 64 + 8;
 /// The most 32-entry steps a warp of `ivf_mark` takes through the longest IVF list (lists are
 /// skewed: one warp a list left the longest one's warp working alone).
 const MARK_STEPS: usize = 16;
@@ -144,8 +149,9 @@ impl<'a> GpuIvfSearch<'a> {
             )));
         }
         let scorer = CudaScorer::new(ordinal)?;
-        // A pass's approximate scores and candidate bitmaps.
-        let pass_bytes = APPROX_PER_PASS * 4 + APPROX_PER_PASS / 8;
+        // A pass's approximate scores and candidate bitmaps, centroid scores and probe lists.
+        let pass_bytes =
+            APPROX_PER_PASS * 4 + APPROX_PER_PASS / 8 + max_blocks(k) * k * SCORE_BYTES;
         let held = HeldCodes::new(&scorer, &codes, r, residency, pass_bytes)?;
         let stream = &scorer.gpu().stream;
         let (offsets, docs) = ivf.csr();
@@ -296,9 +302,25 @@ impl<'a> GpuIvfSearch<'a> {
     }
 
     /// Stages 1–4 for `queries`, downloaded: what each row probed and each document's
-    /// approximate score.
+    /// approximate score. One pass (`search` takes larger batches in groups): an argument
+    /// error past its queries or query blocks, or on no documents.
     pub fn first_stages(&self, queries: &[Matrix<'_>]) -> Result<FirstStages> {
         check_queries(queries, self.codes.dim())?;
+        if self.codes.is_empty() {
+            return Err(Error::Argument("the first stages of no documents".into()));
+        }
+        let blocks: usize = queries.iter().map(|q| q.rows().div_ceil(32)).sum();
+        let (per_pass, most) = (
+            (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y),
+            max_blocks(self.num_centroids),
+        );
+        if queries.len() > per_pass || blocks > most {
+            return Err(Error::Argument(format!(
+                "the first stages take one pass: at most {per_pass} queries and {most} blocks of \
+                 32 rows here ({} queries, {blocks} blocks given)",
+                queries.len()
+            )));
+        }
         let cq = self.held.upload_queries(&self.scorer, queries)?;
         let s = self.stage(queries, &cq, true)?;
         let stream = &self.scorer.gpu().stream;
@@ -491,6 +513,12 @@ fn groups(rows: &[usize], per_pass: usize, max_blocks: usize) -> Result<Vec<Rang
     Ok(out)
 }
 
+/// The query blocks of 32 rows one pass takes at K centroids: their centroid scores and probe
+/// lists within `SCORES_PER_PASS`, and at most a grid's y extent.
+fn max_blocks(num_centroids: usize) -> usize {
+    (SCORES_PER_PASS / (num_centroids.max(1) * SCORE_BYTES)).clamp(1, MAX_GRID_Y)
+}
+
 /// The query row a block's position holds (`codec_centroid_scores`' order; `ivf_row`).
 fn position_row(p: usize) -> usize {
     let (cq, mt, j) = (p / 8, (p / 4) % 2, p % 4);
@@ -519,7 +547,7 @@ impl Searcher for GpuIvfSearch<'_> {
         let per_pass = (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y);
         let rows: Vec<usize> = queries.iter().map(|q| q.rows()).collect();
         let mut out = Vec::with_capacity(queries.len());
-        for group in groups(&rows, per_pass, MAX_GRID_Y)? {
+        for group in groups(&rows, per_pass, max_blocks(self.num_centroids))? {
             out.extend(self.search_group(&queries[group], k)?);
         }
         Ok(out)
@@ -528,7 +556,17 @@ impl Searcher for GpuIvfSearch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{groups, position_row};
+    use super::{MAX_GRID_Y, groups, max_blocks, position_row};
+
+    #[test]
+    fn a_pass_holds_at_most_a_gigabyte_of_centroid_scores() {
+        // MS MARCO's K = 262,144: 56 blocks (1,792 query rows) a pass, 1.06 GB.
+        assert_eq!(max_blocks(262_144), 56);
+        assert!(max_blocks(262_144) * 262_144 * 72 <= 1 << 30);
+        assert_eq!(max_blocks(64), MAX_GRID_Y);
+        assert_eq!(max_blocks(1 << 30), 1);
+        assert_eq!(max_blocks(0), MAX_GRID_Y);
+    }
 
     #[test]
     fn groups_keep_to_both_limits_and_cover_every_query_once() {
