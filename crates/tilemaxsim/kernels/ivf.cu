@@ -10,9 +10,9 @@
 //                    best centroids (-1 for positions past the query's rows);
 //   ivf_mark         warps per probed centroid: its IVF list set in the query's bitmap of
 //                    documents;
-//   ivf_interaction  a warp per 32 documents (one bitmap word): each candidate's approximate
-//                    score Σ_i max_t cs[id_t][i] (NEG_INF for the others), a half warp a
-//                    candidate, its lanes taking two positions each over the tokens.
+//   ivf_interaction  a warp per 64 documents (two bitmap words): each candidate's approximate
+//                    score Σ_i max_t cs[id_t][i] (NEG_INF for the others), a quarter warp a
+//                    candidate, its lanes taking four positions each over the tokens.
 //
 // Order: score descending, ties to the lower centroid (64-bit keys: the score's ordered bits,
 // then the inverted id), as the CPU's probe orders them. Queries longer than 32 rows span
@@ -180,68 +180,78 @@ __device__ __forceinline__ float ivf_half_sum(unsigned w) {
     return lo + hi;
 }
 
-// Block (x, q), four warps: warp w takes bitmap word 4x + w of query q, documents 32 (4x + w)
-// onwards (`all`: every document is a candidate). approx[q][doc] for each of them: NEG_INF
-// where the bit is clear, else Σ over the query's blocks and positions of the maximum over the
-// document's tokens t of cs[b][aux[t]][p] (positions past the query's rows score 0: their
-// query rows are zero). Each half warp takes a candidate (the two halves every other one of the
-// word's), lane l of it positions 2l and 2l + 1: per token one 4-byte load of the 64-byte
-// row and one max, so no reduction of maxima across lanes. The 16 lanes' sums are added in
-// position order (the same bits as any other order of loads: maxima are exact).
-extern "C" __global__ void __launch_bounds__(128) ivf_interaction(
+// Block (x, q), four warps: warp w takes bitmap words 2(4x + w) and the next of query q, the 64
+// documents from 64 (4x + w) (`all`: every document is a candidate). approx[q][doc] for each of
+// them: NEG_INF where the bit is clear, else Σ over the query's blocks and positions of the
+// maximum over the document's tokens t of cs[b][aux[t]][p] (positions past the query's rows
+// score 0: their query rows are zero). Each quarter warp takes a candidate (quarter g the g-th
+// of the two words' candidates, then every fourth), lane s of it positions 4s .. 4s + 3: per
+// token one 8-byte load of the 64-byte row and two maxima, so no reduction of maxima across
+// lanes. Two words and quarters, not one word and halves: a word holds one or two candidates
+// at MS MARCO shape, and the halves left lanes idle (ncu: 19.6 threads of 32 active).
+// The position pairs' sums are added in position order (the same bits as any other order of
+// loads: maxima are exact). Ten blocks an SM at least: 2026-11-29g's call 2 had the device's
+// compiler give a kernel of this kind 96 registers and 31% occupancy where ptxas here gave 48.
+extern "C" __global__ void __launch_bounds__(128, 10) ivf_interaction(
     const u16* __restrict__ cs, int num_centroids, const int* __restrict__ qblocks,
     const unsigned* __restrict__ bitmap, int all, int words, const unsigned* __restrict__ aux,
     const i64* __restrict__ offsets, int num_docs, float* __restrict__ approx)
 {
     const int q = blockIdx.y, lane = threadIdx.x & 31;
-    const int w = blockIdx.x * 4 + (threadIdx.x >> 5);
+    const int w = (blockIdx.x * 4 + (threadIdx.x >> 5)) * 2;
     if (w >= words) return;
-    unsigned bits = all ? 0xffffffffu : bitmap[(i64)q * words + w];
+    const unsigned* row = bitmap + (i64)q * words;
+    const unsigned lo = all ? 0xffffffffu : row[w];
+    const unsigned hi = w + 1 >= words ? 0u : all ? 0xffffffffu : row[w + 1];
     float* out = approx + (i64)q * num_docs;
     const int first = w * 32;
-    if (first + lane < num_docs && !(bits >> lane & 1u)) out[first + lane] = NEG_INF;
+    if (first + lane < num_docs && !(lo >> lane & 1u)) out[first + lane] = NEG_INF;
+    if (first + 32 + lane < num_docs && !(hi >> lane & 1u)) out[first + 32 + lane] = NEG_INF;
     const int b0 = qblocks[q], b1 = qblocks[q + 1];
-    const int half = lane >> 4, l = lane & 15;
-    const unsigned hmask = 0xffffu << (16 * half);
+    const int g = lane >> 3, s = lane & 7;
+    const unsigned gmask = 0xffu << (8 * g);
     const unsigned ninf2 = 0xfc00fc00u;  // two f16 -inf
-    // The second half drops the lowest candidate: each half then takes the lowest of what is
-    // left and drops two a step.
-    if (half) bits &= bits - 1;
+    // Quarter g drops the g lowest candidates, then takes the lowest of what is left and drops
+    // four a step.
+    u64 bits = (u64)hi << 32 | lo;
+    for (int i = 0; i < g; ++i) bits &= bits - 1;
     while (bits) {
-        const int doc = first + __ffs(bits) - 1;
-        bits &= bits - 1;
-        bits &= bits - 1;
+        const int doc = first + __ffsll((long long)bits) - 1;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) bits &= bits - 1;
         if (doc >= num_docs) break;
         const i64 t0 = offsets[doc], t1 = offsets[doc + 1];
         float total = t0 < t1 ? 0.f : NEG_INF;
         for (int b = b0; b < b1; ++b) {
-            const unsigned* table = reinterpret_cast<const unsigned*>(cs + (i64)b * num_centroids * 32) + l;
-            unsigned m = ninf2;
-            for (i64 t = t0; t < t1; t += 16) {
-                const int n = (int)min((i64)16, t1 - t);
-                const unsigned mine = l < n ? aux[t + l] : 0u;
-                int i = 0;
-                for (; i + 4 <= n; i += 4) {
-                    unsigned r[4];
+            const uint2* table = reinterpret_cast<const uint2*>(cs + (i64)b * num_centroids * 32) + s;
+            unsigned mx = ninf2, my = ninf2;
+            for (i64 t = t0; t < t1; t += 8) {
+                const int n = (int)min((i64)8, t1 - t);
+                const unsigned mine = s < n ? aux[t + s] : 0u;
+                // Eight rows in flight; past n a load repeats token 0's row (a maximum is the
+                // same with a token twice), so no load waits on a select.
+                uint2 r[8];
 #pragma unroll
-                    for (int u = 0; u < 4; ++u) {
-                        const unsigned id = __shfl_sync(hmask, mine, (half << 4) | (i + u));
-                        r[u] = table[(i64)id * 16];
-                    }
-#pragma unroll
-                    for (int u = 0; u < 4; ++u) m = ivf_hmax2(m, r[u]);
+                for (int u = 0; u < 8; ++u) {
+                    const unsigned id = __shfl_sync(gmask, mine, (g << 3) | (u < n ? u : 0));
+                    r[u] = table[(i64)id * 8];
                 }
-                for (; i < n; ++i) {
-                    const unsigned id = __shfl_sync(hmask, mine, (half << 4) | i);
-                    m = ivf_hmax2(m, table[(i64)id * 16]);
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    mx = ivf_hmax2(mx, r[u].x);
+                    my = ivf_hmax2(my, r[u].y);
                 }
             }
-            const float mine = ivf_half_sum(m);
-            float s = 0.f;
+            // Pairs 2s and 2s + 1, added pair by pair in position order.
+            const float a = ivf_half_sum(mx), c = ivf_half_sum(my);
+            float sum = 0.f;
 #pragma unroll
-            for (int i = 0; i < 16; ++i) s += __shfl_sync(hmask, mine, (half << 4) | i);
-            if (t0 < t1) total += s;
+            for (int i = 0; i < 8; ++i) {
+                sum += __shfl_sync(gmask, a, (g << 3) | i);
+                sum += __shfl_sync(gmask, c, (g << 3) | i);
+            }
+            if (t0 < t1) total += sum;
         }
-        if (l == 0) out[doc] = total;
+        if (s == 0) out[doc] = total;
     }
 }

@@ -264,11 +264,11 @@ impl<'a> GpuIvfSearch<'a> {
         }
         .map_err(up())?;
         let qb = stream.clone_htod(&qblocks).map_err(up())?;
-        // A warp a bitmap word. Tried and measured no faster at 8.8M documents (b9488cb,
-        // bench/results/h200/2026-11-29g/call2.log): 8 or 16 rows in flight a lane, the next 16
-        // centroids read ahead. A warp's chain (bitmap, offsets, centroids, rows) bounds it.
+        // A warp two bitmap words. Tried and measured no faster at 8.8M documents (b9488cb,
+        // bench/results/h200/2026-11-29g/call2.log): a half warp a candidate with 8 or 16 rows
+        // in flight a lane and the next 16 centroids read ahead.
         let cfg = LaunchConfig {
-            grid_dim: (words.div_ceil(4) as u32, nq as u32, 1),
+            grid_dim: (words.div_ceil(8) as u32, nq as u32, 1),
             block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         };
