@@ -44,11 +44,9 @@ pub const MAX_GPU_NPROBE: usize = 64;
 const APPROX_PER_PASS: usize = 1 << 26;
 /// A launch grid's y extent: query blocks (`ivf_probe`) and queries (`ivf_interaction`).
 const MAX_GRID_Y: usize = 65_535;
-/// The bytes of centroid scores one pass holds at most (`[blocks][K][32]` f16, 64 bytes a
-/// block and centroid), with the probe's lists (at most 8 bytes a block and centroid).
+/// The bytes of centroid scores and probe lists one pass holds at most (`block_bytes` a query
+/// block).
 const SCORES_PER_PASS: usize = 1 << 30;
-/// Those bytes a query block and centroid.
-const SCORE_BYTES: usize = 64 + 8;
 /// The most 32-entry steps a warp of `ivf_mark` takes through the longest IVF list (lists are
 /// skewed: one warp a list left the longest one's warp working alone).
 const MARK_STEPS: usize = 16;
@@ -150,8 +148,9 @@ impl<'a> GpuIvfSearch<'a> {
         }
         let scorer = CudaScorer::new(ordinal)?;
         // A pass's approximate scores and candidate bitmaps, centroid scores and probe lists.
-        let pass_bytes =
-            APPROX_PER_PASS * 4 + APPROX_PER_PASS / 8 + max_blocks(k) * k * SCORE_BYTES;
+        let pass_bytes = APPROX_PER_PASS * 4
+            + APPROX_PER_PASS / 8
+            + max_blocks(k, probe.nprobe) * block_bytes(k, probe.nprobe);
         let held = HeldCodes::new(&scorer, &codes, r, residency, pass_bytes)?;
         let stream = &scorer.gpu().stream;
         let (offsets, docs) = ivf.csr();
@@ -312,7 +311,7 @@ impl<'a> GpuIvfSearch<'a> {
         let blocks: usize = queries.iter().map(|q| q.rows().div_ceil(32)).sum();
         let (per_pass, most) = (
             (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y),
-            max_blocks(self.num_centroids),
+            max_blocks(self.num_centroids, self.probe.nprobe),
         );
         if queries.len() > per_pass || blocks > most {
             return Err(Error::Argument(format!(
@@ -515,8 +514,19 @@ fn groups(rows: &[usize], per_pass: usize, max_blocks: usize) -> Result<Vec<Rang
 
 /// The query blocks of 32 rows one pass takes at K centroids: their centroid scores and probe
 /// lists within `SCORES_PER_PASS`, and at most a grid's y extent.
-fn max_blocks(num_centroids: usize) -> usize {
-    (SCORES_PER_PASS / (num_centroids.max(1) * SCORE_BYTES)).clamp(1, MAX_GRID_Y)
+fn max_blocks(num_centroids: usize, nprobe: usize) -> usize {
+    (SCORES_PER_PASS / block_bytes(num_centroids, nprobe).max(1)).clamp(1, MAX_GRID_Y)
+}
+
+/// The bytes a query block holds in a pass at K centroids: its centroid scores (`[K][32]`
+/// f16) and the probe's lists at `nprobe` (`probe`'s `part`, `next` and `probed`).
+fn block_bytes(num_centroids: usize, nprobe: usize) -> usize {
+    let nprobe = nprobe.min(MAX_GPU_NPROBE);
+    let chunks = num_centroids.div_ceil(PROBE_CHUNK.max(32 * nprobe));
+    let lists = |n: usize| n * 32 * nprobe;
+    num_centroids * 64
+        + (lists(chunks) + lists(chunks.div_ceil(PROBE_FAN).max(1))) * 8
+        + lists(1) * 4
 }
 
 /// The query row a block's position holds (`codec_centroid_scores`' order; `ivf_row`).
@@ -547,7 +557,8 @@ impl Searcher for GpuIvfSearch<'_> {
         let per_pass = (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y);
         let rows: Vec<usize> = queries.iter().map(|q| q.rows()).collect();
         let mut out = Vec::with_capacity(queries.len());
-        for group in groups(&rows, per_pass, max_blocks(self.num_centroids))? {
+        let most = max_blocks(self.num_centroids, self.probe.nprobe);
+        for group in groups(&rows, per_pass, most)? {
             out.extend(self.search_group(&queries[group], k)?);
         }
         Ok(out)
@@ -556,16 +567,31 @@ impl Searcher for GpuIvfSearch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_GRID_Y, groups, max_blocks, position_row};
+    use super::{MAX_GRID_Y, PROBE_CHUNK, block_bytes, groups, max_blocks, position_row};
 
     #[test]
-    fn a_pass_holds_at_most_a_gigabyte_of_centroid_scores() {
-        // MS MARCO's K = 262,144: 56 blocks (1,792 query rows) a pass, 1.06 GB.
-        assert_eq!(max_blocks(262_144), 56);
-        assert!(max_blocks(262_144) * 262_144 * 72 <= 1 << 30);
-        assert_eq!(max_blocks(64), MAX_GRID_Y);
-        assert_eq!(max_blocks(1 << 30), 1);
-        assert_eq!(max_blocks(0), MAX_GRID_Y);
+    fn a_pass_holds_at_most_a_gigabyte_of_centroid_scores_and_probe_lists() {
+        // MS MARCO's K = 262,144: 56 blocks (1,792 query rows) a pass from nprobe 8 on (2 MiB
+        // of lists a block), 62 at nprobe 1.
+        for nprobe in [8, 9, 64] {
+            assert_eq!(max_blocks(262_144, nprobe), 56, "nprobe {nprobe}");
+        }
+        assert_eq!(max_blocks(262_144, 1), 62);
+        // K = 262,144, nprobe 8: 16 MiB of scores, 1,024 lists of 256 keys and 32 of them.
+        assert_eq!(
+            block_bytes(262_144, 8),
+            (1 << 24) + (1024 + 32) * 256 * 8 + 256 * 4
+        );
+        // K below one chunk: one list, with nprobe as large as the GPU takes.
+        assert_eq!(block_bytes(64, 63), 64 * 64 + 2 * 2016 * 8 + 2016 * 4);
+        for (k, nprobe) in [(64, 63), (100, 1), (8500, 40), (262_144, 64), (1 << 24, 8)] {
+            let most = max_blocks(k, nprobe);
+            assert!(most * block_bytes(k, nprobe) <= 1 << 30 || most == 1);
+            assert!(most == MAX_GRID_Y || (most + 1) * block_bytes(k, nprobe) > 1 << 30);
+            assert!(block_bytes(k, nprobe) >= k * 64 + PROBE_CHUNK.min(k));
+        }
+        assert_eq!(max_blocks(1 << 30, 8), 1);
+        assert_eq!(max_blocks(0, 8), MAX_GRID_Y);
     }
 
     #[test]

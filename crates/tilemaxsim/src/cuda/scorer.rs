@@ -688,11 +688,6 @@ impl CudaScorer {
         docs: &CudaView<'_, i64>,
         out: &mut CudaViewMut<'_, f32>,
     ) -> Result<()> {
-        if !codes.fused() {
-            return Err(Error::Argument(
-                "candidate lists in views need codes a fused kernel reads".into(),
-            ));
-        }
         self.score_codes_views_with(queries, codes, docs, out, None)
     }
 
