@@ -186,6 +186,16 @@ impl<'a> GpuIvfSearch<'a> {
         self.held.streamed_codes()
     }
 
+    /// The queries and the 32-row query blocks one pass takes (a segment with documents):
+    /// their approximate scores within `APPROX_PER_PASS`, their centroid scores and probe lists
+    /// within `SCORES_PER_PASS`.
+    fn pass_limits(&self) -> (usize, usize) {
+        (
+            (APPROX_PER_PASS / self.codes.len().max(1)).clamp(1, MAX_GRID_Y),
+            max_blocks(self.num_centroids, self.probe.nprobe),
+        )
+    }
+
     fn all_probed(&self) -> bool {
         self.probe.nprobe >= self.num_centroids
     }
@@ -309,10 +319,7 @@ impl<'a> GpuIvfSearch<'a> {
             return Err(Error::Argument("the first stages of no documents".into()));
         }
         let blocks: usize = queries.iter().map(|q| q.rows().div_ceil(32)).sum();
-        let (per_pass, most) = (
-            (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y),
-            max_blocks(self.num_centroids, self.probe.nprobe),
-        );
+        let (per_pass, most) = self.pass_limits();
         if queries.len() > per_pass || blocks > most {
             return Err(Error::Argument(format!(
                 "the first stages take one pass: at most {per_pass} queries and {most} blocks of \
@@ -554,10 +561,9 @@ impl Searcher for GpuIvfSearch<'_> {
         if self.codes.is_empty() {
             return Ok(vec![Vec::new(); queries.len()]);
         }
-        let per_pass = (APPROX_PER_PASS / self.codes.len()).clamp(1, MAX_GRID_Y);
+        let (per_pass, most) = self.pass_limits();
         let rows: Vec<usize> = queries.iter().map(|q| q.rows()).collect();
         let mut out = Vec::with_capacity(queries.len());
-        let most = max_blocks(self.num_centroids, self.probe.nprobe);
         for group in groups(&rows, per_pass, most)? {
             out.extend(self.search_group(&queries[group], k)?);
         }

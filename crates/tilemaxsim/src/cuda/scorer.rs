@@ -769,19 +769,17 @@ impl CudaScorer {
         let view = codes.view(stream);
         let reads_table =
             view.tag == 0 && matches!(kernel, CodecKernel::Warp(_) | CodecKernel::Bulk(_));
-        let cs = if reads_table && table.is_none() {
+        // (`made` lives to the end of the function: its free is ordered on `stream` after the
+        // kernel.)
+        let made = if reads_table && table.is_none() {
             // SAFETY: the upload's centroids.
             Some(unsafe { codec_launch::centroid_scores(&self.gpu, stream, queries, &view) }?)
         } else {
             None
         };
-        // (`cs` lives to the end of the function: its free is ordered on `stream` after the
-        // kernel.)
-        let cs = match (reads_table, table) {
-            (false, _) => None,
-            (true, Some(t)) => Some(t),
-            (true, None) => cs.as_ref().map(|c| c.device_ptr(stream).0),
-        };
+        let cs = table
+            .or_else(|| made.as_ref().map(|c| c.device_ptr(stream).0))
+            .filter(|_| reads_table);
         let target = Target {
             stream,
             doc_index: docs.map_or(0, |d| d.0),
