@@ -225,6 +225,33 @@ fn batched_bulk_and_one_warp_kernels_all_match() {
 }
 
 #[test]
+fn one_warp_kernels_claim_runs_of_many_documents() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    drop(gpu);
+    // Past 16 tasks a resident warp (about 25,000 on a 132-SM part), the one-warp kernels take
+    // their tasks from a counter in runs (CODEC_CLAIM); below it, every nwarps-th task. 40,000
+    // documents of 1 to 23 tokens, every codec at d = 64, all of them and a list in reverse.
+    let warp = CudaScorer::new(0).unwrap().force_kernel(Some(Kernel::Mma));
+    let lens: Vec<usize> = (0..40_000).map(|i| 1 + (i * 7) % 23).collect();
+    let dim = 64;
+    let corpus = unit_corpus(900, &lens, dim, DType::F32);
+    let mut r = rng(901);
+    let qs: Vec<OwnedElements> = [1usize, 33]
+        .iter()
+        .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+        .collect();
+    let queries = matrices(&qs, dim);
+    let list: Vec<usize> = (0..corpus.len()).rev().step_by(3).collect();
+    for spec in specs(16) {
+        let c = f16_exact(&compress(&corpus, &spec, 5, &|_, _, _| {}).unwrap());
+        let label = format!("40,000 documents {}", c.codec().describe());
+        check(&warp, &label, &c, &queries, Docs::All);
+        check(&warp, &label, &c, &queries, Docs::List(&list));
+    }
+}
+
+#[test]
 fn batched_kernel_packs_documents_into_runs() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
