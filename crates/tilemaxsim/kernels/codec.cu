@@ -8,7 +8,8 @@
 //
 // A warp walks its document a group of CODEC_TILES n-tiles at a time, two groups in turn, each
 // loaded (one address per array, kept in registers) while the one before it is multiplied;
-// a document's last group loads the next task's first. Tasks come from a counter in runs of
+// a document's last group loads the next task's first (int8 and fp8 load each group where they
+// multiply it: faster for them). Tasks come from a counter in runs of
 // CODEC_CLAIM where a warp has many (one query at MS MARCO scale: 8.8M tasks).
 //
 // - residual (PLAID, nbits 1/2/4): token = normalize(centroid[id] + weights[buckets]). The
@@ -283,7 +284,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // (The addresses pass through `opaque`: else the compiler rebuilds each load's address
     // from the kernel's parameters under its predicate, four instructions a load.)
     auto load_group = [&](Group& G, const Src& src, int t1, int rem) {
-        const unsigned char* cp = opaque(src.cp + t1 * ROW);
+        const unsigned char* cp = opaque(src.cp + (i64)t1 * ROW);
         const unsigned* ip = opaque(src.ap + t1 + g);       // residual ids
         const unsigned* sp = opaque(src.ap + t1 + 2 * c);   // int8 / fp8 scales
         const float* np = opaque(src.np + t1 + 2 * c);      // residual inverse norms
@@ -334,7 +335,6 @@ __device__ __forceinline__ void maxsim_codec_impl(
         }
     };
     float best[2][2];
-    // The group of tokens t0 .. t0 + 8·CODEC_TILES of a document of nd tokens into `best`.
     // k16 step s of tile tt's product.
     auto step = [&](const Group& G, int tt, int s, float (&acc)[2][4]) {
         unsigned b0, b1;

@@ -230,10 +230,11 @@ fn one_warp_kernels_claim_runs_of_many_documents() {
     let Some(gpu) = gpu() else { return };
     drop(gpu);
     // Past 16 tasks a resident warp (about 25,000 on a 132-SM part), the one-warp kernels take
-    // their tasks from a counter in runs (CODEC_CLAIM); below it, every nwarps-th task. 40,000
-    // documents of 1 to 23 tokens, every codec at d = 64, all of them and a list in reverse.
+    // their tasks from a counter in runs (CODEC_CLAIM); below it, every nwarps-th task. 40,001
+    // documents of 1 to 23 tokens (so the last run crosses the end of the tasks), every codec at
+    // d = 64, all of them and a list in reverse.
     let warp = CudaScorer::new(0).unwrap().force_kernel(Some(Kernel::Mma));
-    let lens: Vec<usize> = (0..40_000).map(|i| 1 + (i * 7) % 23).collect();
+    let lens: Vec<usize> = (0..40_001).map(|i| 1 + (i * 7) % 23).collect();
     let dim = 64;
     let corpus = unit_corpus(900, &lens, dim, DType::F32);
     let mut r = rng(901);
@@ -245,7 +246,7 @@ fn one_warp_kernels_claim_runs_of_many_documents() {
     let list: Vec<usize> = (0..corpus.len()).rev().step_by(3).collect();
     for spec in specs(16) {
         let c = f16_exact(&compress(&corpus, &spec, 5, &|_, _, _| {}).unwrap());
-        let label = format!("40,000 documents {}", c.codec().describe());
+        let label = format!("40,001 documents {}", c.codec().describe());
         check(&warp, &label, &c, &queries, Docs::All);
         check(&warp, &label, &c, &queries, Docs::List(&list));
     }
