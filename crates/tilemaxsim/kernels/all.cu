@@ -12,6 +12,7 @@
 #include "wgmma.cu"
 #include "topk.cu"
 #include "codec.cu"
+#include "codec_tables.cu"
 #include "compress.cu"
 #include "codec_wgmma.cu"
 #include "codec_lut.cu"

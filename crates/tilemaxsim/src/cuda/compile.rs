@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 23] = [
+const FILES: [(&str, &str); 24] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
@@ -37,6 +37,10 @@ const FILES: [(&str, &str); 23] = [
     ("wgmma.cu", include_str!("../../kernels/wgmma.cu")),
     ("topk.cu", include_str!("../../kernels/topk.cu")),
     ("codec.cu", include_str!("../../kernels/codec.cu")),
+    (
+        "codec_tables.cu",
+        include_str!("../../kernels/codec_tables.cu"),
+    ),
     ("compress.cu", include_str!("../../kernels/compress.cu")),
     (
         "codec_wgmma.cu",
