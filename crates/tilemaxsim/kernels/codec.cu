@@ -2,9 +2,12 @@
 // cores; decoded vectors never touch memory. One kernel per codec and d (d in {32, 64, 96,
 // 128}), the shape of maxsim_mma: one warp scores one (32-row query block, document) pair at a
 // time over a persistent grid, the query's A fragments in registers, each document's codes
-// read once with streaming loads. Codes decode straight into B fragments in the k order of
-// the A fragments: thread c of a quad owns dimensions c·d/4 .. (c+1)·d/4 of every token, and
-// its k16 step s takes dimensions c·d/4 + 4s .. + 3 (the dot product is blind to the order).
+// read once with streaming loads, marked evict-first in L2 (CODEC_L2_HINTS: the residual's
+// centroid-score gathers evict-last, so the codes' stream does not push them out), and the
+// next task's document prefetched into L2 at each task's start (CODEC_L2_AHEAD). Codes decode
+// straight into B fragments in the k order of the A fragments: thread c of a quad owns
+// dimensions c·d/4 .. (c+1)·d/4 of every token, and its k16 step s takes dimensions
+// c·d/4 + 4s .. + 3 (the dot product is blind to the order).
 //
 // A warp walks its document a group of CODEC_TILES n-tiles at a time, two groups in turn, each
 // loaded (one address per array, kept in registers) while the one before it is multiplied;
@@ -52,6 +55,21 @@
 #ifndef CODEC_ILP
 #define CODEC_ILP 1
 #endif
+// Whether the next task's document is prefetched into L2 (prefetch_l2) at each task's start.
+// Measured on the H200 with CODEC_L2_HINTS (BENCHMARKS.md, 2026-11-29 ninth): residual +5% at
+// one query, int8 +2%, fp8 within 1%.
+#ifndef CODEC_L2_AHEAD
+#define CODEC_L2_AHEAD 1
+#endif
+// Whether the one-warp kernels mark their loads for L2: the codes evict-first (each byte is
+// read once) and the residual's centroid-score gathers evict-last (a 16.8 MB table at 262,144
+// centroids, read 64 bytes a token, that the codes' stream would otherwise push out of L2).
+// Measured on the H200 at one query, 1M documents, K = 262,144 (BENCHMARKS.md, 2026-11-29
+// ninth): DRAM bytes read 6.18 -> 2.71 GB (the codes, ids and norms are 2.64), L2 hits 12% ->
+// 56%, the kernel 3.27 -> 2.88 ms.
+#ifndef CODEC_L2_HINTS
+#define CODEC_L2_HINTS 1
+#endif
 // Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks).
 #ifndef CODEC_CLAIM
 #define CODEC_CLAIM 4
@@ -67,6 +85,26 @@ template <int TAG, int D, int P> struct CodecShape {
     static constexpr int WORDS = (PB + 3) / 4;
 };
 
+// L2 cache policies (createpolicy, sm_80+) for loads that are read once, and for loads that
+// should stay.
+__device__ __forceinline__ unsigned long long l2_evict_first() {
+    unsigned long long p;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ unsigned long long l2_evict_last() {
+    unsigned long long p;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+// 16 bytes at p (read-only, not kept in L1), kept in L2 by `policy`.
+__device__ __forceinline__ U4 ld_stream_hint(const void* p, unsigned long long policy) {
+    U4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(policy));
+    return v;
+}
+
 // PB bytes at p into words (little-endian), with the widest loads the alignment allows: the
 // row is 4·PB bytes and the thread's piece starts at c·PB, so p is aligned to PB's largest
 // power-of-two factor (codes start 256-byte aligned).
@@ -75,13 +113,18 @@ __device__ __forceinline__ void load_codes(unsigned (&w)[(PB + 3) / 4], const un
     if constexpr (PB % 16 == 0) {
 #pragma unroll
         for (int i = 0; i < PB / 16; ++i) {
-            const U4 v = ld_stream(p + 16 * i);
+            const U4 v = CODEC_L2_HINTS ? ld_stream_hint(p + 16 * i, l2_evict_first()) : ld_stream(p + 16 * i);
             w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w;
         }
     } else if constexpr (PB % 8 == 0) {
 #pragma unroll
-        for (int i = 0; i < PB / 8; ++i)
-            asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(w[2 * i]), "=r"(w[2 * i + 1]) : "l"(p + 8 * i));
+        for (int i = 0; i < PB / 8; ++i) {
+            if constexpr (CODEC_L2_HINTS)
+                asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
+                    : "=r"(w[2 * i]), "=r"(w[2 * i + 1]) : "l"(p + 8 * i), "l"(l2_evict_first()));
+            else
+                asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(w[2 * i]), "=r"(w[2 * i + 1]) : "l"(p + 8 * i));
+        }
     } else if constexpr (PB % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < PB / 4; ++i) asm("ld.global.nc.u32 %0, [%1];" : "=r"(w[i]) : "l"(p + 4 * i));
@@ -162,6 +205,14 @@ __device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsi
     }
     const unsigned at = key * 128u + lanebase;
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(at));
+}
+
+// The first 32 128-byte lines of `bytes` bytes from `p` into L2, a line a lane (a hint: each
+// address lies inside the range, so none is past an allocation; a longer range's rest is left).
+__device__ __forceinline__ void prefetch_l2(const void* p, i64 bytes, int lane) {
+    const size_t a = (size_t)p, at = (a & ~(size_t)127) + (size_t)lane * 128;
+    if ((i64)(at - a) < bytes || lane == 0)
+        if (bytes > 0) asm volatile("prefetch.global.L2 [%0];" :: "l"(at < a ? a : at));
 }
 
 // `p` as a value the compiler cannot see into, so it keeps it in registers.
@@ -297,7 +348,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
             if (tok < rem) load_codes<PB>(G.raw[tt], cp + tt * 8 * ROW);
             if constexpr (TAG == RESIDUAL) {
                 const unsigned id = tok < rem ? __ldg(ip + tt * 8) : 0u;
-                G.cen[tt] = ld_stream(src.csb + (size_t)id * 32);
+                G.cen[tt] = CODEC_L2_HINTS ? ld_stream_hint(src.csb + (size_t)id * 32, l2_evict_last())
+                                           : ld_stream(src.csb + (size_t)id * 32);
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
@@ -336,6 +388,24 @@ __device__ __forceinline__ void maxsim_codec_impl(
         }
     };
     float best[2][2];
+    // Query block qb's A fragments into registers.
+    auto load_query = [&](int qb) {
+        cur_q = qb;
+        nq = qrows[qb];
+        const unsigned* q = (const unsigned*)(qblocks + (i64)qb * 32 * D);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int s = 0; s < S; ++s) {
+                const int w = (c * (D / 4) + 4 * s) / 2;
+                const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
+                const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
+                a[mt][s][0] = r0[w];
+                a[mt][s][1] = r8[w];
+                a[mt][s][2] = r0[w + 1];
+                a[mt][s][3] = r8[w + 1];
+            }
+    };
     // k16 step s of tile tt's product.
     auto step = [&](const Group& G, int tt, int s, float (&acc)[2][4]) {
         unsigned b0, b1;
@@ -395,6 +465,15 @@ __device__ __forceinline__ void maxsim_codec_impl(
         }
     };
     constexpr int GT = 8 * CODEC_TILES;  // tokens a group
+    // The next task's document into L2 (CODEC_L2_AHEAD): its groups' loads and its ids'
+    // centroid-score gathers then wait on L2, not on DRAM and L2 in turn.
+    auto prefetch_next = [&](i64 nxt, i64 start, int len) {
+        if (nxt < tasks) {
+            prefetch_l2(codes + start * ROW, (i64)len * ROW, lane);
+            prefetch_l2(aux + start, (i64)len * 4, lane);
+            if constexpr (TAG == RESIDUAL) prefetch_l2(inv_norm + start, (i64)len * 4, lane);
+        }
+    };
     Group g0, g1;
 
     int qi = 0, nqi = 0, pair = 0, npair = 0;
@@ -406,24 +485,9 @@ __device__ __forceinline__ void maxsim_codec_impl(
     if (AHEAD && first < tasks) load_group(g0, source(d0, qi), 0, nd);
     for (i64 task = first; task < tasks;) {
         if (next < tasks) extent(next, nqi, npair, nd0, nnd);
+        if constexpr (CODEC_L2_AHEAD) prefetch_next(next, nd0, nnd);
         const i64 after = next < tasks ? claim() : tasks;
-        if (qi != cur_q) {
-            cur_q = qi;
-            nq = qrows[qi];
-            const unsigned* q = (const unsigned*)(qblocks + (i64)qi * 32 * D);
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int s = 0; s < S; ++s) {
-                    const int w = (c * (D / 4) + 4 * s) / 2;
-                    const unsigned* r0 = q + (mt * 16 + g) * (D / 2);
-                    const unsigned* r8 = q + (mt * 16 + g + 8) * (D / 2);
-                    a[mt][s][0] = r0[w];
-                    a[mt][s][1] = r8[w];
-                    a[mt][s][2] = r0[w + 1];
-                    a[mt][s][3] = r8[w + 1];
-                }
-        }
+        if (qi != cur_q) load_query(qi);
         best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         const Src src = source(d0, qi);
         if constexpr (AHEAD) {
