@@ -14,14 +14,11 @@ cd "$(dirname "$0")/.."
 source bench/exact_split_lib.sh
 VARIANTS=${VARIANTS:-"SPLIT_MIN_BLOCKS_F32=1,SPAN_K2_ANY_BLOCKS=3"}
 CASES=${CASES:-"--dtype f32 --docs 100000 --doc-len 128|--dtype f16 --docs 100000 --doc-len 32:256 --dim 48|--dtype f16 --docs 100000 --doc-len 32:256 --dim 77|--dtype f16 --docs 100000 --doc-len 32:256 --dim 128"}
-with() { local v=$1; shift; if [ "$v" = default ]; then "$@"; else TILEMAXSIM_KERNEL_DEFINES=$v "$@"; fi; }
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   echo "== compile every variant at once $(date -u +%T)"
-  for v in default $VARIANTS; do
-    ( with "$v" timeout 240 .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1 | sed "s/^/$v: /" ) &
-  done
-  wait
+  # shellcheck disable=SC2086  # the variants split on spaces
+  compile_variants default $VARIANTS
   echo "== compiled $(date -u +%T)"
   IFS='|' read -r -a cases <<< "$CASES"
   for round in $(seq "${ROUNDS:-2}"); do
