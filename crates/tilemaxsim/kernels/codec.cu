@@ -4,9 +4,9 @@
 // time over a persistent grid, the query's A fragments in registers, each document's codes
 // read once with streaming loads, marked evict-first in L2 (CODEC_L2_HINTS: the residual's
 // centroid-score gathers evict-last, so the codes' stream does not push them out), and the
-// next task's document prefetched into L2 at each task's start (CODEC_L2_AHEAD). Codes decode
-// straight into B fragments in the k order of the A fragments: thread c of a quad owns
-// dimensions c·d/4 .. (c+1)·d/4 of every token, and its k16 step s takes dimensions
+// next task's document prefetched into L2 at each task's start (CODEC_L2_AHEAD; neither for
+// pq). Codes decode straight into B fragments in the k order of the A fragments: thread c of a
+// quad owns dimensions c·d/4 .. (c+1)·d/4 of every token, and its k16 step s takes dimensions
 // c·d/4 + 4s .. + 3 (the dot product is blind to the order).
 //
 // A warp walks its document a group of CODEC_TILES n-tiles at a time, two groups in turn, each
@@ -108,18 +108,18 @@ __device__ __forceinline__ U4 ld_stream_hint(const void* p, unsigned long long p
 // PB bytes at p into words (little-endian), with the widest loads the alignment allows: the
 // row is 4·PB bytes and the thread's piece starts at c·PB, so p is aligned to PB's largest
 // power-of-two factor (codes start 256-byte aligned).
-template <int PB>
+template <int PB, bool HINT>
 __device__ __forceinline__ void load_codes(unsigned (&w)[(PB + 3) / 4], const unsigned char* p) {
     if constexpr (PB % 16 == 0) {
 #pragma unroll
         for (int i = 0; i < PB / 16; ++i) {
-            const U4 v = CODEC_L2_HINTS ? ld_stream_hint(p + 16 * i, l2_evict_first()) : ld_stream(p + 16 * i);
+            const U4 v = HINT ? ld_stream_hint(p + 16 * i, l2_evict_first()) : ld_stream(p + 16 * i);
             w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w;
         }
     } else if constexpr (PB % 8 == 0) {
 #pragma unroll
         for (int i = 0; i < PB / 8; ++i) {
-            if constexpr (CODEC_L2_HINTS)
+            if constexpr (HINT)
                 asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
                     : "=r"(w[2 * i]), "=r"(w[2 * i + 1]) : "l"(p + 8 * i), "l"(l2_evict_first()));
             else
@@ -240,6 +240,10 @@ __device__ __forceinline__ void maxsim_codec_impl(
     constexpr int DSUB = TAG == PQ ? D / P : 1;
     // Whether a group's codes are loaded one group ahead, across documents too.
     constexpr bool AHEAD = TAG == PQ || TAG == RESIDUAL;
+    // Whether the codes are marked evict-first, and the next task's document prefetched into
+    // L2: not for pq (not measured with them; it has no per-token words to prefetch).
+    constexpr bool HINTS = CODEC_L2_HINTS && TAG != PQ;
+    constexpr bool L2_AHEAD = CODEC_L2_AHEAD && TAG != PQ;
     extern __shared__ unsigned smem[];
 
     // Tables into shared memory: the residual's step table (nbits 1, 2: step_pairs) or pair
@@ -345,10 +349,10 @@ __device__ __forceinline__ void maxsim_codec_impl(
             const int tok = tt * 8 + g;
 #pragma unroll
             for (int i = 0; i < Shape::WORDS; ++i) G.raw[tt][i] = 0u;
-            if (tok < rem) load_codes<PB>(G.raw[tt], cp + tt * 8 * ROW);
+            if (tok < rem) load_codes<PB, HINTS>(G.raw[tt], cp + tt * 8 * ROW);
             if constexpr (TAG == RESIDUAL) {
                 const unsigned id = tok < rem ? __ldg(ip + tt * 8) : 0u;
-                G.cen[tt] = CODEC_L2_HINTS ? ld_stream_hint(src.csb + (size_t)id * 32, l2_evict_last())
+                G.cen[tt] = HINTS ? ld_stream_hint(src.csb + (size_t)id * 32, l2_evict_last())
                                            : ld_stream(src.csb + (size_t)id * 32);
             }
 #pragma unroll
@@ -485,7 +489,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
     if (AHEAD && first < tasks) load_group(g0, source(d0, qi), 0, nd);
     for (i64 task = first; task < tasks;) {
         if (next < tasks) extent(next, nqi, npair, nd0, nnd);
-        if constexpr (CODEC_L2_AHEAD) prefetch_next(next, nd0, nnd);
+        if constexpr (L2_AHEAD) prefetch_next(next, nd0, nnd);
         const i64 after = next < tasks ? claim() : tasks;
         if (qi != cur_q) load_query(qi);
         best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
