@@ -211,8 +211,8 @@ __device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsi
 // address lies inside the range, so none is past an allocation; a longer range's rest is left).
 __device__ __forceinline__ void prefetch_l2(const void* p, i64 bytes, int lane) {
     const size_t a = (size_t)p, at = (a & ~(size_t)127) + (size_t)lane * 128;
-    if ((i64)(at - a) < bytes || lane == 0)
-        if (bytes > 0) asm volatile("prefetch.global.L2 [%0];" :: "l"(at < a ? a : at));
+    if (bytes > 0 && (i64)(at - a) < bytes)  // lane 0's at - a is 0 or negative
+        asm volatile("prefetch.global.L2 [%0];" :: "l"(at < a ? a : at));
 }
 
 // `p` as a value the compiler cannot see into, so it keeps it in registers.
@@ -352,8 +352,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
             if (tok < rem) load_codes<PB, HINTS>(G.raw[tt], cp + tt * 8 * ROW);
             if constexpr (TAG == RESIDUAL) {
                 const unsigned id = tok < rem ? __ldg(ip + tt * 8) : 0u;
-                G.cen[tt] = HINTS ? ld_stream_hint(src.csb + (size_t)id * 32, l2_evict_last())
-                                           : ld_stream(src.csb + (size_t)id * 32);
+                const u16* row = src.csb + (size_t)id * 32;
+                G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
