@@ -24,6 +24,13 @@
 // a SM), an f32 token's low part (scaled by 2^11) meets the high part of c q in a second one,
 // and a document's row maxima are scaled back by 1/c (exact). f32 tokens must lie in the
 // split's range (the host checks them: src/cuda/memory.rs, split_rows_ok).
+//
+// On the H200, f32 corpora run at the board's 700 W power cap (a median 686 W back to back;
+// f16 and bf16 about 410 W, most likely the difference of three tensor-core products a tile
+// against one): the SM clock falls to about 1560 MHz (1980 for f16 and bf16), so B = 100K
+// takes 1.62 ms a call against 1.48 ms for one launch under ncu (BENCHMARKS.md, 2026-11-29
+// tenth). LIK's f32 (one tf32 product a tile, 6e-5 relative error) read 4606 GB/s in the same
+// session's peer run; its power was not sampled.
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"

@@ -34,6 +34,10 @@
 
 #define CWG_PRODUCERS 128
 #define CWG_BLOCK_THREADS (WG_THREADS + CWG_PRODUCERS)
+// Not kept: the one-warp kernels' L2 hints here (the residual codes evict-first, the centroid
+// gathers evict-last; branch wip/codec-wg-l2-hints): 32 queries x 1M x U[8,124] 515.9 / 520.4 ->
+// 509.2 / 509.0 M pairs/s, and 52.4 -> 51.9 queries/s at 8.8M documents (H200, BENCHMARKS.md
+// 2026-11-29 tenth). Its centroid table (67 MB at K = 262,144) does not fit L2 anyway.
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Eight f32 values as four f16 pairs (round to nearest even), the first value in the low half.
