@@ -96,7 +96,7 @@ pub(in crate::cuda) fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
 /// Runs of two, four and eight tasks strided by the grid were slower than one (call3.log:
 /// 82.9, 84.6, 79.2% at f16 B = 10K against 86.5). Between 25 and 252 tasks a block, and at
 /// wide d other than 768, this was not measured. Not kept: the fewest blocks that take as many
-/// rounds (385 of 396 at B = 10K, so no 26th round is left to 99 blocks): d = 768 96.4 / 96.6 ->
+/// rounds (385 of 396 at B = 10K, so no 26th round is left to 100 blocks): d = 768 96.4 / 96.6 ->
 /// 96.0 / 95.7%, f32 -1 to -2 points, 16-bit d = 128 +0.5 to 1.0 (2026-11-29j/call7.log).
 pub(in crate::cuda) fn bulk_resident_grid(
     tasks: u64,
