@@ -8,9 +8,10 @@
 //! In memory (and in the file, `format.rs`) every codec keeps the same two per-token arrays,
 //! token-major like the exact corpus, so a GPU kernel reads a document's codes as one
 //! contiguous run: `codes` `[T, row_bytes]` u8 and, for residual/int8/fp8, one 32-bit word per
-//! token (`aux`: the centroid id as u32, or the scale as f32 bits). Encoding (`compress`) trains
-//! what the codec needs (k-means on the CPU, seeded), scoring decodes a document at a time
-//! (`decode_doc_into`) for the CPU engine and the float64 reference.
+//! token (`aux`: the centroid id as u32, or the scale as f32 bits), each a vector of ours or a
+//! memory-mapped range (`storage.rs`). Encoding (`compress`) trains what the codec needs
+//! (k-means on the CPU, seeded), scoring decodes a document at a time (`decode_doc_into`) for
+//! the CPU engine and the float64 reference.
 
 #[cfg(test)]
 mod append_tests;
@@ -22,6 +23,7 @@ pub mod plaid;
 pub(crate) mod pq;
 pub(crate) mod residual;
 mod sink;
+mod storage;
 mod subset;
 mod torch_pt;
 
@@ -29,10 +31,10 @@ pub use format::is_compressed_file;
 pub use pq::{PQ_CENTROIDS, PqCodec, PqOptions};
 pub use residual::{Buckets, ResidualCodec, ResidualOptions, plaid_num_centroids};
 pub use sink::CodesSink;
+pub(crate) use storage::{Bytes, Words};
 
 use std::sync::Arc;
 
-use memmap2::Mmap;
 use rayon::prelude::*;
 
 use crate::corpus::{Corpus, FiniteCheck, check_appended, check_ids, check_offsets};
@@ -138,71 +140,6 @@ impl Codec {
             ),
             Codec::Int8 => "int8 (per-token symmetric scale)".into(),
             Codec::Fp8 => "fp8 e4m3 (per-token scale)".into(),
-        }
-    }
-}
-
-/// Bytes that are either ours or part of a memory-mapped file.
-#[derive(Clone, Debug)]
-pub(crate) enum Bytes {
-    Owned(Vec<u8>),
-    Mapped {
-        map: Arc<Mmap>,
-        start: usize,
-        len: usize,
-    },
-}
-
-impl Bytes {
-    /// The bytes as a vector of ours (a mapped range copied once).
-    fn owned(&mut self) -> &mut Vec<u8> {
-        if let Bytes::Mapped { .. } = self {
-            *self = Bytes::Owned(self.get().to_vec());
-        }
-        match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped { .. } => unreachable!("made owned above"),
-        }
-    }
-
-    fn get(&self) -> &[u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped { map, start, len } => &map[*start..*start + *len],
-        }
-    }
-}
-
-/// 32-bit words (ids or f32 bits), ours or memory-mapped (then 4-byte aligned, checked on open).
-#[derive(Clone, Debug)]
-pub(crate) enum Words {
-    Owned(Vec<u32>),
-    Mapped {
-        map: Arc<Mmap>,
-        start: usize,
-        len: usize,
-    },
-}
-
-impl Words {
-    /// The words as a vector of ours (a mapped range copied once).
-    fn owned(&mut self) -> &mut Vec<u32> {
-        if let Words::Mapped { .. } = self {
-            *self = Words::Owned(self.get().to_vec());
-        }
-        match self {
-            Words::Owned(v) => v,
-            Words::Mapped { .. } => unreachable!("made owned above"),
-        }
-    }
-
-    fn get(&self) -> &[u32] {
-        match self {
-            Words::Owned(v) => v,
-            // The start was checked to be 4-byte aligned when the file was opened.
-            Words::Mapped { map, start, len } => {
-                bytemuck::cast_slice(&map[*start..*start + *len * 4])
-            }
         }
     }
 }
