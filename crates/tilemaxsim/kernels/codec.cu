@@ -71,10 +71,11 @@
 #define CODEC_L2_HINTS 1
 #endif
 // Not kept: each group's load also loading the ids of the group after it (so that group's
-// gathers need not wait on its ids; branch wip/codec-ids-ahead): residual nbits 2, 1M x U[8,124], 338.3 -> 332.1 M
-// docs/s (24 bytes of spills at 168 registers), nbits 1 +0.7%, nbits 4 -3.4% (H200, BENCHMARKS.md
-// 2026-11-29 tenth). ncu of the landed kernel there: issue 46% of cycles, the tensor pipe 37%
-// busy, most stalls on fixed-latency dependencies at 12 warps an SM.
+// gathers need not wait on its ids; branch wip/codec-ids-ahead): residual nbits 2, 1M x
+// U[8,124], 338.3 -> 332.1 M docs/s (24 bytes of spills at 168 registers), nbits 1 +0.7%,
+// nbits 4 -3.4% (H200, BENCHMARKS.md 2026-11-29 tenth). ncu of the landed kernel there: issue
+// 46% of cycles, the tensor pipe 37% busy, most stalls on fixed-latency dependencies at 12
+// warps an SM.
 // Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks).
 #ifndef CODEC_CLAIM
 #define CODEC_CLAIM 4
