@@ -12,7 +12,8 @@ log="$OUT/exact_split.log"
 {
   device_header
   echo "== GPU tests: the split kernels, raw memory, every tensor-core kernel"
-  timeout 360 .dev/test-gpu fp32 f32_queries raw_device tensor_core nan_in 2>&1 |
+  timeout 200 .dev/test-gpu_f32 2>&1 | grep -E "^test |test result|panicked|case"
+  timeout 360 .dev/test-gpu raw_device tensor_core nan_in 2>&1 |
     grep -E "^test |test result|panicked|case"
   echo "tests exit: ${PIPESTATUS[0]}"
   echo "== bench: B = 100K, Nd = 128, d = 128"

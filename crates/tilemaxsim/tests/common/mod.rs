@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod index;
+#[cfg(feature = "cuda")]
+pub mod gpu_check;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
