@@ -242,7 +242,6 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
     }
 }
 
-
 /// f32 corpora whose tokens tie or nearly tie, where a kernel that prunes pairs by a cheaper
 /// product (as wip/f32-candidates did: one f16 product, exact dots for the pairs it cannot rule
 /// out) is most likely to pick the wrong maximum: documents of one token repeated, of two tokens

@@ -64,4 +64,3 @@ pub fn check_all_and_list(
     let candidates = format!("{label} (candidates)");
     check(gpu, &candidates, queries, corpus, Docs::List(list), exp);
 }
-

@@ -3,9 +3,9 @@
 //! safetensors files taken apart and put back together around a rewritten header.
 #![allow(dead_code)]
 
-pub mod index;
 #[cfg(feature = "cuda")]
 pub mod gpu_check;
+pub mod index;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
