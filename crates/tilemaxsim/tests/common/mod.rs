@@ -3,6 +3,7 @@
 //! safetensors files taken apart and put back together around a rewritten header.
 #![allow(dead_code)]
 
+pub mod cpu_scorers;
 #[cfg(feature = "cuda")]
 pub mod gpu_check;
 pub mod index;
