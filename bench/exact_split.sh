@@ -13,6 +13,7 @@ log="$OUT/exact_split.log"
   device_header
   echo "== GPU tests: the split kernels, raw memory, every tensor-core kernel"
   timeout 200 .dev/test-gpu_f32 2>&1 | grep -E "^test |test result|panicked|case"
+  echo "f32 tests exit: ${PIPESTATUS[0]}"
   timeout 360 .dev/test-gpu raw_device tensor_core nan_in 2>&1 |
     grep -E "^test |test result|panicked|case"
   echo "tests exit: ${PIPESTATUS[0]}"
