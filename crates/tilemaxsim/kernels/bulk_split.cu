@@ -35,14 +35,14 @@
 // throttled for power in 62% of samples; f16 417 W, 1980 MHz. One launch under ncu at 1.78 GHz
 // read 94.3% of DRAM (call4.log). The in-kernel split is about 256 of a warp's 665 instructions
 // a tile; a corpus split once at upload would save them (not built).
-// Not kept (branch wip/f32-candidates, kernels/bulk_f32.cu there): one f16 product a tile, a
-// bound on its error (2^-8 |c q| |d|), and exact f32 dots on the CUDA cores only for the pairs
-// within twice the bound of their row's maximum (28 a warp's 16-token tile on average, 20% over
-// one a row). Exact and clean under memcheck, off the power cap at 1980 MHz, but 48.5-51.4% of
-// the ceiling against 90.5-91.9% (H200, B = 100K, Nd = 128, one run; call2.log): 1,268M warp
-// instructions against the three products' 532M, issued on 46.6% of cycles at two warps a
-// scheduler (the query's f32 rows in shared memory leave two blocks a SM); from global memory
-// at three blocks, 51.4%.
+// Not kept (bench/results/h200/2026-11-30/f32_candidates.patch, for 09929b5: kernels/bulk_f32.cu
+// there): one f16 product a tile, a bound on its error (2^-8 |c q| |d|), and exact f32 dots on
+// the CUDA cores only for the pairs within twice the bound of their row's maximum (28 a warp's
+// 16-token tile on average, 20% over one a row). Exact and clean under memcheck, off the power
+// cap at 1980 MHz, but 48.5-51.4% of the ceiling against 90.5-91.9% (H200, B = 100K, Nd = 128,
+// one run; call2.log): 1,268M warp instructions against the three products' 532M, issued on
+// 46.6% of cycles at two warps a scheduler (the query's f32 rows in shared memory leave two
+// blocks a SM); from global memory at three blocks, 51.4%.
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"

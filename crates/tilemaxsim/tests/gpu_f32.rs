@@ -243,10 +243,11 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
 }
 
 /// f32 corpora whose tokens tie or nearly tie, where a kernel that prunes pairs by a cheaper
-/// product (as wip/f32-candidates did: one f16 product, exact dots for the pairs it cannot rule
-/// out) is most likely to pick the wrong maximum: documents of one token repeated, of two tokens
-/// alternating, and of one token with a 1-ulp change in one dimension a token, at d 32 to 128,
-/// magnitudes 1 and 3e4, with queries of 1, 5 and 32 rows, beside random documents.
+/// product is most likely to pick the wrong maximum (as the kernel of
+/// bench/results/h200/2026-11-30/f32_candidates.patch did: one f16 product, exact dots for the
+/// pairs it cannot rule out): documents of one token repeated, of two tokens alternating, and of
+/// one token with a 1-ulp change in one dimension a token, at d 32 to 128, magnitudes 1 and 3e4,
+/// with queries of 1, 5 and 32 rows, beside random documents.
 #[test]
 fn fp32_tied_tokens_stay_exact() {
     use tilemaxsim::cuda::Kernel;
