@@ -30,11 +30,13 @@
 // against one): the SM clock falls to about 1560 MHz (1980 for f16 and bf16), so B = 100K
 // takes 1.62 ms a call against 1.48 ms for one launch under ncu (BENCHMARKS.md, 2026-11-29
 // tenth). LIK's f32 (one tf32 product a tile, 6e-5 relative error) read 4606 GB/s in the same
-// session's peer run; its power was not sampled. Instant power sampled every 20 ms confirms it
-// (2026-11-30, bench/results/h200/2026-11-30/call5.log): f32 645 W median, SM clock 1575 MHz,
-// throttled for power in 62% of samples; f16 417 W, 1980 MHz. One launch under ncu at 1.78 GHz
-// read 94.3% of DRAM (call4.log). The in-kernel split is about 256 of a warp's 665 instructions
-// a tile; a corpus split once at upload would save them (not built).
+// session's peer run; its power was not sampled. Instant power sampled every 20 ms confirms the
+// cap (2026-11-30, bench/results/h200/2026-11-30/call5.log, call6.log): f32 645-652 W median,
+// SM clock 1575-1590 MHz, throttled for power in 62% of samples; f16 417 W, 1980 MHz. But f32
+// queries on f16 corpora (two products a step, 128 a warp's 8 KB against f32's 96, and no split)
+// draw 416 W at 1980 MHz: the products are not the draw; the in-kernel split most likely is.
+// One launch under ncu at 1.78 GHz read 94.3% of DRAM (call4.log). The split is about 256 of a
+// warp's 665 instructions a tile; a corpus split once at upload would save them (not built).
 // Not kept (bench/results/h200/2026-11-30/f32_candidates.patch, for 09929b5: kernels/bulk_f32.cu
 // there): one f16 product a tile, a bound on its error (2^-8 |c q| |d|), and exact f32 dots on
 // the CUDA cores only for the pairs within twice the bound of their row's maximum (28 a warp's
