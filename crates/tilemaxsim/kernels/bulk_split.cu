@@ -1,6 +1,7 @@
-// maxsim_bulk_split (sm_90+): maxsim_bulk's grid, walk, bulk-copy ring and row-maxima exchange
-// for f32 queries, exactly: against f32 corpora (both sides split into f16 parts, three
-// tensor-core products a tile: hi*hi + hi*lo + lo*hi, as maxsim_ring does) and against f16 and
+// maxsim_bulk_split and maxsim_bulk_planes (sm_90+): maxsim_bulk's grid, walk, bulk-copy ring
+// and row-maxima exchange for f32 queries, exactly: against f32 corpora (both sides split into
+// f16 parts, three tensor-core products a tile: hi*hi + hi*lo + lo*hi, as maxsim_ring does; the
+// documents split in the kernel, or once at upload into planes: below) and against f16 and
 // bf16 corpora (the query split into two f16 parts, or three bf16 parts, each multiplied by the
 // stored 16-bit token). maxsim_ring holds one block of f32 rings a SM (12.5% occupancy, 66% of
 // the read rate on the H200); here a stage is one bulk copy of TILE tokens (32 KB at d = 128:
@@ -25,18 +26,19 @@
 // and a document's row maxima are scaled back by 1/c (exact). f32 tokens must lie in the
 // split's range (the host checks them: src/cuda/memory.rs, split_rows_ok).
 //
-// On the H200, f32 corpora run at the board's 700 W power cap (a median 686 W back to back;
-// f16 and bf16 about 410 W, most likely the difference of three tensor-core products a tile
-// against one): the SM clock falls to about 1560 MHz (1980 for f16 and bf16), so B = 100K
-// takes 1.62 ms a call against 1.48 ms for one launch under ncu (BENCHMARKS.md, 2026-11-29
-// tenth). LIK's f32 (one tf32 product a tile, 6e-5 relative error) read 4606 GB/s in the same
-// session's peer run; its power was not sampled. Instant power sampled every 20 ms confirms the
-// cap (2026-11-30, bench/results/h200/2026-11-30/call5.log, call6.log): f32 645-652 W median,
-// SM clock 1575-1590 MHz, throttled for power in 62% of samples; f16 417 W, 1980 MHz. But f32
-// queries on f16 corpora (two products a step, 128 a warp's 8 KB against f32's 96, and no split)
-// draw 416 W at 1980 MHz: the products are not the draw; the in-kernel split most likely is.
-// One launch under ncu at 1.78 GHz read 94.3% of DRAM (call4.log). The split is about 256 of a
-// warp's 665 instructions a tile; a corpus split once at upload would save them (not built).
+// f32 corpora split once at upload (DOC 3, `maxsim_bulk_planes`: each token's 32-dimension
+// chunks as 32 f16 high parts then 32 low parts, the same 4d bytes; `split_f32_planes`) take the
+// in-kernel split's roughly 256 of a warp's 665 instructions a tile away. H200, B = 100K, Nd =
+// 128, one run (bench/results/h200/2026-11-30b/call1.log): 95.6% of the read ceiling against
+// 86.3% for the in-kernel split (U[32,256] 95.8 / 80.7%, B = 500K 98.0 / 89.3%, d = 96 94.8 /
+// 87.5%, d = 64 83.3 / 77.7%, d = 32 69.8 / 63.2%); LIK's f32 1.4231 ms against our 1.4797 in
+// that run's peer row (0.962x). Both still run at the board's 700 W power cap (instant power
+// sampled every 20 ms: planes 665-678 W at 1440 MHz, in-kernel split 653-685 W at 1470 MHz,
+// throttled for power in about half the samples; f16 417 W at 1980 MHz, 2026-11-30 call5.log).
+// So the split was issue, not power (call 6 of 2026-11-30 had guessed power: f32 queries on f16
+// corpora, 128 products a warp's 8 KB against 96 here, draw 416 W at 1980 MHz; why the f32
+// planes' three products draw more is not known). One launch under ncu at 1.78 GHz read 94.3%
+// of DRAM with the in-kernel split (2026-11-30 call4.log).
 // Not kept (bench/results/h200/2026-11-30/f32_candidates.patch, for 09929b5: kernels/bulk_f32.cu
 // there): one f16 product a tile, a bound on its error (2^-8 |c q| |d|), and exact f32 dots on
 // the CUDA cores only for the pairs within twice the bound of their row's maximum (28 a warp's
@@ -72,17 +74,21 @@
 #ifndef SPLIT_MIN_BLOCKS_BF16
 #define SPLIT_MIN_BLOCKS_BF16 1
 #endif
-#define SPLIT_BLOCKS(DOC) ((DOC) == 2 ? SPLIT_MIN_BLOCKS_F32 : (DOC) == 1 ? SPLIT_MIN_BLOCKS_BF16 : SPLIT_MIN_BLOCKS_F16)
+#define SPLIT_BLOCKS(DOC) ((DOC) >= 2 ? SPLIT_MIN_BLOCKS_F32 : (DOC) == 1 ? SPLIT_MIN_BLOCKS_BF16 : SPLIT_MIN_BLOCKS_F16)
 
-// DOC 0: f16 tokens, 1: bf16, 2: f32 (split here). The query's parts: f16 hi and lo of c q
-// (f16 and f32 corpora) or bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
+// DOC 0: f16 tokens, 1: bf16, 2: f32 (split here), 3: f32 split once at upload into f16 planes
+// (`split_f32_planes`: each 32-dimension chunk of a token as 32 high parts, then 32 low parts
+// scaled by 2^11; the same 4d bytes a token). The query's parts: f16 hi and lo of c q (f16 and
+// f32 corpora) or bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
 template <int DOC> struct SplitKind {
     static constexpr bool F32 = DOC == 2;
+    static constexpr bool PLANES = DOC == 3;
+    static constexpr bool LOW = F32 || PLANES;  // the documents' low parts multiplied apart
     static constexpr bool BF = DOC == 1;
     static constexpr bool SCALED_QUERY = !BF;  // f16 parts of c q (above)
     static constexpr int PARTS = BF ? 3 : 2;
-    static constexpr int TW = F32 ? 16 : 32;  // tokens per warp per tile
-    static constexpr int ROW_HALVES_PER_DIM = F32 ? 2 : 1;
+    static constexpr int TW = LOW ? 16 : 32;  // tokens per warp per tile
+    static constexpr int ROW_HALVES_PER_DIM = LOW ? 2 : 1;
 };
 
 // The query's part `part` of the element pair at dimensions k, k + 1 of row `row` (zeros past
@@ -190,7 +196,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     constexpr int ROW = D * K::ROW_HALVES_PER_DIM;  // halves per token row
     constexpr int STAGE = TILE * ROW;                // halves
     constexpr int XP = K::PARTS - 1;                 // parts in shared memory
-    constexpr bool SCALED = K::F32;  // the documents' low parts' products summed apart, scaled back
+    constexpr bool SCALED = K::LOW;  // the documents' low parts' products summed apart, scaled back
     extern __shared__ __attribute__((aligned(128))) unsigned char bulk_smem[];
     u16* ring = (u16*)bulk_smem;
     V4* qx = (V4*)(ring + (i64)stages * STAGE);  // [XP][KCH][2 kb][2 mt][32 lanes]
@@ -259,6 +265,11 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
                         split_f32x2(__uint_as_float(v0.z), __uint_as_float(v0.w), bh[t][1], bl[t][1]);
                         split_f32x2(__uint_as_float(v1.x), __uint_as_float(v1.y), bh[t][2], bl[t][2]);
                         split_f32x2(__uint_as_float(v1.z), __uint_as_float(v1.w), bh[t][3], bl[t][3]);
+                    } else if constexpr (K::PLANES) {
+                        const u16* row = buf + (t * 8 + g) * ROW + ch * 64 + c * 8;
+                        const V4 h = *(const V4*)row, l = *(const V4*)(row + 32);
+                        bh[t][0] = h.x; bh[t][1] = h.y; bh[t][2] = h.z; bh[t][3] = h.w;
+                        bl[t][0] = l.x; bl[t][1] = l.y; bl[t][2] = l.z; bl[t][3] = l.w;
                     } else {
                         const V4 v = *(const V4*)(buf + (t * 8 + g) * D + ch * 32 + c * 8);
                         bh[t][0] = v.x; bh[t][1] = v.y; bh[t][2] = v.z; bh[t][3] = v.w;
@@ -278,7 +289,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
                         for (int t = 0; t < NT; ++t) {
                             const unsigned b0 = bh[t][2 * kb], b1 = bh[t][2 * kb + 1];
                             Mma<K::BF>::run(acc[t][mt], a[mt][ch][kb], b0, b1);
-                            if constexpr (K::F32)
+                            if constexpr (K::LOW)
                                 Mma<false>::run(cor[t][mt], a[mt][ch][kb], bl[t][2 * kb], bl[t][2 * kb + 1]);
 #pragma unroll
                             for (int p = 0; p < XP; ++p)
@@ -330,6 +341,50 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
         maxsim_bulk_split_impl<DOC, KCH>(q_parts, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
                                          num_docs, out, stages, group, q_inv);                 \
     }
+
+// The planes' kernel takes the f16 corpora's query parts (maxsim_split_parts_f16_d*).
+#define INSTANTIATE_BULK_PLANES(NAME, KCH)                                                     \
+    extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_BLOCKS(3)) NAME(         \
+        const V4* q_parts, const i64* q_offsets, int num_queries, const void* d_tokens,        \
+        const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
+        int group, const float* q_inv)                                                         \
+    {                                                                                          \
+        maxsim_bulk_split_impl<3, KCH>(q_parts, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
+                                       num_docs, out, stages, group, q_inv);                   \
+    }
+
+// f32 tokens as split_f32_planes lays them out, `count` tokens of d = KCH * 32, one thread a
+// token's 8 dimensions of a chunk (one 16-byte store of high parts and one of low parts).
+template <int KCH>
+__device__ __forceinline__ void split_f32_planes_impl(const float* __restrict__ src, V4* __restrict__ dst, i64 count) {
+    constexpr int PER_TOKEN = KCH * 4;  // threads a token
+    for (i64 e = blockIdx.x * (i64)blockDim.x + threadIdx.x; e < count * PER_TOKEN; e += (i64)gridDim.x * blockDim.x) {
+        const i64 token = e / PER_TOKEN;
+        const int j = (int)(e % PER_TOKEN), ch = j >> 2, c = j & 3;
+        const float* x = src + token * (KCH * 32) + ch * 32 + c * 8;
+        const V4 a = *(const V4*)x, b = *(const V4*)(x + 4);
+        V4 hi, lo;
+        split_f32x2(__uint_as_float(a.x), __uint_as_float(a.y), hi.x, lo.x);
+        split_f32x2(__uint_as_float(a.z), __uint_as_float(a.w), hi.y, lo.y);
+        split_f32x2(__uint_as_float(b.x), __uint_as_float(b.y), hi.z, lo.z);
+        split_f32x2(__uint_as_float(b.z), __uint_as_float(b.w), hi.w, lo.w);
+        V4* out = dst + token * (KCH * 8) + ch * 8;  // 16-byte units: a chunk's 64 halves are 8
+        out[c] = hi;
+        out[4 + c] = lo;
+    }
+}
+
+#define INSTANTIATE_PLANES(NAME, SPLIT_NAME, KCH)                                              \
+    INSTANTIATE_BULK_PLANES(NAME, KCH)                                                         \
+    extern "C" __global__ void __launch_bounds__(256) SPLIT_NAME(const float* src, V4* dst, i64 count) \
+    {                                                                                          \
+        split_f32_planes_impl<KCH>(src, dst, count);                                           \
+    }
+
+INSTANTIATE_PLANES(maxsim_bulk_planes_d32, split_f32_planes_d32, 1)
+INSTANTIATE_PLANES(maxsim_bulk_planes_d64, split_f32_planes_d64, 2)
+INSTANTIATE_PLANES(maxsim_bulk_planes_d96, split_f32_planes_d96, 3)
+INSTANTIATE_PLANES(maxsim_bulk_planes_d128, split_f32_planes_d128, 4)
 
 INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d32, maxsim_split_parts_f32_d32, 2, 1)
 INSTANTIATE_BULK_SPLIT(maxsim_bulk_split_f32_d64, maxsim_split_parts_f32_d64, 2, 2)

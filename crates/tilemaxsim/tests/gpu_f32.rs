@@ -26,6 +26,10 @@ fn fp32_inputs_stay_exact() {
     // where the device's shared memory holds it.
     if gpu.info().compute_capability.0 >= 9 {
         assert_eq!(gpu.kernel_for(&dq, &dc), tilemaxsim::cuda::Kernel::Bulk);
+        assert!(
+            dc.has_f32_planes(),
+            "the upload split the f32 corpus into planes"
+        );
     } else if gpu.info().smem_per_block >= 100 << 10 {
         assert_eq!(gpu.kernel_for(&dq, &dc), tilemaxsim::cuda::Kernel::Ring);
     }
@@ -56,6 +60,11 @@ fn fp32_split_on_tensor_cores_stays_exact() {
     let forced = |k| CudaScorer::new(0).expect("GPU").force_kernel(Some(k));
     let others = [
         (Kernel::Ring, "", forced(Kernel::Ring)),
+        (
+            Kernel::Bulk,
+            " (split in the kernel)",
+            CudaScorer::new(0).expect("GPU").f32_planes(false),
+        ),
         (
             Kernel::Bulk,
             " (1 stage, 3 per block)",
@@ -252,6 +261,7 @@ fn f32_queries_on_16_bit_corpora_stay_exact() {
 fn fp32_tied_tokens_stay_exact() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };
+    let in_kernel_split = CudaScorer::new(0).expect("GPU").f32_planes(false);
     let sm90 = gpu.info().compute_capability.0 >= 9;
     let mut r = rng(17);
     for dim in [32usize, 64, 96, 128] {
@@ -287,10 +297,13 @@ fn fp32_tied_tokens_stay_exact() {
             let dc = gpu.upload(&corpus).unwrap();
             if sm90 {
                 assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Bulk, "{label}");
+                assert!(dc.has_f32_planes(), "{label}: planes");
             }
             let list: Vec<usize> = (0..lens.len()).rev().collect();
             let exp = Expected::new(&queries, &corpus);
             check_all_and_list(&gpu, &label, &queries, &corpus, &list, &exp);
+            let in_kernel = format!("{label} (split in the kernel)");
+            check_all_and_list(&in_kernel_split, &in_kernel, &queries, &corpus, &list, &exp);
         }
     }
 }

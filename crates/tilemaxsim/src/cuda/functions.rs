@@ -34,6 +34,9 @@ pub(super) struct Kernels {
     /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
     /// (sm_90+), and `maxsim_split_parts`, which splits them for it once a call.
     pub(super) bulk_split: Vec<((DType, usize), (CudaFunction, CudaFunction))>,
+    /// d → `maxsim_bulk_planes`, `maxsim_bulk_split` on an f32 corpus split once at upload,
+    /// and `split_f32_planes`, which splits it (d ≤ 128, sm_90+).
+    pub(super) bulk_planes: Vec<((DType, usize), (CudaFunction, CudaFunction))>,
     /// (dtype, d) → `maxsim_span`, bulk copies of tiles that span documents, d ≤ 128 (sm_90+).
     pub(super) span: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, then `span_any_key`: 32-wide chunks of d, the rows' alignment in halves, one k16
@@ -98,7 +101,7 @@ impl Kernels {
             }
         }
         let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut bulk_split, mut bulk_any) = (Vec::new(), Vec::new());
+        let (mut bulk_split, mut bulk_any, mut bulk_planes) = (Vec::new(), Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
                 for kq in 2..=8 {
@@ -112,6 +115,13 @@ impl Kernels {
                     let parts = format!("maxsim_split_parts_{dtype}_d{dim}");
                     bulk_split.push(((dtype, dim), (f(&name)?, f(&parts)?)));
                 }
+            }
+            for dim in MMA_DIMS {
+                let (name, split) = (
+                    format!("maxsim_bulk_planes_d{dim}"),
+                    format!("split_f32_planes_d{dim}"),
+                );
+                bulk_planes.push(((DType::F32, dim), (f(&name)?, f(&split)?)));
             }
             for dtype in [DType::F16, DType::BF16] {
                 for dim in MMA_DIMS {
@@ -165,6 +175,7 @@ impl Kernels {
             mma,
             bulk,
             bulk_split,
+            bulk_planes,
             bulk_any,
             span,
             span_any,

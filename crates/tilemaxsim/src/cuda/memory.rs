@@ -1,6 +1,7 @@
 //! Device memory: buffers the engine owns or borrows ([`Mem`]), a corpus and queries on the device
 //! ([`DeviceCorpus`], [`DeviceQueries`] with their 32-row blocks for the tensor cores), their
-//! uploads and downloads, and the f32 split (an f32 as f16 high and low parts) `maxsim_ring` scores.
+//! uploads and downloads, and the f32 split (an f32 as f16 high and low parts) `maxsim_ring` scores;
+//! an f32 corpus's split planes (`DeviceCorpus::planes`) are made by `launch::add_planes`.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -78,6 +79,10 @@ pub struct DeviceCorpus {
     /// f32 tokens all in the split's range (`split_rows_ok`): `maxsim_ring` can score them
     /// exactly as f16 high and low parts.
     pub(super) split_ok: bool,
+    /// The f32 tokens split once into f16 planes (`maxsim_bulk_planes`; `split_f32_planes` in
+    /// kernels/bulk_split.cu), beside `tokens`, where the scorer made them at upload
+    /// (`CudaScorer::upload_range`).
+    pub(super) planes: Option<Mem<u8>>,
     /// What the kernel choice needs of its documents' lengths.
     pub(super) lengths: DocLengths,
 }
@@ -95,9 +100,13 @@ impl DeviceCorpus {
     pub fn dtype(&self) -> DType {
         self.dtype
     }
-    /// Bytes of token embeddings on the device.
+    /// Whether the upload split the f32 tokens into f16 planes (`CudaScorer::f32_planes`).
+    pub fn has_f32_planes(&self) -> bool {
+        self.planes.is_some()
+    }
+    /// Bytes of token embeddings on the device (with the f32 split's planes, where made).
     pub fn size_bytes(&self) -> usize {
-        self.bytes
+        self.bytes * if self.planes.is_some() { 2 } else { 1 }
     }
 }
 
@@ -297,6 +306,7 @@ impl DeviceCorpus {
             len: docs.len(),
             bytes: bytes.len(),
             split_ok,
+            planes: None,
             lengths,
         })
     }
@@ -324,6 +334,7 @@ impl DeviceCorpus {
             len: 0,
             bytes: 0,
             split_ok: split_ok(corpus, 0..offsets[corpus.len()]),
+            planes: None,
             lengths: DocLengths::of(offsets),
         })
     }

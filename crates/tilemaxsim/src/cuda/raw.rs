@@ -373,6 +373,7 @@ pub(super) fn borrow_corpus(
         bytes,
         // f32 documents only where the caller checked the split's range.
         split_ok: docs.split_ok && docs.dtype == DType::F32,
+        planes: None,
         lengths,
     }))
 }

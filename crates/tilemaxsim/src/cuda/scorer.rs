@@ -20,7 +20,7 @@ use super::compile::arch_name;
 use super::context::GpuContext;
 use super::device::{GpuInfo, drv};
 use super::launch::codec::{self as codec_launch, PACK_MAX};
-use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target};
+use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target, add_planes};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
 use super::plan::{
     BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, MMA_DIMS, QBLOCK,
@@ -60,6 +60,9 @@ pub struct CudaScorer {
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
+    /// Whether uploads split f32 corpora once into f16 planes (`maxsim_bulk_planes`) where
+    /// they can (`f32_planes`, TILEMAXSIM_F32_PLANES=0 turns it off).
+    f32_planes: bool,
 }
 
 /// `TILEMAXSIM_PACK=N` (`CudaScorer::pack_documents`): a value that is not a run length in
@@ -99,6 +102,7 @@ impl CudaScorer {
                 Ok("1") => Some(true),
                 _ => None,
             },
+            f32_planes: std::env::var("TILEMAXSIM_F32_PLANES").as_deref() != Ok("0"),
         })
     }
 
@@ -164,6 +168,14 @@ impl CudaScorer {
     /// TILEMAXSIM_BULK_GRID=resident/runs.
     pub fn bulk_grid_resident(mut self, resident: Option<bool>) -> Self {
         self.bulk_resident = resident;
+        self
+    }
+
+    /// Whether uploads split f32 corpora once into f16 planes beside their rows, which
+    /// `maxsim_bulk_planes` reads without splitting each token in the kernel (on by default;
+    /// for experiments and tests; also TILEMAXSIM_F32_PLANES=0).
+    pub fn f32_planes(mut self, on: bool) -> Self {
+        self.f32_planes = on;
         self
     }
 
@@ -327,7 +339,11 @@ impl CudaScorer {
         corpus: &Corpus,
         docs: std::ops::Range<usize>,
     ) -> Result<DeviceCorpus> {
-        DeviceCorpus::upload(&self.gpu.stream, corpus, docs)
+        let mut device = DeviceCorpus::upload(&self.gpu.stream, corpus, docs)?;
+        if self.f32_planes {
+            add_planes(&self.gpu, &mut device)?;
+        }
+        Ok(device)
     }
 
     /// Copy queries to the GPU (as f32). Checks them like every scorer does.

@@ -202,11 +202,30 @@ impl Bulk {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let (func, parts_fn) = kernel_in(
-            &gpu.kernels.bulk_split,
-            (corpus.dtype, corpus.dim),
-            "split bulk-copy",
-        )?;
+        let split = |dtype| {
+            kernel_in(
+                &gpu.kernels.bulk_split,
+                (dtype, corpus.dim),
+                "split bulk-copy",
+            )
+        };
+        // An f32 corpus split at upload: the planes' kernel with the f16 corpora's query parts
+        // (the scaled query's f16 high and low parts, in f16's k order).
+        let (func, parts_fn) = match &corpus.planes {
+            Some(_) => (
+                &kernel_in(
+                    &gpu.kernels.bulk_planes,
+                    (DType::F32, corpus.dim),
+                    "f32 planes",
+                )?
+                .0,
+                &split(DType::F16)?.1,
+            ),
+            None => {
+                let (f, p) = split(corpus.dtype)?;
+                (f, p)
+            }
+        };
         if queries.dtype != DType::F32 || queries.longest > QBLOCK {
             return Err(Error::Argument(
                 "the split bulk-copy kernel takes f32 queries of ≤ 32 tokens".into(),
@@ -254,14 +273,18 @@ impl Bulk {
 
         let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
         let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
-        let args = PairArgs::at(parts_ptr, queries, corpus, t);
+        let mut args = PairArgs::at(parts_ptr, queries, corpus, t);
+        if let Some(planes) = &corpus.planes {
+            args.d_tokens = planes.device_ptr(stream).0;
+        }
         let mut b = stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr).arg(&inv_ptr);
-        // SAFETY: the arguments match `maxsim_bulk_split_*` in kernels/bulk_split.cu: the
-        // queries' parts and 1/c (written just above, in stream order) and their offsets, the
-        // corpus's rows 16-byte aligned (the kernel choice; rows are 2d or 4d bytes,
-        // d % 32 = 0), its offsets, `doc_index` null or `n` indices < corpus.len (the caller's
+        // SAFETY: the arguments match `maxsim_bulk_split_*` (or `maxsim_bulk_planes_*`) in
+        // kernels/bulk_split.cu: the queries' parts and 1/c (written just above, in stream
+        // order) and their offsets, the corpus's rows (or its planes, 4d bytes a token as f32
+        // rows) 16-byte aligned (the kernel choice; rows are 2d or 4d bytes, d % 32 = 0), its
+        // offsets, `doc_index` null or `n` indices < corpus.len (the caller's
         // contract), `out` room for Q × n floats, and `smem` bytes for `stages` tiles, the
         // query's parts past the first, the barriers and the row maxima (`bulk_split_smem`,
         // allowed by blocks_per_sm); the grid covers every task in runs of `group`.
@@ -362,4 +385,47 @@ fn span_any_function<'g>(gpu: &'g GpuContext, corpus: &DeviceCorpus) -> Result<&
             Error::Argument(format!("no spanning kernel for {dtype} d = {dim}"))
         })?
         .1)
+}
+
+/// Split an f32 corpus on the device, once, into the f16 planes `maxsim_bulk_planes` reads
+/// (`split_f32_planes`, kernels/bulk_split.cu), beside its f32 rows, which the other kernels
+/// read. Only where that kernel would score it (f32 tokens in the split's range, d ≤ 128
+/// instantiated, sm_90+) and where the planes leave as many bytes free again; elsewhere, and
+/// where the device is out of memory, the corpus stays as it is (the in-kernel split).
+pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -> Result<()> {
+    let Ok((_, split)) = kernel_in(&gpu.kernels.bulk_planes, (corpus.dtype, corpus.dim), "") else {
+        return Ok(());
+    };
+    if !corpus.split_ok || corpus.bytes == 0 || !gpu.fits(2 * corpus.bytes)? {
+        return Ok(());
+    }
+    let stream = &gpu.stream;
+    // SAFETY: `split_f32_planes` writes every byte (4d a token, as the rows).
+    let Ok(planes) = (unsafe { stream.alloc::<u8>(corpus.bytes) }) else {
+        return Ok(());
+    };
+    let count = (corpus.bytes / (4 * corpus.dim)) as i64;
+    let threads = count as u64 * (corpus.dim / 8) as u64;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            threads
+                .div_ceil(256)
+                .min(gpu.info.multiprocessors as u64 * 16) as u32,
+            1,
+            1,
+        ),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (src, dst) = (
+        corpus.tokens.device_ptr(stream).0,
+        planes.device_ptr(stream).0,
+    );
+    let mut b = stream.launch_builder(split);
+    b.arg(&src).arg(&dst).arg(&count);
+    // SAFETY: `src` holds `count` f32 tokens of d = corpus.dim (a `split_f32_planes_d*` d) and
+    // `dst` as many bytes, both 16-byte aligned (owned allocations); grid-stride over them.
+    unsafe { b.launch(cfg) }.map_err(drv("split_f32_planes launch"))?;
+    corpus.planes = Some(crate::cuda::memory::Mem::owned(planes));
+    Ok(())
 }

@@ -165,6 +165,7 @@ pub(in crate::cuda) fn decode_f32(
         len: codes.len,
         bytes: n * 4,
         split_ok: false,
+        planes: None,
         lengths: DocLengths::of(offsets),
     })
 }

@@ -11,7 +11,7 @@ mod general;
 mod mma;
 mod ring;
 
-pub(super) use bulk::Bulk;
+pub(super) use bulk::{Bulk, add_planes};
 pub(super) use gemm::Gemm;
 pub(super) use general::{DocRows, General, GeneralArgs};
 pub(super) use mma::Mma;
