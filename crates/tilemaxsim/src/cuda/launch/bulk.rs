@@ -13,8 +13,8 @@ use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
-    bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, span_any_key, span_smem,
-    span_window_log, split_parts_bytes, wide_any_bound, wide_dim,
+    bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, planes_run, span_any_key,
+    span_smem, span_window_log, split_parts_bytes, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -244,6 +244,7 @@ impl Bulk {
         // blocks (`bulk_group`).
         let run = match corpus.dtype {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
+            _ if corpus.planes.is_some() => planes_run(corpus.bytes, corpus.len),
             _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.dim, &gpu.tuning))
                 .min(*BULK_GROUP_RANGE.end() as u64),
         };

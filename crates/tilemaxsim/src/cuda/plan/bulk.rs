@@ -18,9 +18,22 @@ pub(in crate::cuda) const BULK_WIDE_RS: usize = 36;
 
 /// Most documents per `maxsim_bulk_split` block against a bf16 corpus (`bulk_group`'s run).
 pub(in crate::cuda) const BULK_SPLIT_BF16_RUN: u64 = 64;
-/// `maxsim_bulk_split`'s run against f32 and f16 corpora, in `maxsim_bulk` runs
-/// (`DocLengths::bulk_run`): each block splits its query once.
+/// `maxsim_bulk_split`'s run against f32 corpora split in the kernel and against f16 corpora,
+/// in `maxsim_bulk` runs (`DocLengths::bulk_run`): each block splits its query once.
 pub(in crate::cuda) const SPLIT_RUN_FACTOR: u64 = 4;
+
+/// `maxsim_bulk_planes`'s run (an f32 corpus split at upload): about this many bytes of tokens
+/// a block, whatever d. H200, B = 100K of 128 tokens, stages 2, one run
+/// (bench/results/h200/2026-11-30b/call2.log, % of the read ceiling by documents a block):
+/// d = 128: 4 99.4, 8 99.0, 16 98.3, 32 97.0 (`SPLIT_RUN_FACTOR`'s run), 64 97.4; d = 64: 4
+/// 85.5, 8 86.7, 16 90.3, 32 86.2, 64 90.5; d = 32: 4 69.4, 8 72.5, 16 72.9, 32 73.5, 64 73.2.
+pub(in crate::cuda) const PLANES_RUN_BYTES: u64 = 512 << 10;
+
+/// Documents a `maxsim_bulk_planes` run over `docs` documents of `bytes` bytes of tokens in
+/// all: `PLANES_RUN_BYTES` of them on average, 1 to `BULK_GROUP_RANGE`'s most.
+pub(in crate::cuda) fn planes_run(bytes: usize, docs: usize) -> u64 {
+    (PLANES_RUN_BYTES * docs as u64 / bytes.max(1) as u64).clamp(1, *BULK_GROUP_RANGE.end() as u64)
+}
 
 /// Dynamic shared bytes of a `maxsim_bulk_split` block (kernels/bulk_split.cu) for a corpus of
 /// `doc`: as `maxsim_bulk`'s at d ≤ 128 (a stage is BULK_TILE × d halves: 64 f32 tokens or 128
