@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p .dev
 cargo build --release -p tilemaxsim-cli --bin tilemaxsim --example serve_load
 cp target/release/tilemaxsim target/release/examples/serve_load .dev/
-for t in gpu gpu_f32 gpu_any_dim gpu_codecs gpu_compress gpu_ivf cuda_kernels_compile; do
+for t in gpu gpu_f32 gpu_search gpu_any_dim gpu_codecs gpu_compress gpu_ivf cuda_kernels_compile; do
   exe=$(cargo test -p tilemaxsim --test "$t" --no-run --message-format=json 2>/dev/null |
     python3 -c 'import sys, json
 for l in sys.stdin:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # usage: [PART=1|2] bash bench/gpu_check.sh   (on the GPU machine, .dev carried)
-# PART=1: tests/gpu.rs, tests/gpu_f32.rs and tests/gpu_any_dim.rs and their sanitizer runs only; PART=2: tests/gpu_codecs.rs and
+# PART=1: tests/gpu.rs, tests/gpu_f32.rs, tests/gpu_search.rs and tests/gpu_any_dim.rs and their sanitizer runs only; PART=2: tests/gpu_codecs.rs and
 # tests/gpu_compress.rs and theirs (each part fits one 600 s device call; both: over it).
 # GPU correctness, one device call: the NVRTC compile check, the GPU tests (exact and compressed
 # corpora, compression: tests/gpu.rs, tests/gpu_codecs.rs, tests/gpu_compress.rs) against the float64
@@ -28,6 +28,7 @@ tmp=$(mktemp -d)
       start=$SECONDS
       timeout 520 .dev/test-gpu 2>&1 | grep -E "^test |test result|panicked|case"; echo "tests exit: ${PIPESTATUS[0]} ($((SECONDS - start)) s)"
       timeout 200 .dev/test-gpu_f32 2>&1 | grep -E "^test |test result|panicked|case"; echo "f32 tests exit: ${PIPESTATUS[0]}"
+      timeout 300 .dev/test-gpu_search 2>&1 | grep -E "^test |test result|panicked"; echo "search tests exit: ${PIPESTATUS[0]}"
       timeout 120 .dev/test-gpu_any_dim 2>&1 | grep -E "^test |test result|panicked"; echo "any-d tests exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
@@ -40,6 +41,8 @@ tmp=$(mktemp -d)
       echo "memcheck exit: ${PIPESTATUS[0]}"
       TILEMAXSIM_GPU_CASES=6 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_f32 --test-threads 1 2>&1 | tail -3
       echo "f32 memcheck exit: ${PIPESTATUS[0]}"
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_search --test-threads 1 2>&1 | tail -3
+      echo "search memcheck exit: ${PIPESTATUS[0]}"
       timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3
       echo "any-d memcheck exit: ${PIPESTATUS[0]}"
     fi
@@ -54,8 +57,11 @@ tmp=$(mktemp -d)
   ( export TILEMAXSIM_SANITIZER=1
     if one 1; then
       TILEMAXSIM_GPU_CASES=3 timeout 420 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu --test-threads 1 \
-        tensor_core random_shapes ablation top_k raw_device 2>&1 | tail -6
+        tensor_core random_shapes ablation raw_device 2>&1 | tail -6
       echo "racecheck exit: ${PIPESTATUS[0]}"
+      TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_search --test-threads 1 \
+        device_top_k 2>&1 | tail -3
+      echo "top-k racecheck exit: ${PIPESTATUS[0]}"
       TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_f32 --test-threads 1 2>&1 | tail -3
       echo "f32 racecheck exit: ${PIPESTATUS[0]}"
       timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3

@@ -21,10 +21,10 @@ mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSI
 {
   (timeout 400 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --only-build > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
   device_header
-  timeout 120 .dev/test-gpu device_top_k 2>&1 | grep -E "^test |test result|panicked"
+  timeout 120 .dev/test-gpu_search device_top_k 2>&1 | grep -E "^test |test result|panicked"
   timeout 150 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
   timeout 120 .dev/test-gpu_codecs every_codec_on_the_gpu residual_tensors sharded 2>&1 | grep -E "^test |test result|panicked"
-  TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu device_top_k 2>&1 | tail -2
+  TILEMAXSIM_SANITIZER=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_search device_top_k 2>&1 | tail -2
   TILEMAXSIM_SANITIZER=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_ivf many_centroids 2>&1 | tail -2
   tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .
   wait

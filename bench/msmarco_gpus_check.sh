@@ -19,7 +19,7 @@ mkdir -p $TILEMAXSIM_CACHE_DIR && tar -xJf .devcache/kcache.tar.xz -C $TILEMAXSI
   (timeout 420 python3 bench/msmarco_scale.py --bin .dev/tilemaxsim --work $W --devices 0,1 > /tmp/msmarco.log 2>&1; echo "msmarco rc $?" >> /tmp/msmarco.log) &
   device_header
   timeout 100 .dev/test-gpu_ivf 2>&1 | grep -E "^test |test result|panicked"
-  timeout 100 .dev/test-gpu sharded 2>&1 | grep -E "^test |test result|panicked"
+  timeout 100 .dev/test-gpu_search sharded 2>&1 | grep -E "^test |test result|panicked"
   timeout 120 .dev/test-gpu_codecs every_codec_on_the_gpu residual_tensors sharded 2>&1 | grep -E "^test |test result|panicked"
   tar -cJf "$OUT/kcache.tar.xz" -C $TILEMAXSIM_CACHE_DIR .
   wait

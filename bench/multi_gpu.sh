@@ -29,6 +29,7 @@ SYNTH=/tmp/synth-f16-$SERVE_DOCS-128-128.safetensors
   nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -8
   echo "== GPU tests (exact, codecs) on GPU 0"
   timeout 300 .dev/test-gpu -q --test-threads 1 2>&1 | tail -4
+  timeout 300 .dev/test-gpu_search -q --test-threads 1 2>&1 | tail -4
   timeout 300 .dev/test-gpu_codecs -q --test-threads 1 2>&1 | tail -4
   echo "== $(date -u +%T) bench-search: $MULTI_DOCS documents sharded over 1, 2, 4, … GPUs"
   timeout 420 "$BIN" bench-search --docs 100000 --batches 1,32 --stream-docs 0 \

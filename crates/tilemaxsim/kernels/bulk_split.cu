@@ -78,7 +78,8 @@
 
 // DOC 0: f16 tokens, 1: bf16, 2: f32 (split here), 3: f32 split once at upload into f16 planes
 // (`split_f32_planes`: each 32-dimension chunk of a token as 32 high parts, then 32 low parts
-// scaled by 2^11; the same 4d bytes a token). The query's parts: f16 hi and lo of c q (f16 and
+// scaled by 2^11, in the order lane c reads them: dimensions c*4 .. +3 and 16 + c*4 .. +3 at
+// halves c*8 .. +7; the same 4d bytes a token). The query's parts: f16 hi and lo of c q (f16 and
 // f32 corpora) or bf16 p0, p1, p2 (bf16 corpora; unscaled, summed with the rest).
 template <int DOC> struct SplitKind {
     static constexpr bool F32 = DOC == 2;
@@ -112,10 +113,12 @@ __device__ __forceinline__ unsigned split_query_word(const float* q, int nq, int
     }
 }
 
-// The first dimension of the four that lane c holds for k16 step kb of chunk ch.
+// The first dimension of the four that lane c holds for k16 step kb of chunk ch. The planes
+// keep the in-kernel split's order (split_f32_planes lays each chunk's parts out so), so both
+// multiply the same fragments and score bit for bit alike.
 template <int DOC>
 __device__ __forceinline__ int split_k(int ch, int kb, int c) {
-    return SplitKind<DOC>::F32 ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
+    return SplitKind<DOC>::LOW ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
 }
 
 // The power of two c that brings a query's largest magnitude `m` into [2^14, 2^15), and 1/c.
@@ -342,7 +345,7 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
                                          num_docs, out, stages, group, q_inv);                 \
     }
 
-// The planes' kernel takes the f16 corpora's query parts (maxsim_split_parts_f16_d*).
+// The planes' kernel takes the f32 corpora's query parts (maxsim_split_parts_f32_d*).
 #define INSTANTIATE_BULK_PLANES(NAME, KCH)                                                     \
     extern "C" __global__ void __launch_bounds__(BULK_THREADS, SPLIT_BLOCKS(3)) NAME(         \
         const V4* q_parts, const i64* q_offsets, int num_queries, const void* d_tokens,        \
@@ -353,16 +356,17 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
                                        num_docs, out, stages, group, q_inv);                   \
     }
 
-// f32 tokens as split_f32_planes lays them out, `count` tokens of d = KCH * 32, one thread a
-// token's 8 dimensions of a chunk (one 16-byte store of high parts and one of low parts).
+// f32 tokens split into planes (DOC 3 above), `count` tokens of d = KCH * 32: one thread a
+// token's chunk's lane c, the eight dimensions maxsim_bulk_split_impl's lane c splits (c*4 .. +3
+// and 16 + c*4 .. +3), split as it does; one 16-byte store of high parts, one of low parts.
 template <int KCH>
 __device__ __forceinline__ void split_f32_planes_impl(const float* __restrict__ src, V4* __restrict__ dst, i64 count) {
     constexpr int PER_TOKEN = KCH * 4;  // threads a token
     for (i64 e = blockIdx.x * (i64)blockDim.x + threadIdx.x; e < count * PER_TOKEN; e += (i64)gridDim.x * blockDim.x) {
         const i64 token = e / PER_TOKEN;
         const int j = (int)(e % PER_TOKEN), ch = j >> 2, c = j & 3;
-        const float* x = src + token * (KCH * 32) + ch * 32 + c * 8;
-        const V4 a = *(const V4*)x, b = *(const V4*)(x + 4);
+        const float* x = src + token * (KCH * 32) + ch * 32 + c * 4;
+        const V4 a = *(const V4*)x, b = *(const V4*)(x + 16);
         V4 hi, lo;
         split_f32x2(__uint_as_float(a.x), __uint_as_float(a.y), hi.x, lo.x);
         split_f32x2(__uint_as_float(a.z), __uint_as_float(a.w), hi.y, lo.y);

@@ -1,7 +1,8 @@
 //! f32 on the tensor cores against the float64 reference, on the device (bench/gpu_check.sh runs
-//! it there): f32 corpora (`maxsim_bulk_split` at d ≤ 128 on sm_90, `maxsim_ring` at wide d),
-//! f32 queries against 16-bit corpora, and documents of tied and nearly tied tokens. Without a
-//! usable GPU every test prints a notice and passes.
+//! it there): f32 corpora (at d ≤ 128 on sm_90 `maxsim_bulk_planes` on the planes an upload
+//! splits them into, bit for bit equal to `maxsim_bulk_split`'s in-kernel split, which is checked
+//! too; `maxsim_ring` at wide d), f32 queries against 16-bit corpora, and documents of tied and
+//! nearly tied tokens. Without a usable GPU every test prints a notice and passes.
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -79,6 +80,7 @@ fn fp32_split_on_tensor_cores_stays_exact() {
                 .bulk_grid_resident(Some(true)),
         ),
     ];
+    let in_kernel_split = CudaScorer::new(0).expect("GPU").f32_planes(false);
     let sm90 = gpu.info().compute_capability.0 >= 9;
     let mut r = rng(13);
     let cases = gpu_cases(18);
@@ -130,6 +132,10 @@ fn fp32_split_on_tensor_cores_stays_exact() {
             &list,
             &exp,
         );
+        // The planes multiply the same fragments as the in-kernel split: the same bits.
+        if dc.has_f32_planes() {
+            same_bits(&gpu, &in_kernel_split, &label, &queries, &corpus);
+        }
         for (k, shape, scorer) in &others {
             if scorer.kernel_for(&dq, &dc) == *k && (*k != chosen || !shape.is_empty()) {
                 let label = format!("{}{shape} {label}", k.name());
@@ -166,6 +172,21 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         let q = random_query(&mut r, 4, 64, DType::F32, scale);
         check_one_query(&gpu, &format!("f32 query of {label}"), &q, &corpus, split);
     }
+}
+
+/// `a` and `b` score `queries` against every document of `corpus` bit for bit alike.
+fn same_bits(a: &CudaScorer, b: &CudaScorer, label: &str, queries: &[Matrix<'_>], corpus: &Corpus) {
+    let scores = |s: &CudaScorer| {
+        let mut out = vec![f32::NAN; queries.len() * corpus.len()];
+        s.score_into(queries, corpus, tilemaxsim::Docs::All, &mut out)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        out.iter().map(|x| x.to_bits()).collect::<Vec<u32>>()
+    };
+    assert_eq!(
+        scores(a),
+        scores(b),
+        "{label}: planes and the in-kernel split differ"
+    );
 }
 
 /// f32 queries against f16 and bf16 corpora on the tensor cores (`maxsim_bulk_split`, sm_90, d
@@ -304,6 +325,9 @@ fn fp32_tied_tokens_stay_exact() {
             check_all_and_list(&gpu, &label, &queries, &corpus, &list, &exp);
             let in_kernel = format!("{label} (split in the kernel)");
             check_all_and_list(&in_kernel_split, &in_kernel, &queries, &corpus, &list, &exp);
+            if sm90 {
+                same_bits(&gpu, &in_kernel_split, &label, &queries, &corpus);
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
-use crate::cuda::memory::{DeviceCorpus, DeviceQueries};
+use crate::cuda::memory::{DeviceCorpus, DeviceQueries, Mem};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
@@ -202,29 +202,19 @@ impl Bulk {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let split = |dtype| {
-            kernel_in(
-                &gpu.kernels.bulk_split,
-                (dtype, corpus.dim),
-                "split bulk-copy",
-            )
-        };
-        // An f32 corpus split at upload: the planes' kernel with the f16 corpora's query parts
-        // (the scaled query's f16 high and low parts, in f16's k order).
-        let (func, parts_fn) = match &corpus.planes {
-            Some(_) => (
-                &kernel_in(
-                    &gpu.kernels.bulk_planes,
-                    (DType::F32, corpus.dim),
-                    "f32 planes",
-                )?
-                .0,
-                &split(DType::F16)?.1,
-            ),
-            None => {
-                let (f, p) = split(corpus.dtype)?;
-                (f, p)
+        let (split, parts_fn) = kernel_in(
+            &gpu.kernels.bulk_split,
+            (corpus.dtype, corpus.dim),
+            "split bulk-copy",
+        )?;
+        // An f32 corpus split at upload: the planes' kernel, with the same query parts (it
+        // multiplies the same fragments as the in-kernel split).
+        let func = match &corpus.planes {
+            Some(_) => {
+                let planes = (DType::F32, corpus.dim);
+                &kernel_in(&gpu.kernels.bulk_planes, planes, "f32 planes")?.0
             }
+            None => split,
         };
         if queries.dtype != DType::F32 || queries.longest > QBLOCK {
             return Err(Error::Argument(
@@ -394,7 +384,8 @@ fn span_any_function<'g>(gpu: &'g GpuContext, corpus: &DeviceCorpus) -> Result<&
 /// instantiated, sm_90+) and where the planes leave as many bytes free again; elsewhere, and
 /// where the device is out of memory, the corpus stays as it is (the in-kernel split).
 pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -> Result<()> {
-    let Ok((_, split)) = kernel_in(&gpu.kernels.bulk_planes, (corpus.dtype, corpus.dim), "") else {
+    let key = (corpus.dtype, corpus.dim);
+    let Some((_, (_, split))) = gpu.kernels.bulk_planes.iter().find(|(k, _)| *k == key) else {
         return Ok(());
     };
     if !corpus.split_ok || corpus.bytes == 0 || !gpu.fits(2 * corpus.bytes)? {
@@ -427,6 +418,7 @@ pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -
     // SAFETY: `src` holds `count` f32 tokens of d = corpus.dim (a `split_f32_planes_d*` d) and
     // `dst` as many bytes, both 16-byte aligned (owned allocations); grid-stride over them.
     unsafe { b.launch(cfg) }.map_err(drv("split_f32_planes launch"))?;
-    corpus.planes = Some(crate::cuda::memory::Mem::owned(planes));
-    Ok(())
+    corpus.planes = Some(Mem::owned(planes));
+    // Other streams (a searcher's) may score the corpus next: the planes are made first.
+    gpu.synchronize()
 }

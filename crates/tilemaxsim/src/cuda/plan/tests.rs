@@ -228,7 +228,6 @@ fn bulk_runs_hold_about_eight_tiles() {
     assert_eq!(DocLengths::mean(2, 512).bulk_run(128, &Tuning::DEFAULT), 4);
     assert!(DocLengths::mean(2, 256).fills_tiles());
     assert_eq!(DocLengths::mean(0, 0).bulk_run(128, &Tuning::DEFAULT), 8);
-    // Runs shrink where the grid would not fill the device's resident slots.
     // f32 planes: about 512 KB of tokens a run (128 tokens of 4d bytes).
     assert_eq!(planes_run(100_000 * 128 * 512, 100_000), 8);
     assert_eq!(planes_run(100_000 * 128 * 256, 100_000), 16);
@@ -240,6 +239,7 @@ fn bulk_runs_hold_about_eight_tiles() {
     );
     assert_eq!(planes_run(3 << 20, 1), 1, "at least one");
     assert_eq!(planes_run(0, 0), 1);
+    // Runs shrink where the grid would not fill the device's resident slots.
     assert_eq!(bulk_group(100_000, 396, 8), 8);
     assert_eq!(bulk_group(10_000, 396, 8), 4, "six waves");
     assert_eq!(bulk_group(1000, 396, 8), 4, "at least four");
