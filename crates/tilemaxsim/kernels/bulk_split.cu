@@ -32,7 +32,8 @@
 // 128, one run (bench/results/h200/2026-11-30b/call1.log): 95.6% of the read ceiling against
 // 86.3% for the in-kernel split (U[32,256] 95.8 / 80.7%, B = 500K 98.0 / 89.3%, d = 96 94.8 /
 // 87.5%, d = 64 83.3 / 77.7%, d = 32 69.8 / 63.2%); LIK's f32 1.4231 ms against our 1.4797 in
-// that run's peer row (0.962x). Both still run at the board's 700 W power cap (instant power
+// that run's peer row (0.962x). With runs of about 512 KB a block (`planes_run`, src/cuda/plan/
+// bulk.rs) 98.6-98.8%, and 1.4482 ms against LIK's 1.4545 (1.004x; call3.log). Both still run at the board's 700 W power cap (instant power
 // sampled every 20 ms: planes 665-678 W at 1440 MHz, in-kernel split 653-685 W at 1470 MHz,
 // throttled for power in about half the samples; f16 417 W at 1980 MHz, 2026-11-30 call5.log).
 // So the split was issue, not power (call 6 of 2026-11-30 had guessed power: f32 queries on f16
