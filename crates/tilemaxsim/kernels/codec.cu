@@ -17,8 +17,8 @@
 //
 // - residual (PLAID, nbits 1/2/4): token = normalize(centroid[id] + weights[buckets]). The
 //   residual decodes through a table in shared memory: at nbits 1 and 2 from a k16 step's
-//   4·nbits code bits to its two f16 pairs (one 8-byte load, 16 copies: a half warp's loads
-//   on distinct banks), at nbits 4 from 2·nbits bits to one pair (one copy per lane); the
+//   4·nbits code bits to its two f16 pairs (one 8-byte load; a half warp's loads on distinct
+//   banks; 32 copies at nbits 2, so one PRMT makes the address, 16 at nbits 1), at nbits 4 from 2·nbits bits to one pair (one copy per lane); the
 //   centroid's part ⟨q_i, centroid⟩ is not decoded but
 //   read from a per-call table CS[id][32 rows] (f16, `codec_centroid_scores`) and added on the
 //   tensor cores as one more k16 step per m-tile against an identity A fragment; the product
@@ -76,6 +76,20 @@
 // nbits 4 -3.4% (H200, BENCHMARKS.md 2026-11-29 tenth). ncu of the landed kernel there: issue
 // 46% of cycles, the tensor pipe 37% busy, most stalls on fixed-latency dependencies at 12
 // warps an SM.
+// Whether the residual at nbits 2 looks its k16 steps up in a table of 32 copies, 256 bytes an
+// entry (64 KB a block), so one PRMT makes the lookup's address (the key byte beside the lane's
+// offset) where a PRMT and an IMAD did (16 copies, 128 bytes an entry). Measured on the H200
+// (BENCHMARKS.md, 2026-11-30 thirteenth): exhaustive search at 8.8M documents, batch 1,
+// 39.5 -> 40.0 and 40.4 -> 40.8 queries/s (two calls); one query, 1M x U[8,124], +1.4%.
+// Not kept (same section): each group loaded by one call from a selected source, which took the
+// register moves at the branches' join away (instructions -6.5%) but issued the loads later
+// (2.66 -> 2.75 ms, nbits 1 -3.6%); the query's A fragments in shared memory for one query
+// block (four blocks an SM at 128 registers: 38.5 against 40.9 queries/s; five, with spills,
+// 33.9), whose issue rate stayed at 46% with a third more warps
+// (bench/results/h200/2026-11-30c/q1_kernels.patch).
+#ifndef CODEC_LUT256
+#define CODEC_LUT256 1
+#endif
 // Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks).
 #ifndef CODEC_CLAIM
 #define CODEC_CLAIM 4
@@ -192,24 +206,36 @@ __device__ __forceinline__ unsigned residual_pair(const unsigned (&raw)[N], int 
 template <int NB> struct StepLut {
     static constexpr bool ON = NB == 1 || NB == 2;
     static constexpr int ENTRIES = ON ? 1 << (4 * NB) : 0;
+    // Copies of each entry (one a lane, or one a half warp's lane) and bytes an entry.
+    static constexpr bool WIDE = NB == 2 && CODEC_LUT256;
+    static constexpr int COPIES = WIDE ? 32 : 16;
+    static constexpr int STRIDE = 8 * COPIES;
 };
 
 // The two f16 pairs of k16 step s (pairs 2s and 2s + 1, whose 4·NB code bits are adjacent, the
-// first pair's highest) from the step table: entry `key` for lane slot l at byte key·128 + 8l
-// (`lanebase`: the table's shared address plus 8 · (lane % 16); a half warp's 8-byte loads
-// fall on distinct banks).
-template <int NB, int N>
-__device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsigned lanebase, unsigned& b0, unsigned& b1) {
+// first pair's highest) from the step table: entry `key` for lane slot l at byte key·STRIDE + 8l.
+// 16 copies (`lanebase`: the table's shared address plus 8 · (lane % 16); a half warp's 8-byte
+// loads fall on distinct banks): the key, then key · 128 + lanebase. 32 copies (nbits 2 with
+// CODEC_LUT256; `lanebase` is 8 · lane, `tab` the table's shared address): one PRMT puts the key
+// byte above the lane's offset byte, key · 256 + 8 · lane.
+template <int NB, bool WIDE, int N>
+__device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsigned lanebase, unsigned tab, unsigned& b0, unsigned& b1) {
     constexpr int BITS = 4 * NB;
     const int bit = s * BITS, byte = bit / 8, off = bit % 8;
     const int sh = 8 * (byte % 4) + 8 - off - BITS;
-    unsigned key;
-    if constexpr (BITS == 8) {  // a byte: one PRMT (the compiler made it SHF + LOP3)
-        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(key) : "r"(raw[byte / 4]), "r"(0x4440u | (unsigned)(byte % 4)));
+    unsigned at;
+    if constexpr (WIDE) {
+        asm("prmt.b32 %0, %1, %2, %3;" : "=r"(at) : "r"(raw[byte / 4]), "r"(lanebase), "r"(0x5504u | ((unsigned)(byte % 4) << 4)));
+        at += tab;
     } else {
-        key = (raw[byte / 4] >> sh) & ((1u << BITS) - 1u);
+        unsigned key;
+        if constexpr (BITS == 8) {  // a byte: one PRMT (the compiler made it SHF + LOP3)
+            asm("prmt.b32 %0, %1, 0, %2;" : "=r"(key) : "r"(raw[byte / 4]), "r"(0x4440u | (unsigned)(byte % 4)));
+        } else {
+            key = (raw[byte / 4] >> sh) & ((1u << BITS) - 1u);
+        }
+        at = key * 128u + lanebase;
     }
-    const unsigned at = key * 128u + lanebase;
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(at));
 }
 
@@ -255,12 +281,14 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // Tables into shared memory: the residual's step table (nbits 1, 2: step_pairs) or pair
     // table, one copy per lane (`table[key]` at smem[key * 32 + lane]); the pq codebook as f16
     // [M][256][dsub].
-    constexpr bool STEP = TAG == RESIDUAL && StepLut<NB>::ON;
+    using Lut = StepLut<NB>;
+    constexpr bool STEP = TAG == RESIDUAL && Lut::ON;
     if constexpr (STEP) {
-        // Word i: entry i / 32, slot (i / 2) % 16, half i % 2 (the first pair in the low word).
-        constexpr int KB = 2 * NB;
-        for (int i = threadIdx.x; i < StepLut<NB>::ENTRIES * 32; i += blockDim.x) {
-            const int key = i >> 5;
+        // Word i: entry i / (2 · COPIES), slot (i / 2) % COPIES, half i % 2 (the first pair in
+        // the low word).
+        constexpr int KB = 2 * NB, WORDS = 2 * Lut::COPIES;
+        for (int i = threadIdx.x; i < Lut::ENTRIES * WORDS; i += blockDim.x) {
+            const int key = i / WORDS;
             smem[i] = table[(i & 1) ? key & ((1 << KB) - 1) : key >> KB];
         }
     } else if constexpr (TAG == RESIDUAL) {
@@ -271,7 +299,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
     __syncthreads();
 
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-    const unsigned lanebase = smem_addr(smem) + 8u * (unsigned)(lane & 15);
+    const unsigned tab = smem_addr(smem);
+    const unsigned lanebase = Lut::WIDE ? 8u * (unsigned)lane : tab + 8u * (unsigned)(lane & 15);
     const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
     const i64 tasks = (i64)num_blocks * num_docs;
@@ -290,9 +319,10 @@ __device__ __forceinline__ void maxsim_codec_impl(
     int cur_q = -1, nq = 0;
     // Task t's query block, its pair (the output's column) and its document's first token and
     // length (tasks < 2^31: the host checks, so the division is 32-bit).
+    // (One query block, the batch-1 search's case, skips the division.)
     auto extent = [&](i64 t, int& qb, int& pair, i64& start, int& len) {
-        const unsigned p = (unsigned)t % (unsigned)num_docs;
-        qb = (int)((unsigned)t / (unsigned)num_docs);
+        const unsigned p = num_blocks == 1 ? (unsigned)t : (unsigned)t % (unsigned)num_docs;
+        qb = num_blocks == 1 ? 0 : (int)((unsigned)t / (unsigned)num_docs);
         pair = (int)p;
         const i64 doc = doc_index ? doc_index[p] : (i64)p;
         start = d_offsets[doc];
@@ -376,7 +406,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // k16 step s of a tile's B fragment from its codes.
     auto decode_step = [&](const unsigned (&raw)[Shape::WORDS], int s, unsigned& b0, unsigned& b1) {
         if constexpr (STEP) {
-            step_pairs<NB>(raw, s, lanebase, b0, b1);
+            step_pairs<NB, Lut::WIDE>(raw, s, lanebase, tab, b0, b1);
         } else if constexpr (TAG == RESIDUAL) {
             b0 = residual_pair<NB>(raw, 2 * s, smem, lane);
             b1 = residual_pair<NB>(raw, 2 * s + 1, smem, lane);

@@ -57,6 +57,7 @@ fn kernels_compile_for_sm80_and_sm90() {
             "ivf_probe_merge_p64",
             "ivf_mark",
             "ivf_interaction",
+            "maxsim_codec_residual2_d128",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

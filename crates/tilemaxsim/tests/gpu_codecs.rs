@@ -178,6 +178,9 @@ fn every_codec_on_the_gpu_matches_its_decoding() {
             check(&gpu, &label, &c, &queries[..2], Docs::Range(1..c.len()));
             let list: Vec<usize> = (0..c.len()).rev().step_by(2).chain([0, 0]).collect();
             check(&gpu, &label, &c, &queries, Docs::List(&list));
+            // One query block alone (1 and 32 tokens), as a batch-1 search launches them.
+            check(&gpu, &label, &c, &queries[..1], Docs::All);
+            check(&gpu, &label, &c, &queries[2..3], Docs::List(&list));
         }
     }
 }
