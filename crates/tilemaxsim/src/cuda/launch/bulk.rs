@@ -5,7 +5,7 @@
 
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
-use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks};
+use super::{Launch, PairArgs, Target, grid_of, same_dtype_blocks, stride_grid};
 use crate::cuda::context::GpuContext;
 use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
@@ -397,18 +397,8 @@ pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -
         return Ok(());
     };
     let count = (corpus.bytes / (4 * corpus.dim)) as i64;
-    let threads = count as u64 * (corpus.dim / 8) as u64;
-    let cfg = LaunchConfig {
-        grid_dim: (
-            threads
-                .div_ceil(256)
-                .min(gpu.info.multiprocessors as u64 * 16) as u32,
-            1,
-            1,
-        ),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    // A thread a piece of 8 dimensions (grid-stride).
+    let cfg = stride_grid(gpu, count as u64 * (corpus.dim / 8) as u64, 256);
     let (src, dst) = (
         corpus.tokens.device_ptr(stream).0,
         planes.device_ptr(stream).0,
