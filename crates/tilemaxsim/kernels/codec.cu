@@ -18,7 +18,7 @@
 // - residual (PLAID, nbits 1/2/4): token = normalize(centroid[id] + weights[buckets]). The
 //   residual decodes through a table in shared memory: at nbits 1 and 2 from a k16 step's
 //   4·nbits code bits to its two f16 pairs (one 8-byte load; a half warp's loads on distinct
-//   banks; 32 copies at nbits 2, so one PRMT makes the address, 16 at nbits 1), at nbits 4 from 2·nbits bits to one pair (one copy per lane); the
+//   banks; 32 copies at nbits 2 on sm_90+, so one PRMT makes the address, else 16), at nbits 4 from 2·nbits bits to one pair (one copy per lane); the
 //   centroid's part ⟨q_i, centroid⟩ is not decoded but
 //   read from a per-call table CS[id][32 rows] (f16, `codec_centroid_scores`) and added on the
 //   tensor cores as one more k16 step per m-tile against an identity A fragment; the product
@@ -87,8 +87,15 @@
 // block (four blocks an SM at 128 registers: 38.5 against 40.9 queries/s; five, with spills,
 // 33.9), whose issue rate stayed at 46% with a third more warps
 // (bench/results/h200/2026-11-30c/q1_kernels.patch).
+// On sm_90+ only (the host sizes the table by the device): below it an SM's shared memory
+// (164 KB on sm_80, 100 KB on sm_86) would fit fewer blocks of 64 KB than the registers allow.
 #ifndef CODEC_LUT256
 #define CODEC_LUT256 1
+#endif
+#if CODEC_LUT256 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CODEC_WIDE_TABLE 1
+#else
+#define CODEC_WIDE_TABLE 0
 #endif
 // Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks).
 #ifndef CODEC_CLAIM
@@ -207,7 +214,7 @@ template <int NB> struct StepLut {
     static constexpr bool ON = NB == 1 || NB == 2;
     static constexpr int ENTRIES = ON ? 1 << (4 * NB) : 0;
     // Copies of each entry (one a lane, or one a half warp's lane) and bytes an entry.
-    static constexpr bool WIDE = NB == 2 && CODEC_LUT256;
+    static constexpr bool WIDE = NB == 2 && CODEC_WIDE_TABLE;
     static constexpr int COPIES = WIDE ? 32 : 16;
     static constexpr int STRIDE = 8 * COPIES;
 };
@@ -215,8 +222,8 @@ template <int NB> struct StepLut {
 // The two f16 pairs of k16 step s (pairs 2s and 2s + 1, whose 4·NB code bits are adjacent, the
 // first pair's highest) from the step table: entry `key` for lane slot l at byte key·STRIDE + 8l.
 // 16 copies (`lanebase`: the table's shared address plus 8 · (lane % 16); a half warp's 8-byte
-// loads fall on distinct banks): the key, then key · 128 + lanebase. 32 copies (nbits 2 with
-// CODEC_LUT256; `lanebase` is 8 · lane, `tab` the table's shared address): one PRMT puts the key
+// loads fall on distinct banks): the key, then key · 128 + lanebase. 32 copies (nbits 2 on
+// sm_90+, CODEC_WIDE_TABLE; `lanebase` is 8 · lane, `tab` the table's shared address): one PRMT puts the key
 // byte above the lane's offset byte, key · 256 + 8 · lane.
 template <int NB, bool WIDE, int N>
 __device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsigned lanebase, unsigned tab, unsigned& b0, unsigned& b1) {

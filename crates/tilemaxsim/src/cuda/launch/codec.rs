@@ -285,13 +285,13 @@ pub(in crate::cuda) unsafe fn fused(
     match kernel {
         CodecKernel::Warp(name) => {
             let func = find(&gpu.kernels.codec, name)?;
-            // The residual's step table (nbits 1: 16 entries of 128 bytes, two pairs in each of
-            // 16 copies; nbits 2: 256 entries of 256 bytes, 32 copies, CODEC_LUT256) or pair
-            // table (nbits 4: 2^(2·nbits) entries of a word in each of 32 copies); the pq
-            // codebooks as f16.
+            // The residual's step table (nbits 1 and 2: 2^(4·nbits) entries of 128 bytes, two
+            // pairs in each of 16 copies; of 256 bytes, 32 copies, at nbits 2 on sm_90+:
+            // CODEC_WIDE_TABLE) or pair table (nbits 4: 2^(2·nbits) entries of a word in each of
+            // 32 copies); the pq codebooks as f16.
+            let wide = v.param == 2 && gpu.info.compute_capability.0 >= 9;
             let smem = match v.tag {
-                0 if v.param == 2 => 256 * 256,
-                0 if v.param == 1 => 16 * 128,
+                0 if v.param <= 2 => (1usize << (4 * v.param)) * if wide { 256 } else { 128 },
                 0 => (1usize << (2 * v.param)) * 128,
                 1 => v.dim * 256 * 2,
                 _ => 0,
