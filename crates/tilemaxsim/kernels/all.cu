@@ -6,6 +6,7 @@
 #include "mma.cu"
 #include "bulk.cu"
 #include "span.cu"
+#include "stream.cu"
 #include "gemm.cu"
 #include "ring.cu"
 #include "bulk_split.cu"

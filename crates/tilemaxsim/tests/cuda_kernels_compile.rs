@@ -58,6 +58,8 @@ fn kernels_compile_for_sm80_and_sm90() {
             "ivf_mark",
             "ivf_interaction",
             "maxsim_codec_residual2_d128",
+            "maxsim_stream_f16_d16",
+            "maxsim_stream_bf16_d56",
         ] {
             assert!(
                 text.contains(&format!(".entry {entry}")),

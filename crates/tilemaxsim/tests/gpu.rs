@@ -432,6 +432,13 @@ fn tensor_core_path_matches_the_reference() {
         ),
         (
             Kernel::Bulk,
+            " (spanning tiles, not streamed)",
+            forced(Kernel::Bulk)
+                .bulk_spans(Some(true))
+                .bulk_stream(Some(false)),
+        ),
+        (
+            Kernel::Bulk,
             " (document tiles)",
             forced(Kernel::Bulk).bulk_spans(Some(false)),
         ),
@@ -542,10 +549,11 @@ fn nan_in_a_document_scores_nan_in_every_kernel() {
         (77, DType::BF16),
         (64, DType::F32),
         (768, DType::F16),
+        (48, DType::F16),
     ]
     .into_iter()
     .enumerate()
-    .take((gpu_cases(40) / 10).max(1))
+    .take((gpu_cases(50) / 10).max(1))
     {
         let lens: Vec<usize> = (0..120).map(|i| [1, 7, 33, 180, 400][i % 5]).collect();
         let clean = random_corpus(&mut r, &lens, dim, dtype, 1.0);

@@ -35,11 +35,22 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     };
     let shaped = |stages, group| forced().bulk_shape(stages, group).unwrap();
     // Past 128, stages of 128 d-wide rows: at most three fit an SM's shared memory.
+    // At d ≤ 64 of 16-byte rows the own shape streams the documents (`maxsim_stream`); the
+    // spanning tiles are forced beside it, and runs of one document leave three warps idle.
     let narrow = [
         ("own shape", gpu),
         ("1 stage, 3 per block", shaped(1, 3)),
         ("6 stages, 5 per block", shaped(6, 5)),
         ("4 stages, 64 per block", shaped(4, 64)),
+        ("1 per block", shaped(2, 1)),
+        (
+            "spanning tiles, not streamed",
+            forced().bulk_stream(Some(false)),
+        ),
+        (
+            "spanning tiles, 64 per block",
+            shaped(2, 64).bulk_stream(Some(false)),
+        ),
     ];
     let wide = [
         ("own shape", CudaScorer::new(0).expect("GPU")),
@@ -55,14 +66,14 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         ),
     ];
     let mut r = rng(127);
-    // d % 8 = 0 (16, 48, 80, 112, 136, 144, 160, 200, 224, 248), d % 4 = 0 (12, 100), even (6,
-    // 18, 126), odd (1, 3, 17, 33, 77, 113, 127, 129, 255; and 202, 250 past 128, read as
-    // halves). One k16 product in the last chunk (1 to 16, 33, 48, 77, 80, 136, 144, 200) and two
-    // (the rest). Past 128 the rows of 16 bytes also go to `maxsim_bulk_any` when forced, or by
+    // d % 8 = 0 (8, 16, 24, 40, 48, 56, 80, 112, 136, 144, 160, 200, 224, 248; 8 to 56 streamed
+    // by default), d % 4 = 0 (12, 100), even (6, 18, 126), odd (1, 3, 17, 33, 77, 113, 127, 129,
+    // 255; and 202, 250 past 128, read as halves). One k16 product in the last chunk (1 to 16,
+    // 33, 40, 48, 77, 80, 136, 144, 200) and two (the rest). Past 128 the rows of 16 bytes also go to `maxsim_bulk_any` when forced, or by
     // default where two spanning blocks do not fit an SM (248).
     let dims = [
-        1usize, 3, 6, 12, 16, 17, 18, 33, 48, 77, 80, 100, 112, 113, 126, 127, 129, 136, 144, 160,
-        200, 202, 224, 248, 250, 255,
+        1usize, 3, 6, 8, 12, 16, 17, 18, 24, 33, 40, 48, 56, 77, 80, 100, 112, 113, 126, 127, 129,
+        136, 144, 160, 200, 202, 224, 248, 250, 255,
     ];
     for (case, &dim) in dims.iter().enumerate() {
         let dtype = [DType::F16, DType::BF16][case % 2];
@@ -95,6 +106,120 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
             for (qi, row) in out.chunks(corpus.len()).enumerate() {
                 exp.assert_close(&label, qi, &all, row);
+            }
+        }
+    }
+}
+
+/// Raw packed documents may be empty (repeated offsets): they score the sum of nothing found,
+/// -inf, in the streaming kernel and in the spanning one alike, and the documents around them
+/// match the reference (first, last and runs of empty documents; outputs poisoned).
+#[test]
+fn empty_raw_documents_score_minus_infinity() {
+    use cudarc::driver::DevicePtr;
+    use tilemaxsim::cuda::{RawArgs, RawDocs, RawLayout, RawQueries};
+    let Some(gpu) = sm90() else { return };
+    let stream = gpu.stream().context().new_stream().unwrap();
+    let mut r = rng(161);
+    let scorers = [
+        ("streamed", gpu.bulk_stream(Some(true))),
+        (
+            "spanning tiles",
+            CudaScorer::new(0).expect("GPU").bulk_stream(Some(false)),
+        ),
+        (
+            "streamed, 2 per block",
+            CudaScorer::new(0)
+                .expect("GPU")
+                .bulk_shape(2, 2)
+                .unwrap()
+                .bulk_stream(Some(true)),
+        ),
+    ];
+    for (case, &dim) in [16usize, 24, 48, 56, 77].iter().enumerate() {
+        let dtype = [DType::F16, DType::BF16][case % 2];
+        let lens: Vec<usize> = (0..60).map(|_| r.random_range(1..200)).collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        // The documents in order, with empty ones first, last, alone and in runs between them.
+        let mut order: Vec<Option<usize>> = vec![None, None];
+        for j in 0..corpus.len() {
+            order.push(Some(j));
+            if j % 7 == 3 {
+                order.extend([None; 3].iter().take(1 + j % 3));
+            }
+        }
+        order.push(None);
+        let mut offsets = vec![0i64];
+        for d in &order {
+            let len = d.map_or(0, |j| corpus.doc_len(j)) as i64;
+            offsets.push(offsets.last().unwrap() + len);
+        }
+        let qs: Vec<OwnedElements> = [1usize, 32]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, dim, dtype, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        let mut qbytes = Vec::new();
+        let mut spans = Vec::new();
+        for q in &qs {
+            // (the first element, rows)
+            spans.push((qbytes.len() / dtype.size(), q.as_elements().len() / dim));
+            qbytes.extend_from_slice(q.as_elements().as_bytes());
+        }
+        let q_dev = stream.clone_htod(&qbytes).unwrap();
+        let d_dev = stream
+            .clone_htod(corpus.tokens().elements().as_bytes())
+            .unwrap();
+        let off_dev = stream.clone_htod(&offsets).unwrap();
+        let exp = Expected::new(&queries, &corpus);
+        for (name, scorer) in &scorers {
+            let label = format!("{name}: d={dim} {dtype}");
+            let n = order.len();
+            let out = stream.clone_htod(&poisoned(qs.len() * n)).unwrap();
+            let args = RawArgs {
+                queries: RawQueries {
+                    tokens: q_dev.device_ptr(&stream).0,
+                    dtype,
+                    dim,
+                    row_stride: dim,
+                    spans: &spans,
+                },
+                docs: RawDocs {
+                    tokens: d_dev.device_ptr(&stream).0,
+                    dtype,
+                    dim,
+                    row_stride: dim,
+                    layout: RawLayout::Packed {
+                        offsets: off_dev.device_ptr(&stream).0,
+                        docs: n,
+                        rows: corpus.offsets()[corpus.len()],
+                    },
+                    split_ok: false,
+                },
+                candidates: None,
+                out: out.device_ptr(&stream).0,
+            };
+            // SAFETY: every pointer is a live allocation of the size `args` describes.
+            let kernel = unsafe { scorer.score_raw(Some(stream.cu_stream()), args) }
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            assert_eq!(kernel, Kernel::Bulk, "{label}");
+            let got = stream.clone_dtoh(&out).unwrap();
+            for (qi, row) in got.chunks(n).enumerate() {
+                let (mut docs, mut scores) = (Vec::new(), Vec::new());
+                for (i, d) in order.iter().enumerate() {
+                    match d {
+                        Some(j) => {
+                            docs.push(*j);
+                            scores.push(row[i]);
+                        }
+                        None => assert_eq!(
+                            row[i],
+                            f32::NEG_INFINITY,
+                            "{label}: query {qi} empty document {i}"
+                        ),
+                    }
+                }
+                exp.assert_close(&label, qi, &docs, &scores);
             }
         }
     }

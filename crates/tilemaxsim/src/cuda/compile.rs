@@ -13,11 +13,12 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 24] = [
+const FILES: [(&str, &str); 26] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
     ("split.cuh", include_str!("../../kernels/split.cuh")),
+    ("any_frag.cuh", include_str!("../../kernels/any_frag.cuh")),
     (
         "async_copy.cuh",
         include_str!("../../kernels/async_copy.cuh"),
@@ -31,6 +32,7 @@ const FILES: [(&str, &str); 24] = [
     ("mma.cu", include_str!("../../kernels/mma.cu")),
     ("bulk.cu", include_str!("../../kernels/bulk.cu")),
     ("span.cu", include_str!("../../kernels/span.cu")),
+    ("stream.cu", include_str!("../../kernels/stream.cu")),
     ("gemm.cu", include_str!("../../kernels/gemm.cu")),
     ("ring.cu", include_str!("../../kernels/ring.cu")),
     ("bulk_split.cu", include_str!("../../kernels/bulk_split.cu")),

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaFunction, CudaModule};
 
 use super::codec_kernels::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
-use super::plan::{Kernel, MMA_DIMS, WG_DIMS, WIDE_DIMS, span_any_instances};
+use super::plan::{Kernel, MMA_DIMS, STREAM_DIMS, WG_DIMS, WIDE_DIMS, span_any_instances};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -42,6 +42,9 @@ pub(super) struct Kernels {
     /// (dtype, then `span_any_key`: 32-wide chunks of d, the rows' alignment in halves, one k16
     /// product in the last chunk) → `maxsim_span_any`, any d ≤ 256 (sm_90+).
     pub(super) span_any: Vec<(SpanAnyKey, CudaFunction)>,
+    /// (dtype, d of `STREAM_DIMS`) → `maxsim_stream`, documents streamed through registers
+    /// (sm_90+, beside `maxsim_span`).
+    pub(super) stream: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the many-query tensor-core kernel.
     pub(super) gemm: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → its warpgroup-MMA twin (empty but on sm_90a).
@@ -101,6 +104,7 @@ impl Kernels {
             }
         }
         let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
+        let mut stream = Vec::new();
         let (mut bulk_split, mut bulk_any, mut bulk_planes) = (Vec::new(), Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
@@ -137,6 +141,9 @@ impl Kernels {
                     let h = if half { "h" } else { "" };
                     let name = format!("maxsim_span_any_{dtype}_k{chunks}{tag}{h}");
                     span_any.push(((dtype, chunks, align, half), f(&name)?));
+                }
+                for dim in STREAM_DIMS {
+                    stream.push(((dtype, dim), f(&format!("maxsim_stream_{dtype}_d{dim}"))?));
                 }
                 for dim in MMA_DIMS.into_iter().chain(WIDE_DIMS) {
                     bulk.push(((dtype, dim), f(&format!("maxsim_bulk_{dtype}_d{dim}"))?));
@@ -179,6 +186,7 @@ impl Kernels {
             bulk_any,
             span,
             span_any,
+            stream,
             gemm,
             wgmma,
             sum_qblocks: f("sum_qblocks")?,

@@ -60,6 +60,10 @@ pub struct CudaScorer {
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
+    /// Whether launches over every document at small d stream the documents through
+    /// registers (`maxsim_stream`) when fixed (`bulk_stream`, TILEMAXSIM_STREAM=0/1); `None`:
+    /// the engine's choice.
+    stream: Option<bool>,
     /// Whether uploads split f32 corpora once into f16 planes (`maxsim_bulk_planes`) where
     /// they can (`f32_planes`, TILEMAXSIM_F32_PLANES=0 turns it off).
     f32_planes: bool,
@@ -98,6 +102,11 @@ impl CudaScorer {
                 _ => None,
             },
             span: match std::env::var("TILEMAXSIM_SPAN").as_deref() {
+                Ok("0") => Some(false),
+                Ok("1") => Some(true),
+                _ => None,
+            },
+            stream: match std::env::var("TILEMAXSIM_STREAM").as_deref() {
                 Ok("0") => Some(false),
                 Ok("1") => Some(true),
                 _ => None,
@@ -158,6 +167,15 @@ impl CudaScorer {
     /// `DocLengths::spans_pay`). For experiments and tests; also TILEMAXSIM_SPAN=0/1.
     pub fn bulk_spans(mut self, span: Option<bool>) -> Self {
         self.span = span;
+        self
+    }
+
+    /// Fix whether launches over every document at d ≤ 64 of 16-byte rows stream the
+    /// documents through registers (`maxsim_stream`, `Some(true)`) or cut spanning tiles
+    /// (`maxsim_span`, `Some(false)`); `None`: the engine's choice. For experiments and tests;
+    /// also TILEMAXSIM_STREAM=0/1.
+    pub fn bulk_stream(mut self, stream: Option<bool>) -> Self {
+        self.stream = stream;
         self
     }
 
@@ -287,6 +305,7 @@ impl CudaScorer {
                 span: self.span,
                 window: self.shape.span_wlog,
                 resident: self.bulk_resident,
+                stream: self.stream,
             }),
             Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
                 wgmma: kernel == Kernel::Wgmma,

@@ -1,7 +1,8 @@
 //! `maxsim_bulk` (kernels/bulk.cu): one query's 128-token document tiles brought in by the
 //! copy engine, runs of tasks per block; over every document of a packed corpus with tiles cut
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
-//! d ≤ 256).
+//! d ≤ 256), or at small d the same runs streamed through registers, `maxsim_stream`
+//! (kernels/stream.cu).
 
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -14,7 +15,7 @@ use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
     SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
     bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, planes_run, span_any_key,
-    span_smem, span_window_log, split_parts_bytes, wide_any_bound, wide_dim,
+    span_smem, span_window_log, split_parts_bytes, stream_by_default, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -32,6 +33,10 @@ pub(in crate::cuda) struct Bulk {
     /// its runs strided by the grid (kernels/bulk.cu, BulkWalk), instead of a block a run,
     /// when fixed; `None`: `bulk_resident_grid`.
     pub(in crate::cuda) resident: Option<bool>,
+    /// Whether launches over every document at a d of `STREAM_DIMS` stream the documents
+    /// through registers (`maxsim_stream`) instead of cutting spanning tiles, when fixed;
+    /// `None`: `stream_by_default`.
+    pub(in crate::cuda) stream: Option<bool>,
 }
 
 impl Launch for Bulk {
@@ -75,6 +80,25 @@ impl Launch for Bulk {
 }
 
 impl Bulk {
+    /// `maxsim_stream` for the corpus where it is instantiated for its d (`STREAM_DIMS`) and
+    /// on (`stream`, else `stream_by_default`); `None`: the spanning kernel scores it.
+    fn stream_function<'g>(
+        &self,
+        gpu: &'g GpuContext,
+        corpus: &DeviceCorpus,
+    ) -> Option<&'g CudaFunction> {
+        let dim = corpus.dim;
+        if !self.stream.unwrap_or_else(|| stream_by_default(dim)) {
+            return None;
+        }
+        let key = (corpus.dtype, dim);
+        gpu.kernels
+            .stream
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, f)| f)
+    }
+
     /// The spanning kernel's window a warp at `dim` (log2 of its 32-token chunks).
     fn window_log(&self, dim: usize) -> usize {
         span_window_log(dim, self.window)
@@ -302,16 +326,24 @@ impl Bulk {
                 corpus.lengths.tokens
             )));
         }
-        let func = if bulk_dim(dim) {
-            kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
-        } else {
-            span_any_function(gpu, corpus)?
+        let stream = self.stream_function(gpu, corpus);
+        let func = match stream {
+            Some(f) => f,
+            None if bulk_dim(dim) => {
+                kernel_in(&gpu.kernels.span, (corpus.dtype, dim), "spanning bulk-copy")?
+            }
+            None => span_any_function(gpu, corpus)?,
         };
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
         let stages = self.stages_group.map_or(BULK_STAGES, |f| f.0);
         let wlog = self.window_log(dim);
-        let smem = span_smem(stages, dim, wlog);
+        // `maxsim_stream` has no tiles: its only shared memory is the run's offsets (static).
+        let smem = if stream.is_some() {
+            0
+        } else {
+            span_smem(stages, dim, wlog)
+        };
         if smem > gpu.info.smem_per_block {
             return Err(Error::Argument(format!(
                 "{stages} stages of the spanning kernel at d = {dim} need {smem} bytes of shared \
@@ -320,6 +352,7 @@ impl Bulk {
             )));
         }
         let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
+        // Runs of documents as the spanning kernel's, for both (a streaming warp takes a quarter).
         let group = self.stages_group.map_or_else(
             || {
                 bulk_group(
@@ -353,7 +386,8 @@ impl Bulk {
             .arg(&st)
             .arg(&gr)
             .arg(&d);
-        // SAFETY: the arguments match `maxsim_span_*` in kernels/span.cu: `qpad` holds 32 × d
+        // SAFETY: the arguments match `maxsim_span_*` in kernels/span.cu and `maxsim_stream_*`
+        // in kernels/stream.cu (`stages` unused there): `qpad` holds 32 × d
         // halves per query, the offsets cover every query and the `n` = corpus.len documents
         // (no candidate list: checked by the caller), `out` holds Q × n floats, `d_tokens` is
         // 16-byte aligned (the kernel choice), and `smem` bytes hold `stages` tiles, their

@@ -1,5 +1,6 @@
 //! `maxsim_span`'s side of the plan: its tiles and windows, shared memory, stages, token cap
-//! and the `maxsim_span_any` instantiations by d (mirrors of kernels/span.cu's defines).
+//! and the `maxsim_span_any` instantiations by d (mirrors of kernels/span.cu's defines); and
+//! `maxsim_stream`'s instantiations (kernels/stream.cu), which take the same launches at small d.
 use super::{BULK_GROUP_RANGE, BULK_TILE, MMA_DIMS};
 
 /// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles (windows of `32 << wlog`
@@ -114,3 +115,20 @@ pub(super) const SPAN_HALF_MAX_DIM: usize = 96;
 /// The widest d the spanning kernel takes at any d (`maxsim_span_any`, d ≤ 256; at 256 itself
 /// `maxsim_bulk`'s wide instantiation).
 pub(in crate::cuda) const SPAN_ANY_MAX_DIM: usize = 256;
+
+/// The d `maxsim_stream` is instantiated for (kernels/stream.cu: INSTANTIATE_STREAM_ALL): 16-byte
+/// rows of one or two 32-wide chunks.
+pub(in crate::cuda) const STREAM_DIMS: [usize; 8] = [8, 16, 24, 32, 40, 48, 56, 64];
+
+/// Whether launches over every document take `maxsim_stream` at `dim` when not fixed
+/// (`Bulk::stream`; TILEMAXSIM_STREAM=0/1 fixes it for every d of `STREAM_DIMS`, for
+/// experiments).
+/// H200, f16 U[32,256] B = 100K, % of the read ceiling, streamed against spanning tiles, two
+/// rounds (bench/results/h200/2026-11-30d/call2.log): d = 16 72.4 / 72.8 against 49.3 / 49.2,
+/// 24 66.4 / 66.6 against 55.5 / 54.3, 32 83.7 / 83.6 against 70.6 / 69.9, 40 76.5 / 77.5
+/// against 72.1 / 71.2, 48 82.1 / 82.7 against 79.5 / 79.5, 56 80.9 / 80.2 against 77.6 / 76.2;
+/// but d = 64 83.4 / 83.3 against 86.6 / 86.6 (`maxsim_span_f16_d64`, whose rows need no masks
+/// and whose windows are 64 tokens), so d = 64 keeps the spanning tiles.
+pub(in crate::cuda) fn stream_by_default(dim: usize) -> bool {
+    STREAM_DIMS.contains(&dim) && dim < 64
+}

@@ -1,5 +1,6 @@
 //! The plan's unit tests: kernel choice per shape, launch sizes, tuning per device, the
-//! spanning kernel's windows, stages and instances, and the defines an experiment may set.
+//! spanning kernel's windows, stages and instances, the streaming kernel's instances, and the
+//! defines an experiment may set.
 use super::*;
 
 fn shape(blocks: Option<usize>, queries: usize, dim: usize, bulk: bool) -> LaunchShape {
@@ -298,6 +299,18 @@ fn one_k16_product_where_the_last_chunk_holds_at_most_16_dimensions() {
         span_smem(2, 16, 0) - span_smem(1, 16, 0),
         span_stage_halves(16, 0) * 2 + 8
     );
+}
+
+#[test]
+fn the_streaming_kernel_takes_16_byte_rows_up_to_64() {
+    assert!(STREAM_DIMS.iter().all(|d| d % 8 == 0 && *d <= 64));
+    assert_eq!(STREAM_DIMS.len(), 8);
+    assert!(
+        STREAM_DIMS
+            .iter()
+            .all(|&d| !stream_by_default(d) || d <= 64)
+    );
+    assert!(!stream_by_default(128) && !stream_by_default(20) && !stream_by_default(77));
 }
 
 #[test]
