@@ -14,7 +14,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1 TILEMAXSIM_REQUIRE_NVRTC=1
 log="$OUT/gpu_check.log"
-tmp=$(mktemp -d)
+# Each part's output goes to its own file under $OUT as it runs, so a call that runs past its
+# time limit still returns what finished (2026-11-30: PART=1 after a fresh compile took the
+# whole 600 s, and its results, then in a temporary folder, were lost).
+tmp="$OUT/gpu_check_parts"; mkdir -p "$tmp"
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   echo "== info"; .dev/tilemaxsim info
