@@ -123,6 +123,7 @@ pub(in crate::cuda) const STREAM_DIMS: [usize; 8] = [8, 16, 24, 32, 40, 48, 56, 
 /// Whether launches over every document take `maxsim_stream` at `dim` when not fixed
 /// (`Bulk::stream`; TILEMAXSIM_STREAM=0/1 fixes it for every d of `STREAM_DIMS`, for
 /// experiments).
+///
 /// H200, f16 U[32,256] B = 100K, % of the read ceiling, streamed against spanning tiles, two
 /// rounds (bench/results/h200/2026-11-30d/call2.log): d = 16 72.4 / 72.8 against 49.3 / 49.2,
 /// 24 66.4 / 66.6 against 55.5 / 54.3, 32 83.7 / 83.6 against 70.6 / 69.9, 40 76.5 / 77.5
