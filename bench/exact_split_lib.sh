@@ -10,6 +10,7 @@
 # one-second average on the H200's driver).
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1
+source bench/seed_kernel_cache.sh
 device_header() {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
   time .dev/tilemaxsim bench --device cuda --docs 1000 --reps 3 --dtype f16 2>&1 | head -1

@@ -13,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 export TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache TILEMAXSIM_REQUIRE_GPU=1 TILEMAXSIM_REQUIRE_NVRTC=1
+source bench/seed_kernel_cache.sh
 log="$OUT/gpu_check.log"
 # Each part's output goes to its own file under $OUT as it runs, so a call that runs past its
 # time limit still returns what finished (2026-11-30: PART=1 after a fresh compile took the

@@ -11,6 +11,7 @@ DIR=${OUT:-bench/results/peers_gpu}; mkdir -p "$DIR"
 python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 export TILEMAXSIM_CACHE_DIR=${TILEMAXSIM_CACHE_DIR:-/tmp/tilemaxsim-cache}
+source bench/seed_kernel_cache.sh
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 python3 bench/peers_gpu.py --out-dir "$DIR" "$@" 2>&1 | tee "$DIR/peers_gpu.log"
 exit "${PIPESTATUS[0]}"

@@ -19,6 +19,7 @@ if ls .whl/colbert/*.whl >/dev/null 2>&1; then
   export GIT_PYTHON_REFRESH=quiet
 fi
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 TILEMAXSIM_CACHE_DIR=/tmp/tilemaxsim-cache LIK_SUPPRESS_NORM_WARN=1
+source bench/seed_kernel_cache.sh
 # PyLate's losses import sentence-transformers' models: where the machine's version does not fit
 # pylate 1.6.0, the pinned ones carried in .whl/compat (sentence-transformers and transformers
 # 5.3.0) go first on the path.

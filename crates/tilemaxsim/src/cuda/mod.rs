@@ -59,7 +59,10 @@ mod train;
 
 pub use codes::{CodecQueries, DeviceCodes};
 pub use codes_index::GpuCodesIndex;
-pub use compile::{Compiled, arch_name, compile_uncached, nvrtc_available, nvrtc_version, source};
+pub use compile::{
+    Compiled, arch_name, compile as compile_cached, compile_uncached, nvrtc_available,
+    nvrtc_version, source,
+};
 pub use compress::{CHUNK_BYTES, compress, compress_in_chunks};
 pub use context::GpuContext;
 pub use device::{GpuInfo, check_available, devices, driver_available};

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Compile the kernels here, ahead of a device call, into .dev/kcache (carried with .dev): the
+# default program and each TILEMAXSIM_KERNEL_DEFINES variant named, for sm_90a (the H100 and
+# H200), by NVRTC 13.0 (the device's major.minor, which the cache key holds), xz-compressed.
+# The device scripts unpack them with bench/seed_kernel_cache.sh, so a call starts from the
+# cubins instead of spending about 150 s of device time in NVRTC. Two compiles at a time.
+# usage: NVRTC13=/path/to/nvidia/cu13/lib bash bench/kernel_cache.sh [VARIANT...]
+#   (NVRTC13: a lib folder holding libnvrtc.so -> libnvrtc.so.13, from the nvidia-cuda-nvrtc
+#   13.0.x wheel; bench/device_build.sh first, so the embedded sources are the current ones.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${NVRTC13:?set NVRTC13 to the lib folder of nvidia-cuda-nvrtc 13.0.x}"
+cargo build -q --release -p tilemaxsim --features cuda --example kernel_cache
+rm -rf .dev/kcache; mkdir -p .dev/kcache
+one() {
+  local v=$1 dir; dir=$(mktemp -d)
+  if [ "$v" = default ]; then
+    TILEMAXSIM_CACHE_DIR=$dir LD_LIBRARY_PATH=$NVRTC13 target/release/examples/kernel_cache sm_90a
+  else
+    TILEMAXSIM_KERNEL_DEFINES=$v TILEMAXSIM_CACHE_DIR=$dir LD_LIBRARY_PATH=$NVRTC13 target/release/examples/kernel_cache sm_90a
+  fi | sed "s/^/$v: /"
+  for f in "$dir"/*; do xz -T1 -6 -c "$f" > ".dev/kcache/$(basename "$f").xz"; done
+  rm -rf "$dir"
+}
+variants=(default "$@")
+for ((i = 0; i < ${#variants[@]}; i += 2)); do
+  one "${variants[i]}" &
+  if ((i + 1 < ${#variants[@]})); then one "${variants[i + 1]}" & fi
+  wait
+done
+ls -la .dev/kcache
