@@ -204,13 +204,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
 #pragma unroll
             for (int t = 0; t < 4; ++t) {
                 float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-                        Mma<BF>::run(acc[mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
-                        Mma<BF>::run(acc[mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
-                    }
+                tile_products<BF, KCH>(acc, a, b[t]);
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], t * 8 + 2 * c, mine);
             }

@@ -90,13 +90,7 @@ __device__ __forceinline__ void maxsim_mma_impl(
             for (int tt = 0; tt < MMA_TILES; ++tt) {
                 if (t0 + tt * 8 < nd) {  // uniform across the warp
                     float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-                    for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-                        for (int mt = 0; mt < 2; ++mt) {
-                            Mma<BF>::run(acc[mt], a[mt][ch][0], b[tt][ch].x, b[tt][ch].y);
-                            Mma<BF>::run(acc[mt], a[mt][ch][1], b[tt][ch].z, b[tt][ch].w);
-                        }
+                    tile_products<BF, KCH>(acc, a, b[tt]);
                     const int col = t0 + tt * 8 + 2 * c;
 #pragma unroll
                     for (int mt = 0; mt < 2; ++mt) {

@@ -1,6 +1,7 @@
-// Tensor-core helpers shared by the mma.sync kernels (maxsim_mma, maxsim_bulk, maxsim_gemm,
-// maxsim_ring, and maxsim_wgmma's fold): the m16n8k16 instruction per dtype, the running-max fold
-// of a C fragment, a 32-row block's score, streaming loads and the permuted-k A fragments.
+// Tensor-core helpers shared by the mma.sync kernels (maxsim_mma, maxsim_bulk, maxsim_span,
+// maxsim_stream, maxsim_gemm, maxsim_ring, the training kernels, and maxsim_wgmma's fold): the
+// m16n8k16 instruction per dtype, an 8-token tile's products, the running-max fold of a C
+// fragment, a 32-row block's score, streaming loads and the permuted-k A fragments.
 #pragma once
 #include "common.cuh"
 
@@ -21,6 +22,20 @@ template <> struct Mma<true> {
 };
 
 struct U4 { unsigned x, y, z, w; };
+
+// One 8-token tile's products with a 32-row query block (its two m16 tiles): acc[mt] += A[mt] B
+// over the KCH 32-dimension chunks of the tile's B fragments `b` (U4 or V4), A in
+// load_a_permuted's order; HALF skips the last chunk's second k16 product (its columns past d).
+template <bool BF, int KCH, bool HALF = false, typename B>
+__device__ __forceinline__ void tile_products(float (&acc)[2][4], const unsigned (&a)[2][KCH][2][4], const B (&b)[KCH]) {
+#pragma unroll
+    for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            Mma<BF>::run(acc[mt], a[mt][ch][0], b[ch].x, b[ch].y);
+            if (!(HALF && ch == KCH - 1)) Mma<BF>::run(acc[mt], a[mt][ch][1], b[ch].z, b[ch].w);
+        }
+}
 
 // Fold one m16n8 accumulator tile (this thread's C fragment: rows g and g+8, columns col and
 // col + 1) into the running maxima of its two rows; columns at or past `limit` do not count.

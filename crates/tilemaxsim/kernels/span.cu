@@ -122,17 +122,13 @@ __device__ __forceinline__ void span_chunk_products(float (&acc)[4][2][4], const
                 b[t][ch] = HALF && ch == KCH - 1 ? load_b_half<MODE>(buf + (t * 8 + g) * D, ch * 32 + c * 4, D)
                                                  : load_b<MODE, KCH>(buf + (t * 8 + g) * D, ch * 32 + c * 8, D, ch == KCH - 1);
 #pragma unroll
-        for (int t = 0; t < 4; ++t)
+        for (int t = 0; t < 4; ++t) {
 #pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
+            for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch) {
-                    Mma<BF>::run(acc[t][mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
-                    if (!(HALF && ch == KCH - 1)) Mma<BF>::run(acc[t][mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
-                }
-            }
+            tile_products<BF, KCH, HALF>(acc[t], a, b[t]);
+        }
     }
 }
 

@@ -119,17 +119,13 @@ __device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], con
 #endif
         float acc[2][2][4];
 #pragma unroll
-        for (int t = 0; t < 2; ++t)
+        for (int t = 0; t < 2; ++t) {
 #pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
+            for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-#pragma unroll
-                for (int ch = 0; ch < KCH; ++ch) {
-                    Mma<BF>::run(acc[t][mt], a[mt][ch][0], v[t][ch].x, v[t][ch].y);
-                    Mma<BF>::run(acc[t][mt], a[mt][ch][1], v[t][ch].z, v[t][ch].w);
-                }
-            }
+            tile_products<BF, KCH>(acc[t], a, v[t]);
+        }
 #pragma unroll
         for (int t = 0; t < 2; ++t)
 #pragma unroll
