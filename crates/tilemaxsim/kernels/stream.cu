@@ -46,6 +46,32 @@
 #define STREAM_D16_TILES 8
 #endif
 #define STREAM_BLOCKS_OF(D) ((D) <= 16 ? STREAM_D16_BLOCKS : STREAM_BLOCKS)
+// L2 prefetch of the warp's tokens, from a cursor that only moves forward, this many chunks
+// past the one being loaded (0: none; sm_90, one cp.async.bulk.prefetch.L2 from lane 0): bytes
+// in flight at no register cost. Two at d = 24, 40 and 48, where it gained 5.3, 4.1 and 1.7
+// points of the read ceiling (d = 48 at B = 10K: 7.7); none elsewhere: d = 16 moved 0.2, d = 32,
+// 56 and 64 lost 1.4, 2.3 and 5.5. A line a lane (prefetch.global.L2) gained less at d = 24-48
+// (H200, f16 U[32,256] B = 100K, two rounds; bench/results/h200/2026-11-30e/call1.log).
+// STREAM_PREFETCH sets it for every d (experiments).
+template <int D>
+constexpr int stream_prefetch_chunks() {
+#ifdef STREAM_PREFETCH
+    return STREAM_PREFETCH;
+#else
+    return D == 24 || D == 40 || D == 48 ? 2 : 0;
+#endif
+}
+
+// `bytes` bytes from `p` (16-byte aligned, a multiple of 16) into L2: a hint.
+__device__ __forceinline__ void stream_prefetch(const u16* p, int bytes, int lane) {
+#if __CUDA_ARCH__ >= 900
+    if (lane == 0)
+        asm volatile("{ .reg .u64 g; cvta.to.global.u64 g, %0; cp.async.bulk.prefetch.L2.global [g], %1; }"
+                     :: "l"(p), "r"(bytes) : "memory");
+#else
+    (void)p, (void)bytes, (void)lane;
+#endif
+}
 
 // The chunk's B fragments: tile t's token rows start + t * 8 + g, `row` pointing at this
 // thread's first (start + g); only the rows before the document's end (`left` rows of it from
@@ -82,13 +108,7 @@ __device__ __forceinline__ void stream_fold(float (&best)[2][2], const unsigned 
                                             const V4 (&b)[TPC][KCH], int n, int c) {
     auto tile = [&](int t, bool masked) {
         float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int ch = 0; ch < KCH; ++ch)
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                Mma<BF>::run(acc[mt], a[mt][ch][0], b[t][ch].x, b[t][ch].y);
-                if (!(HALF && ch == KCH - 1)) Mma<BF>::run(acc[mt], a[mt][ch][1], b[t][ch].z, b[t][ch].w);
-            }
+        tile_products<BF, KCH, HALF>(acc, a, b[t]);
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
             if (masked) {
@@ -169,6 +189,11 @@ __device__ __forceinline__ void maxsim_stream_impl(
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
     V4 b0[TPC][KCH], b1[TPC][KCH];
     stream_load<D, TPC>(b0, base + (i64)pos * D, end - pos - g, end - pos >= CH, c);
+    // Tokens before `ahead` (from the run's first) are loaded or prefetched; the warp's end.
+    constexpr int PF = stream_prefetch_chunks<D>();
+    const u16* run = d_tokens + t0 * D;
+    const int last = offs[db];
+    int ahead = pos + 2 * CH;
     // One chunk: the next chunk's loads into `next`, then `cur`'s products; false at the last.
     auto step = [&](const V4 (&cur)[TPC][KCH], V4 (&next)[TPC][KCH]) -> bool {
         int ndoc = doc, npos = pos + CH, nend = end;
@@ -179,6 +204,13 @@ __device__ __forceinline__ void maxsim_stream_impl(
             skip_empty(ndoc, npos, nend);
         }
         if (ndoc < db) stream_load<D, TPC>(next, base + (i64)npos * D, nend - npos - g, nend - npos >= CH, c);
+        if (PF > 0) {
+            const int target = min(npos + (PF + 1) * CH, last);
+            if (target > ahead) {  // uniform
+                stream_prefetch(run + (i64)ahead * D, (target - ahead) * D * 2, lane);
+                ahead = target;
+            }
+        }
         const int left = end - pos;
         stream_fold<BF, TPC, KCH, HALF>(best, a, cur, left, c);
         if (left <= CH) {
