@@ -4,12 +4,22 @@
 # H200), by NVRTC 13.0 (the device's major.minor, which the cache key holds), xz-compressed.
 # The device scripts unpack them with bench/seed_kernel_cache.sh, so a call starts from the
 # cubins instead of spending about 150 s of device time in NVRTC. Two compiles at a time.
-# usage: NVRTC13=/path/to/nvidia/cu13/lib bash bench/kernel_cache.sh [VARIANT...]
-#   (NVRTC13: a lib folder holding libnvrtc.so -> libnvrtc.so.13, from the nvidia-cuda-nvrtc
-#   13.0.x wheel; bench/device_build.sh first, so the embedded sources are the current ones.)
+# usage: [NVRTC13=DIR] bash bench/kernel_cache.sh [VARIANT...]
+#   (after bench/device_build.sh, so the binaries carried embed the same sources). NVRTC13: a lib
+#   folder holding libnvrtc.so -> libnvrtc.so.13; by default the nvidia-cuda-nvrtc 13.0.88 wheel
+#   fetched once by pip into ~/.cache/tilemaxsim-nvrtc13.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${NVRTC13:?set NVRTC13 to the lib folder of nvidia-cuda-nvrtc 13.0.x}"
+if [ -z "${NVRTC13:-}" ]; then
+  root=${XDG_CACHE_HOME:-$HOME/.cache}/tilemaxsim-nvrtc13
+  NVRTC13=$root/nvidia/cu13/lib
+  if [ ! -e "$NVRTC13/libnvrtc.so" ]; then
+    mkdir -p "$root"
+    python3 -m pip download -q --no-deps -d "$root" nvidia-cuda-nvrtc==13.0.88
+    (cd "$root" && python3 -m zipfile -e nvidia_cuda_nvrtc-13.0.88-*.whl .)
+    ln -sf libnvrtc.so.13 "$NVRTC13/libnvrtc.so"
+  fi
+fi
 cargo build -q --release -p tilemaxsim --features cuda --example kernel_cache
 rm -rf .dev/kcache; mkdir -p .dev/kcache
 one() {
