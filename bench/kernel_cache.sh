@@ -34,8 +34,9 @@ one() {
 }
 variants=(default "$@")
 for ((i = 0; i < ${#variants[@]}; i += 2)); do
-  one "${variants[i]}" &
-  if ((i + 1 < ${#variants[@]})); then one "${variants[i + 1]}" & fi
-  wait
+  pids=()
+  one "${variants[i]}" & pids+=($!)
+  if ((i + 1 < ${#variants[@]})); then one "${variants[i + 1]}" & pids+=($!); fi
+  for p in "${pids[@]}"; do wait "$p" || { echo "kernel_cache.sh: a compile failed" >&2; exit 1; }; done
 done
 ls -la .dev/kcache

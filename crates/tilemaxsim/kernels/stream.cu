@@ -7,7 +7,8 @@
 // quarter, whole. A warp walks its documents by chunks of CH tokens from each document's first
 // token (8-token tiles, the last chunk of a document partly empty): the next chunk's B
 // fragments are loaded from global memory while the current one is multiplied, across document
-// ends, so each warp keeps a chunk (2-4 KB) in flight. A document's row maxima stay in
+// ends, so each warp keeps a chunk (2-4 KB) in flight (at d = 24, 40 and 48 also the tokens two
+// chunks further, prefetched into L2: stream_prefetch_chunks). A document's row maxima stay in
 // registers from its first chunk to its last; then block_score, as maxsim_mma.
 //
 // Why: at small d maxsim_span's per-token costs (the block's barrier a tile, shared-memory
@@ -41,7 +42,8 @@
 #endif
 // 8-token tiles a chunk: 8 (64 tokens) at one 32-dimension chunk, 4 (32 tokens) at two;
 // STREAM_D16_TILES at d ≤ 16, for experiments: more bytes in flight a warp at fewer warps
-// (16 at four blocks and 12 at five compile without spills; not measured yet).
+// (16 at four blocks and 12 at five compile without spills; 16 at four lost 9 points of the
+// read ceiling at d = 16: bench/results/h200/2026-11-30e/call1.log).
 #ifndef STREAM_D16_TILES
 #define STREAM_D16_TILES 8
 #endif
