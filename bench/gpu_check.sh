@@ -51,7 +51,9 @@ tmp="$OUT/gpu_check_parts"; mkdir -p "$tmp"
       echo "any-d memcheck exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
-      TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
+      # 300 s was too short twice (2026-11-30, thirteenth and fifteenth sessions: exit 124 with
+      # 0 errors so far); PART=2 alone still fits a 600 s call.
+      TILEMAXSIM_GPU_CASES=3 timeout 450 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_codecs --test-threads 1 2>&1 | tail -4
       echo "codec memcheck exit: ${PIPESTATUS[0]}"
       timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 .dev/test-gpu_compress --test-threads 1 2>&1 | tail -4
       echo "compress memcheck exit: ${PIPESTATUS[0]}"
