@@ -195,6 +195,32 @@ def _features(rng, batch, length):
     return {"input_ids": ids, "attention_mask": attention}
 
 
+def _distillation_features(rng, batch, ways=3):
+    """Query and document features for `losses.Distillation`, redrawn until each query's `ways`
+    documents score at least 0.05 apart. Distillation min-max normalizes each query's scores,
+    so documents that tie (a one-token query whose token is in every document: all score 1)
+    make its gradient 1 / (max - min), near 1e7, and then float32 rounding alone, in any two
+    summation orders, moves the parameters' gradients by 0.1 (seen in CI)."""
+    from pylate.losses.contrastive import extract_skiplist_mask
+
+    while True:
+        features = [_features(rng, batch, 6), _features(rng, batch * ways, 10)]
+        torch.manual_seed(0)
+        model = StandIn().to(DEVICE)
+        with torch.no_grad():
+            q, d = (torch.nn.functional.normalize(model(f)["token_embeddings"], p=2, dim=-1) for f in features)
+            masks = extract_skiplist_mask(sentence_features=features, skiplist=model.skiplist)
+            scores = _theirs(
+                "colbert_kd_scores",
+                q,
+                d.view(batch, ways, *d.shape[1:]),
+                queries_mask=masks[0],
+                documents_mask=masks[1].view(batch, ways, -1),
+            )
+        if bool((scores.amax(1) - scores.amin(1) >= 0.05).all()):
+            return features
+
+
 def _loss_and_grads(make_loss, features, labels, patched, monkeypatch):
     from pylate import losses  # noqa: F401 (imported before the patch, as a training script does)
 
@@ -227,7 +253,7 @@ def test_pylate_losses_patched_match_unpatched(rng, name, monkeypatch):
 
     batch = 4
     if name == "Distillation":
-        features = [_features(rng, batch, 6), _features(rng, batch * 3, 10)]
+        features = _distillation_features(rng, batch)
         labels = torch.from_numpy(rng.standard_normal((batch, 3))).float().to(DEVICE)
         make = lambda m: losses.Distillation(model=m)  # noqa: E731
     else:
