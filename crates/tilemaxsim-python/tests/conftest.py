@@ -23,9 +23,25 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 TOL = {torch.float32: 1e-4, torch.float16: 1e-4, torch.bfloat16: 1e-4}
 
 
+SEED = pytest.StashKey[int]()
+
+
 @pytest.fixture
-def rng():
-    return np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+def rng(request):
+    """A generator drawn afresh each run (TILEMAXSIM_TEST_SEED=N fixes it); a failing test's
+    report names its seed."""
+    fixed = os.environ.get("TILEMAXSIM_TEST_SEED")
+    seed = int(fixed) if fixed else int.from_bytes(os.urandom(4), "little")
+    request.node.stash[SEED] = seed
+    return np.random.default_rng(seed)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    seed = item.stash.get(SEED, None)
+    if report.failed and seed is not None:
+        report.sections.append(("rng seed", f"TILEMAXSIM_TEST_SEED={seed} draws this test's inputs again"))
 
 
 def normalized(rng, *shape, dtype=torch.float32):

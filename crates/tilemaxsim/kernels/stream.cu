@@ -8,7 +8,8 @@
 // token (8-token tiles, the last chunk of a document partly empty): the next chunk's B
 // fragments are loaded from global memory while the current one is multiplied, across document
 // ends, so each warp keeps a chunk (2-4 KB) in flight (at d = 24, 40 and 48 also the tokens two
-// chunks further, prefetched into L2: stream_prefetch_chunks). A document's row maxima stay in
+// chunks further, prefetched into L2: stream_prefetch_chunks; STREAM_STAGES=3 keeps two chunks
+// in registers, for experiments: stream_stages). A document's row maxima stay in
 // registers from its first chunk to its last; then block_score, as maxsim_mma.
 //
 // Why: at small d maxsim_span's per-token costs (the block's barrier a tile, shared-memory
@@ -63,6 +64,22 @@ constexpr int stream_prefetch_chunks() {
     return D == 24 || D == 40 || D == 48 ? 2 : 0;
 #endif
 }
+
+// Register buffers of B fragments a warp: S chunks (S - 1 of them loading while one is folded).
+// 2 for every d; STREAM_STAGES sets it (experiments: 3 doubles the bytes a warp has in flight,
+// at TPC * KCH * 4 more registers).
+template <int D>
+constexpr int stream_stages() {
+#ifdef STREAM_STAGES
+    return STREAM_STAGES;
+#else
+    return 2;
+#endif
+}
+
+// A step's buffer index as a type, so every index into the buffers is a constant.
+template <int N>
+struct Stage { static constexpr int value = N; };
 
 // `bytes` bytes from `p` (16-byte aligned, a multiple of 16) into L2: a hint.
 __device__ __forceinline__ void stream_prefetch(const u16* p, int bytes, int lane) {
@@ -144,6 +161,7 @@ __device__ __forceinline__ void maxsim_stream_impl(
     constexpr bool HALF = (D - 1) % 32 < 16;  // the last chunk's second k16 product skipped
     constexpr int TPC = D <= 16 ? STREAM_D16_TILES : KCH == 1 ? 8 : 4;  // 8-token tiles a chunk
     constexpr int CH = TPC * 8;
+    constexpr int S = stream_stages<D>();
     __shared__ int offs[STREAM_RUN_MAX + 1];  // the run's offsets from its first token
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const int runs = (num_docs + group - 1) / group;
@@ -189,45 +207,68 @@ __device__ __forceinline__ void maxsim_stream_impl(
     if (doc >= db) return;
 
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
-    V4 b0[TPC][KCH], b1[TPC][KCH];
-    stream_load<D, TPC>(b0, base + (i64)pos * D, end - pos - g, end - pos >= CH, c);
+    // A chunk: token `pos` of document `doc`, which ends at `end` (doc == db: none left).
+    struct Chunk { int doc, pos, end; };
+    // The chunk after k, past any empty documents (k.doc < db, or past the last at S > 2).
+    auto after = [&](Chunk x) -> Chunk {
+        if (S > 2 && x.doc >= db) return x;
+        x.pos += CH;
+        if (x.pos >= x.end) {
+            ++x.doc;
+            x.pos = x.end;
+            if (x.doc < db) x.end = offs[x.doc + 1];
+            skip_empty(x.doc, x.pos, x.end);
+        }
+        return x;
+    };
+    auto load = [&](V4 (&to)[TPC][KCH], const Chunk& x) {
+        if (x.doc < db) stream_load<D, TPC>(to, base + (i64)x.pos * D, x.end - x.pos - g, x.end - x.pos >= CH, c);
+    };
+    // S register buffers: chunk i is folded from b[i % S] while chunks i + 1 .. i + S - 1 load.
+    V4 b[S][TPC][KCH];
+    Chunk k[S];
+    k[0] = Chunk{doc, pos, end};
+    load(b[0], k[0]);
+#pragma unroll
+    for (int s = 1; s < S - 1; ++s) {
+        k[s] = after(k[s - 1]);
+        load(b[s], k[s]);
+    }
     // Tokens before `ahead` (from the run's first) are loaded or prefetched; the warp's end.
     constexpr int PF = stream_prefetch_chunks<D>();
     const u16* run = d_tokens + t0 * D;
     const int last = offs[db];
-    int ahead = pos + 2 * CH;
-    // One chunk: the next chunk's loads into `next`, then `cur`'s products; false at the last.
-    auto step = [&](const V4 (&cur)[TPC][KCH], V4 (&next)[TPC][KCH]) -> bool {
-        int ndoc = doc, npos = pos + CH, nend = end;
-        if (npos >= end) {
-            ++ndoc;
-            npos = end;
-            if (ndoc < db) nend = offs[ndoc + 1];
-            skip_empty(ndoc, npos, nend);
-        }
-        if (ndoc < db) stream_load<D, TPC>(next, base + (i64)npos * D, nend - npos - g, nend - npos >= CH, c);
+    int ahead = pos + S * CH;
+    // Step i (s = i % S): chunk i + S - 1 (the one after chunk i + S - 2) loaded into its
+    // buffer, then chunk i's products; false at the warp's last chunk.
+    auto step = [&](auto stage) -> bool {
+        constexpr int s = decltype(stage)::value;
+        constexpr int into = (s + S - 1) % S;
+        k[into] = after(k[(s + S - 2) % S]);
+        load(b[into], k[into]);
         if (PF > 0) {
-            const int target = min(npos + (PF + 1) * CH, last);
+            const int target = min(k[into].pos + (PF + 1) * CH, last);
             if (target > ahead) {  // uniform
                 stream_prefetch(run + (i64)ahead * D, (target - ahead) * D * 2, lane);
                 ahead = target;
             }
         }
-        const int left = end - pos;
-        stream_fold<BF, TPC, KCH, HALF>(best, a, cur, left, c);
+        const int left = k[s].end - k[s].pos;
+        stream_fold<BF, TPC, KCH, HALF>(best, a, b[s], left, c);
         if (left <= CH) {
-            const float s = block_score(best, nq, g);
-            if (lane == 0) q_out[doc] = s;
+            const float sc = block_score(best, nq, g);
+            if (lane == 0) q_out[k[s].doc] = sc;
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt) best[mt][0] = best[mt][1] = NEG_INF;
         }
-        doc = ndoc, pos = npos, end = nend;
-        return doc < db;
+        return k[(s + 1) % S].doc < db;
     };
-    // Two steps an iteration, so the two buffers swap roles without register copies.
+    // S steps an iteration (at most 4), so the buffers rotate without register copies.
+    static_assert(S >= 2 && S <= 4, "STREAM_STAGES: 2 to 4");
     for (;;) {
-        if (!step(b0, b1)) break;
-        if (!step(b1, b0)) break;
+        if (!step(Stage<0>{}) || !step(Stage<1>{})) return;
+        if (S > 2 && !step(Stage<2 % S>{})) return;
+        if (S > 3 && !step(Stage<3 % S>{})) return;
     }
 }
 
