@@ -8,8 +8,8 @@
 // token (8-token tiles, the last chunk of a document partly empty): the next chunk's B
 // fragments are loaded from global memory while the current one is multiplied, across document
 // ends, so each warp keeps a chunk (2-4 KB) in flight (at d = 24, 40 and 48 also the tokens two
-// chunks further, prefetched into L2: stream_prefetch_chunks; STREAM_STAGES=3 keeps two chunks
-// in registers, for experiments: stream_stages). A document's row maxima stay in
+// chunks further, prefetched into L2: stream_prefetch_chunks; at d = 16 two chunks ahead in
+// registers: stream_stages). A document's row maxima stay in
 // registers from its first chunk to its last; then block_score, as maxsim_mma.
 //
 // Why: at small d maxsim_span's per-token costs (the block's barrier a tile, shared-memory
@@ -66,14 +66,19 @@ constexpr int stream_prefetch_chunks() {
 }
 
 // Register buffers of B fragments a warp: S chunks (S - 1 of them loading while one is folded).
-// 2 for every d; STREAM_STAGES sets it (experiments: 3 doubles the bytes a warp has in flight,
-// at TPC * KCH * 4 more registers).
+// 3 at d = 16 (80 registers, no spills at six blocks; d = 8 spills 8 bytes at 3), 2 elsewhere.
+// Three doubles the bytes a warp has in flight: d = 16 gained 0.7 points of the read ceiling
+// (72.6 / 72.7 → 73.3 / 73.4%; ncu 140.4 → 138.8 µs, long-scoreboard stalls 5.6 → 4.0 cycles
+// an issue, so loads in flight were not what held it at 73%); every wider d lost 4.4-28.6 points at four blocks an SM (it
+// spills at 24, 32, 56 and 64, 4 bytes at 40, none at 48) and 2.6-12.5 at three, which spills
+// nowhere (H200, f16 U[32,256] B = 100K, two rounds: bench/results/h200/2026-11-30f/call1.log).
+// STREAM_STAGES sets it for every d (experiments).
 template <int D>
 constexpr int stream_stages() {
 #ifdef STREAM_STAGES
     return STREAM_STAGES;
 #else
-    return 2;
+    return D == 16 ? 3 : 2;
 #endif
 }
 
@@ -209,7 +214,7 @@ __device__ __forceinline__ void maxsim_stream_impl(
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
     // A chunk: token `pos` of document `doc`, which ends at `end` (doc == db: none left).
     struct Chunk { int doc, pos, end; };
-    // The chunk after k, past any empty documents (k.doc < db, or past the last at S > 2).
+    // The chunk after x, past any empty documents (x.doc < db, or past the last at S > 2).
     auto after = [&](Chunk x) -> Chunk {
         if (S > 2 && x.doc >= db) return x;
         x.pos += CH;
