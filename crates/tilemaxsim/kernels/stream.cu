@@ -69,10 +69,10 @@ constexpr int stream_prefetch_chunks() {
 // 3 at d = 16 (80 registers, no spills at six blocks; d = 8 spills 8 bytes at 3), 2 elsewhere.
 // Three doubles the bytes a warp has in flight: d = 16 gained 0.7 points of the read ceiling
 // (72.6 / 72.7 → 73.3 / 73.4%; ncu 140.4 → 138.8 µs, long-scoreboard stalls 5.6 → 4.0 cycles
-// an issue, so loads in flight were not what held it at 73%); every wider d lost 4.4-28.6 points at four blocks an SM (it
-// spills at 24, 32, 56 and 64, 4 bytes at 40, none at 48) and 2.6-12.5 at three, which spills
-// nowhere (H200, f16 U[32,256] B = 100K, two rounds: bench/results/h200/2026-11-30f/call1.log).
-// STREAM_STAGES sets it for every d (experiments).
+// an issue, so loads in flight were not what held it at 73%). Every wider d lost: 4.4-28.6
+// points at four blocks an SM (spills at 24, 32, 56 and 64, 4 bytes at 40, none at 48) and
+// 2.6-12.5 at three, which spill nowhere (H200, f16 U[32,256] B = 100K, two rounds:
+// bench/results/h200/2026-11-30f/call1.log). STREAM_STAGES sets it for every d (experiments).
 template <int D>
 constexpr int stream_stages() {
 #ifdef STREAM_STAGES
