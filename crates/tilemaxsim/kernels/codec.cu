@@ -97,9 +97,16 @@
 #else
 #define CODEC_WIDE_TABLE 0
 #endif
-// Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks).
+// Consecutive tasks a warp claims at a time (one atomic per CODEC_CLAIM tasks). H200, one
+// query, 1M x U[8,124], K = 262,144, eight against four (two rounds, M docs/s): residual nbits 2
+// 350.5 / 349.4 against 344.3 / 348.6, nbits 1 347.3 / 347.3 against 344.7 / 344.9, int8
+// 322.6 / 320.5 against 321.7 / 320.1; 100K x 32 level (bench/results/h200/2026-11-30g/call2.log).
+// ncu's stall samples there had put 1.1% on the shuffle of the claim's atomic result.
+// Not kept (same run): the next task's ids prefetched into L1 rather than L2 (prefetch.global.L1):
+// the id loads' stalls before the centroid-score gathers (16% of the samples) did not move,
+// and int8 lost 1%.
 #ifndef CODEC_CLAIM
-#define CODEC_CLAIM 4
+#define CODEC_CLAIM 8
 #endif
 
 enum CodecTag { RESIDUAL = 0, PQ = 1, INT8 = 2, FP8 = 3 };
