@@ -265,7 +265,16 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4, BULK_BOUNDS)
 // in shared memory as in maxsim_bulk, and warp 0 sums them after the next barrier (the block's
 // next tile, or the end). Partials and maxima are double-buffered, so one barrier a tile orders
 // them all.
-template <bool BF, int KQ, bool ANY = false>
+// HALF (ANY only, d ≤ 128·KQ − 64): each warp takes 32·KQ − 16 dimensions, the last 16 of them
+// one k16 product (lane c's dimensions c·4 .. + 3 of that piece, an 8-byte load), so at d = 320
+// the four warps multiply 80 dimensions each, not 96 (three of them) and 32. H200, f16
+// U[32,256] B = 10K, % of the read ceiling against whole chunks (BULK_ANY_HALF=0), two rounds:
+// d = 264 70.8 / 71.3 against 69.5 / 68.9, 320 72.6 / 73.4 against 70.7 / 70.9 (B = 100K 77.1
+// against 75.2, bf16 73.3 against 70.7), 392 76.3 / 75.6 against 73.4 / 74.3, 448 83.9 / 83.4
+// against 82.1 / 81.4, 648 79.4 / 81.3 against 78.2 / 79.0 (bench/results/h200/2026-11-30g/
+// call3.log). Less than the sixth of the products saved: the tile's barrier and partial sums,
+// not its products, hold these d.
+template <bool BF, int KQ, bool ANY = false, bool HALF = false>
 __device__ __forceinline__ void maxsim_bulk_wide_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
     const u16* __restrict__ d_tokens, const i64* __restrict__ d_offsets,
@@ -275,7 +284,8 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
 #if __CUDA_ARCH__ >= 900
     constexpr int D = KQ * 128;          // the embedding dimension (ANY: its bound)
     const int RD = ANY ? dim : D;        // halves per row, in memory and in the stage
-    constexpr int DW = KQ * 32;          // dimensions per warp
+    static_assert(ANY || !HALF, "HALF slices are for maxsim_bulk_any");
+    constexpr int DW = KQ * 32 - (HALF ? 16 : 0);  // dimensions per warp
     constexpr int TOK = BULK_WIDE_TOK(KQ);
     constexpr int NT = TOK / 8;          // 8-token tiles per tile
     constexpr int CW = TOK / BULK_WARPS; // columns each warp reduces
@@ -317,7 +327,7 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             cur_q = w.qi;
             nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
             if constexpr (ANY)
-                load_a_slice<KQ>(a, qpad + (i64)cur_q * 32 * dim, dim, wib * DW, g, c);
+                load_a_slice<KQ, HALF>(a, qpad + (i64)cur_q * 32 * dim, dim, wib * DW, g, c);
             else
                 load_a_permuted<KQ, D>(a, qpad + (i64)cur_q * 32 * D + wib * DW, g, c);
         }
@@ -336,6 +346,13 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
             for (int ch = 0; ch < KQ; ++ch) {
+                if (HALF && ch == KQ - 1) {  // the last 16 dimensions: one k16 product
+                    const bool in_d = wib * DW + ch * 32 + c * 4 < dim;
+                    const uint2 b = in_d ? *(const uint2*)(buf + (t * 8 + g) * RD + ch * 32 + c * 4) : uint2{0u, 0u};
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
+                    continue;
+                }
                 const bool in_d = !ANY || wib * DW + ch * 32 + c * 8 < dim;
                 const V4 b = in_d ? *(const V4*)(buf + (t * 8 + g) * RD + ch * 32 + c * 8) : V4{0u, 0u, 0u, 0u};
 #pragma unroll
@@ -400,19 +417,27 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d896, maxsim_bulk_wide_impl, true, 7, BULK_BOU
 INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8, BULK_BOUNDS)
 
 // maxsim_bulk_any: maxsim_bulk_wide_impl at any d in 129..1024 that is a multiple of 8, for
-// KQ = ceil(d / 128) (the instantiation's bound); the query blocks are 32 rows of d. Up to KQ = 4
+// KQ = ceil(d / 128) (the instantiation's bound), and _h (HALF) where d ≤ 128·KQ − 64; the query
+// blocks are 32 rows of d. Up to KQ = 4
 // bounded to three blocks a SM (168 registers, no spills with ptxas 13), as many as shared memory
 // holds there; past it two (shared memory allows no more; KQ = 6 takes 253 registers, where
 // maxsim_bulk_f16_d768 takes 162, and spills 136 bytes at 168).
-#define INSTANTIATE_BULK_ANY(NAME, BF, KQ)                                                     \
+#define INSTANTIATE_BULK_ANY_ONE(NAME, BF, KQ, HALF)                                           \
     extern "C" __global__ void __launch_bounds__(BULK_THREADS, (KQ) <= 4 ? 3 : 2) NAME(           \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
         const i64* d_offsets, const i64* doc_index, int num_docs, float* out, int stages,      \
         int group, int dim)                                                                    \
     {                                                                                          \
-        maxsim_bulk_wide_impl<BF, KQ, true>(qpad, q_offsets, num_queries, d_tokens, d_offsets, doc_index, \
-                                            num_docs, out, stages, group, dim);               \
+        maxsim_bulk_wide_impl<BF, KQ, true, HALF>(qpad, q_offsets, num_queries, d_tokens, d_offsets, \
+                                                  doc_index, num_docs, out, stages, group, dim); \
     }
+// BULK_ANY_HALF=0 (experiments): the _h kernels multiply whole chunks, as the others do.
+#ifndef BULK_ANY_HALF
+#define BULK_ANY_HALF 1
+#endif
+#define INSTANTIATE_BULK_ANY(NAME, BF, KQ)           \
+    INSTANTIATE_BULK_ANY_ONE(NAME, BF, KQ, false)    \
+    INSTANTIATE_BULK_ANY_ONE(NAME##h, BF, KQ, BULK_ANY_HALF)
 
 INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k2, false, 2)
 INSTANTIATE_BULK_ANY(maxsim_bulk_any_f16_k3, false, 3)

@@ -113,8 +113,10 @@ __device__ __forceinline__ void load_a_permuted(unsigned (&a)[2][KCH][2][4], con
 }
 
 // load_a_permuted's fragments of the 32-dimension chunks from `first` on of 32 rows `dim` wide
-// at q16 (d % 4 = 0, 4-byte aligned rows), zeros past d: a warp's slice of a wide query.
-template <int KCH>
+// at q16 (d % 4 = 0, 4-byte aligned rows), zeros past d: a warp's slice of a wide query. HALF:
+// the last chunk is 16 dimensions, one k16 step (thread c's dimensions c·4 .. + 3), its second
+// step zeros.
+template <int KCH, bool HALF = false>
 __device__ __forceinline__ void load_a_slice(unsigned (&a)[2][KCH][2][4], const u16* q16, int dim, int first,
                                              int g, int c) {
     const unsigned* q = (const unsigned*)q16;
@@ -124,8 +126,10 @@ __device__ __forceinline__ void load_a_slice(unsigned (&a)[2][KCH][2][4], const 
         for (int ch = 0; ch < KCH; ++ch)
 #pragma unroll
             for (int kb = 0; kb < 2; ++kb) {
-                const int k = first + ch * 32 + c * 8 + kb * 4;  // four dimensions: in or past d
-                const bool in = k < dim;
+                const bool half = HALF && ch == KCH - 1;
+                // four dimensions: in or past d (none for the half chunk's second step)
+                const int k = first + ch * 32 + (half ? c * 4 : c * 8 + kb * 4);
+                const bool in = k < dim && !(half && kb == 1);
                 const unsigned* r0 = q + ((mt * 16 + g) * dim + k) / 2;
                 const unsigned* r8 = q + ((mt * 16 + g + 8) * dim + k) / 2;
                 a[mt][ch][kb][0] = in ? r0[0] : 0u;

@@ -70,10 +70,12 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     // by default), d % 4 = 0 (12, 100), even (6, 18, 126), odd (1, 3, 17, 33, 77, 113, 127, 129,
     // 255; and 202, 250 past 128, read as halves). One k16 product in the last chunk (1 to 16,
     // 33, 40, 48, 77, 80, 136, 144, 200) and two (the rest). Past 128 the rows of 16 bytes also go to `maxsim_bulk_any` when forced, or by
-    // default where two spanning blocks do not fit an SM (248).
+    // default where two spanning blocks do not fit an SM (248), and always past 256: 264, 320,
+    // 392 and 648 on its half-chunk kernels (a warp's slice ends in 16 dimensions), 328 and
+    // 1016 on the whole-chunk ones.
     let dims = [
         1usize, 3, 6, 8, 12, 16, 17, 18, 24, 33, 40, 48, 56, 77, 80, 100, 112, 113, 126, 127, 129,
-        136, 144, 160, 200, 202, 224, 248, 250, 255,
+        136, 144, 160, 200, 202, 224, 248, 250, 255, 264, 320, 328, 392, 648, 1016,
     ];
     for (case, &dim) in dims.iter().enumerate() {
         let dtype = [DType::F16, DType::BF16][case % 2];

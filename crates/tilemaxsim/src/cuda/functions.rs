@@ -29,7 +29,8 @@ pub(super) struct Kernels {
     pub(super) mma: Vec<((DType, usize), CudaFunction)>,
     /// (dtype, d) → the bulk-copy tensor-core kernel, d ≤ 128 and wide (empty below sm_90).
     pub(super) bulk: Vec<((DType, usize), CudaFunction)>,
-    /// (dtype, KQ) → `maxsim_bulk_any`, d a multiple of 8 in 129..=128·KQ (sm_90+).
+    /// (dtype, dimensions a warp) → `maxsim_bulk_any`, d a multiple of 8 in 129..=1024
+    /// (`bulk_any_slice`; sm_90+).
     pub(super) bulk_any: Vec<((DType, usize), CudaFunction)>,
     /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
     /// (sm_90+), and `maxsim_split_parts`, which splits them for it once a call.
@@ -108,9 +109,11 @@ impl Kernels {
         let (mut bulk_split, mut bulk_any, mut bulk_planes) = (Vec::new(), Vec::new(), Vec::new());
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
+                // 32·KQ dimensions a warp, or 32·KQ − 16 (the half-chunk instantiation, _h).
                 for kq in 2..=8 {
                     let name = format!("maxsim_bulk_any_{dtype}_k{kq}");
-                    bulk_any.push(((dtype, kq), f(&name)?));
+                    bulk_any.push(((dtype, 32 * kq), f(&name)?));
+                    bulk_any.push(((dtype, 32 * kq - 16), f(&format!("{name}h"))?));
                 }
             }
             for dtype in [DType::F32, DType::F16, DType::BF16] {

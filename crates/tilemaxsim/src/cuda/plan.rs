@@ -32,6 +32,12 @@ pub(super) fn wide_any_bound(dim: usize) -> Option<usize> {
     (dim > 128 && dim <= 1024 && dim.is_multiple_of(8) && !wide_dim(dim))
         .then(|| dim.div_ceil(128) * 128)
 }
+/// The dimensions each of `maxsim_bulk_any`'s four warps takes at `dim` (a `wide_any_bound` d):
+/// a quarter of d rounded up to whole k16 steps, 32·KQ or 32·KQ − 16 for the bound's KQ (the
+/// half-chunk instantiation; kernels/bulk.cu, HALF). d = 320: 80, not 96.
+pub(super) fn bulk_any_slice(dim: usize) -> usize {
+    dim.div_ceil(4).next_multiple_of(16)
+}
 /// A d `maxsim_bulk` is instantiated for (else, up to 128, only `maxsim_span_any` takes it).
 pub(super) fn bulk_dim(dim: usize) -> bool {
     MMA_DIMS.contains(&dim) || wide_dim(dim)
@@ -206,8 +212,10 @@ pub(super) struct Tuning {
     /// `wide_least` past them. H200, f16 U[32,256] B = 100K: four documents d = 256 49.95 M
     /// docs/s against two 48.20, d = 384 33.57 against 32.66; B = 10K, d = 512 27.37 / 27.38
     /// against 26.62 / 26.52 (two rounds); at d = 768 (16-token tiles) four and two are level
-    /// (bench/results/h200/2026-11-28d). `maxsim_bulk_any`, sized by the same rule at its
-    /// bound, keeps `wide_least` (`for_bulk_any`): four there were not measured.
+    /// (bench/results/h200/2026-11-28d). `maxsim_bulk_any` takes the same at its bound. d =
+    /// 320 (bound 384), U[32,256], four documents against two, % of the read ceiling: B = 10K
+    /// 70.1 / 72.5 against 68.4 / 69.6, B = 100K 74.8 against 70.8; d = 448 (bound 512), B =
+    /// 10K, 80.8 / 79.0 against 77.5 / 80.5 (bench/results/h200/2026-11-30g/call2.log).
     pub(super) wide_least_tok32: usize,
     /// Three stages at wide d of 16-token tiles (d > 512) where two blocks an SM still fit
     /// (`bulk_stages`). H100, d = 768: 15.94 M docs/s (99.5% of the read ceiling) against
@@ -250,14 +258,6 @@ impl Tuning {
             self.wide_least_tok32
         } else {
             self.wide_least
-        }
-    }
-
-    /// These shapes for `maxsim_bulk_any`, which takes `wide_least` at every bound.
-    pub(super) fn for_bulk_any(&self) -> Self {
-        Tuning {
-            wide_least_tok32: self.wide_least,
-            ..*self
         }
     }
 

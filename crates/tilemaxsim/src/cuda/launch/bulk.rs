@@ -13,9 +13,10 @@ use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries, Mem};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
-    SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_smem, bulk_dim, bulk_group,
-    bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, planes_run, span_any_key,
-    span_smem, span_window_log, split_parts_bytes, stream_by_default, wide_any_bound, wide_dim,
+    SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_slice, bulk_any_smem, bulk_dim,
+    bulk_group, bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, planes_run,
+    span_any_key, span_smem, span_window_log, split_parts_bytes, stream_by_default, wide_any_bound,
+    wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -196,12 +197,12 @@ impl Bulk {
     ) -> Result<()> {
         let func = kernel_in(
             &gpu.kernels.bulk_any,
-            (corpus.dtype, bound / 128),
-            "bulk-copy",
+            (corpus.dtype, bulk_any_slice(corpus.dim)),
+            "bulk-copy (dimensions a warp)",
         )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let run = corpus.lengths.bulk_run(bound, &gpu.tuning.for_bulk_any());
+        let run = corpus.lengths.bulk_run(bound, &gpu.tuning);
         let smem = |s| bulk_any_smem(s, corpus.dim, bound);
         let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);

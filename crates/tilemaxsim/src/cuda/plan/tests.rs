@@ -100,6 +100,32 @@ fn kernels_are_chosen_per_shape() {
     assert_eq!(wide_any_bound(768), None);
     assert_eq!(wide_any_bound(120), None);
     assert_eq!(wide_any_bound(1032), None);
+    // maxsim_bulk_any's dimensions a warp: whole k16 steps, the half-chunk kernel up to
+    // 128·KQ − 64.
+    for (dim, slice) in [
+        (136, 48),
+        (192, 48),
+        (200, 64),
+        (264, 80),
+        (320, 80),
+        (328, 96),
+    ] {
+        assert_eq!(bulk_any_slice(dim), slice, "d = {dim}");
+    }
+    for dim in (136..=1016)
+        .step_by(8)
+        .filter(|&d| wide_any_bound(d).is_some())
+    {
+        let (slice, kq) = (bulk_any_slice(dim), dim.div_ceil(128));
+        assert!(
+            slice == 32 * kq || slice == 32 * kq - 16,
+            "d = {dim}: {slice}"
+        );
+        assert!(
+            4 * slice >= dim && 4 * (slice - 16) < dim,
+            "d = {dim}: {slice}"
+        );
+    }
     assert_eq!(auto(shape(Some(1), 1, 1152, true)), Tiled);
     // Forced kernels, and their fallbacks where they do not apply.
     let forced = |k, s| choose_kernel(Some(k), s);
@@ -220,10 +246,6 @@ fn bulk_runs_hold_about_eight_tiles() {
     assert_eq!(wide(&[0, 128, 256], 768), 2);
     assert_eq!(wide(&[0, 40, 80], 256), 4);
     assert_eq!(wide(&[0, 2000], 1024), 2);
-    // maxsim_bulk_any keeps two at every bound.
-    let any = Tuning::DEFAULT.for_bulk_any();
-    assert_eq!(DocLengths::of(&[0, 128, 256]).bulk_run(256, &any), 2);
-    assert_eq!(DocLengths::of(&[0, 40, 80]).bulk_run(256, &any), 4);
     // Lengths known only by their mean (borrowed device memory).
     assert_eq!(DocLengths::mean(3, 384).bulk_run(128, &Tuning::DEFAULT), 8);
     assert_eq!(DocLengths::mean(2, 512).bulk_run(128, &Tuning::DEFAULT), 4);
