@@ -418,10 +418,10 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d1024, maxsim_bulk_wide_impl, true, 8, BULK_BO
 
 // maxsim_bulk_any: maxsim_bulk_wide_impl at any d in 129..1024 that is a multiple of 8, for
 // KQ = ceil(d / 128) (the instantiation's bound), and _h (HALF) where d ≤ 128·KQ − 64; the query
-// blocks are 32 rows of d. Up to KQ = 4
-// bounded to three blocks a SM (168 registers, no spills with ptxas 13), as many as shared memory
-// holds there; past it two (shared memory allows no more; KQ = 6 takes 253 registers, where
-// maxsim_bulk_f16_d768 takes 162, and spills 136 bytes at 168).
+// blocks are 32 rows of d. Up to KQ = 4 bounded to three blocks a SM (168 registers, no spills
+// with ptxas 13), as many as shared memory holds there; past it two (shared memory allows no
+// more; KQ = 6 takes 253 registers, where maxsim_bulk_f16_d768 takes 162, and spills 136 bytes
+// at 168).
 #define INSTANTIATE_BULK_ANY_ONE(NAME, BF, KQ, HALF)                                           \
     extern "C" __global__ void __launch_bounds__(BULK_THREADS, (KQ) <= 4 ? 3 : 2) NAME(           \
         const u16* qpad, const i64* q_offsets, int num_queries, const u16* d_tokens,           \
