@@ -550,6 +550,12 @@ __device__ __forceinline__ void maxsim_codec_impl(
             // the work); no group is copied but, where a document ends on g0, its successor's.
             // (Measured on the H200: PQ +28%, residual +2%, int8 and fp8 5-8% slower ahead, so
             // those two load each group where they multiply it.)
+            // Not kept: the next document started on g1 by a flag where this one ends on g0,
+            // instead of the copy (its SASS had both products' tiles interleaved, where the copy
+            // leaves one site's two tiles in turn). H200, one query, 1M x U[8,124], K = 262,144,
+            // three rounds: residual nbits 2 352.5 -> 321.4 M docs/s, nbits 1 346.3 -> 301.9,
+            // nbits 4 282.0 -> 265.9, pq 519.7 -> 414.8; exhaustive search at 8.8M documents,
+            // batch 1, 41.3 -> 38.0 queries/s (bench/results/h200/2026-12-01/call1.log).
             auto ahead = [&](Group& G, int t1) {
                 if (t1 < nd) load_group(G, src, t1, nd - t1);
                 else if (next < tasks) load_group(G, source(nd0, nqi), 0, nnd);
