@@ -21,6 +21,11 @@
 // 16-24 KB), and floats per column of a warp's partial tile (32 rows + 4: conflict-free).
 #define BULK_WIDE_TOK(KQ) ((KQ) <= 4 ? 32 : 16)
 #define BULK_WIDE_RS 36
+// Wide d: 8-token tiles whose products are made before their partials are stored, forced for
+// every kernel (an A/B switch; 0: each kernel's own, in maxsim_bulk_wide_impl).
+#ifndef BULK_WIDE_GROUP
+#define BULK_WIDE_GROUP 0
+#endif
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
@@ -181,8 +186,9 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     unsigned a[2][KCH][2][4];
     int cur_q = -1, nq = 0, ndone = 0;
     float best[2][2] = {{NEG_INF, NEG_INF}, {NEG_INF, NEG_INF}};
-    for (int i = 0; !w.done(); ++i) {
-        const int s = i % stages;
+    int s = 0;           // this tile's stage
+    unsigned phase = 0;  // its barrier's phase
+    while (!w.done()) {
         if (w.qi != cur_q) {
             cur_q = w.qi;
             nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
@@ -190,7 +196,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
         }
         if (w.tok == 0) best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         const int mine = w.ntok() - wib * 32;  // this warp's tokens of the tile (uniform)
-        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
+        mbar_wait(smem_addr(&bars[s]), phase);
         if (mine > 0) {
             const u16* buf = ring + (i64)s * STAGE + wib * 32 * D;
             // All four 8-token tiles, loaded before the first MMA; columns past `mine` hold
@@ -220,6 +226,7 @@ __device__ __forceinline__ void maxsim_bulk_impl(
             if (wib == 0) bulk_document_score(red, par, nq, lane, out + task);  // task = query * num_docs + pair
             ++ndone;  // the next document's maxima go to the other half of `red`
         }
+        if (++s == stages) s = 0, phase ^= 1u;
     }
 #endif
 }
@@ -274,6 +281,18 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4, BULK_BOUNDS)
 // against 82.1 / 81.4, 648 79.4 / 81.3 against 78.2 / 79.0 (bench/results/h200/2026-11-30g/
 // call3.log). Less than the sixth of the products saved: the tile's barrier and partial sums,
 // not its products, hold these d.
+// A tile's instructions (2026-12-01, bench/results/h200/2026-12-01/): at d = 320 ncu counted
+// 400 warp instructions a 32-token tile, 40 of them HMMA. Now the stage and barrier phase are
+// stepped, not divided out of the tile count (about 35 instructions a tile); the partials go to
+// constant offsets from one address a lane; where every lane's slice lies inside d (`full`) the
+// loads go untested (no zeroing); and TG 8-token tiles are multiplied before their partials are
+// stored, since a store to shared memory orders the next loads after it and left two dependent
+// HMMA chains (13% of the stall samples on their NOPs). 609M warp instructions a launch at d = 320
+// (796M before). H200, f16 U[32,256] B = 10K, % of the read ceiling, against main at bda6aec (the
+// first three, calls 2-3) or against one tile at a time (call 5, same run): d = 256 79.4 -> 81.6,
+// 320 75.9 -> 77.5 (calls 2-3: 73.0 / 75.1 / 72.2 / 75.1 -> 77.0 / 76.6 / 77.4 / 75.9 without
+// TG), 448 83.6 -> 87.2, 512 89.2 -> 91.2, 1024 95.9 -> 97.4, 392 73.9 -> 76.9; d = 768 at
+// Nd = 128 96.7 -> 97.1 (calls 2-5).
 template <bool BF, int KQ, bool ANY = false, bool HALF = false>
 __device__ __forceinline__ void maxsim_bulk_wide_impl(
     const u16* __restrict__ qpad, const i64* __restrict__ q_offsets, int num_queries,
@@ -321,8 +340,17 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     unsigned a[2][KQ][2][4];
     int cur_q = -1, nq = 0, ndone = 0;
     float best = NEG_INF;  // row `lane`'s running maximum over this warp's columns
-    for (int i = 0; !w.done(); ++i) {
-        const int s = i % stages;
+    // Whether every lane's every piece lies inside d, so the tile's loads go unpredicated: the
+    // built widths, and HALF kernels at d = 4 · DW (d = 320, 448, ..., 960). A whole-chunk ANY
+    // kernel never is (d = 128 · KQ is a built width), nor compiles the unpredicated copy (at
+    // KQ = 8 both copies spilled 12 bytes, and d = 1016 fell from 84% of the read ceiling to 78%).
+    const bool full = !ANY || (HALF && dim == BULK_WARPS * DW);
+    // This lane's first partial (column 2c, row g) of its warp's half of `part`; the tile's
+    // stores are constant offsets from it.
+    float* const lane_part = part + wib * TOK * RS + 2 * c * RS + g;
+    int s = 0, par_i = 0;  // this tile's stage, and which half of `part` it takes
+    unsigned phase = 0;    // the stage's barrier phase
+    while (!w.done()) {
         if (w.qi != cur_q) {
             cur_q = w.qi;
             nq = (int)(q_offsets[cur_q + 1] - q_offsets[cur_q]);
@@ -333,51 +361,73 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
         }
         if (w.tok == 0) best = NEG_INF;
         const int ntok = w.ntok();
-        mbar_wait(smem_addr(&bars[s]), (unsigned)(i / stages) & 1u);
-        const u16* buf = ring + (i64)s * STAGE + wib * DW;
+        mbar_wait(smem_addr(&bars[s]), phase);
+        const u16* buf = ring + (i64)s * STAGE + wib * DW + g * RD;  // this lane's row of the tile
+        float* pw = lane_part + par_i * BULK_WARPS * TOK * RS;
         // ANY: this lane's 8-dimension pieces past d are zeros, not read: past the row lies
         // the next row, and past the last stage's last row the barriers and the partials other
-        // warps write (compute-sanitizer racecheck flagged those reads, 2026-11-27).
-        float* pw_part = part + ((i & 1) * BULK_WARPS + wib) * TOK * RS;
+        // warps write (compute-sanitizer racecheck flagged those reads, 2026-11-27). Where no
+        // piece is past d (`full`), the same products without the tests.
+        auto multiply = [&](auto whole) {
+            // 8-token tiles multiplied at once, as measured (bench/results/h200/2026-12-01/
+            // call4.log, call5.log): every tile of the built widths; in maxsim_bulk_any two at
+            // KQ = 4 (four spilled), one past it (two lost 2 points at d = 648), and at KQ ≤ 3
+            // all four where the loads go untested, else two (four lost 3 points at d = 264).
+            constexpr int TG_OWN = !ANY ? NT : KQ > 4 ? 1 : KQ == 4 || !decltype(whole)::value ? 2 : NT;
+            constexpr int TG = BULK_WIDE_GROUP > 0 ? (BULK_WIDE_GROUP < NT ? BULK_WIDE_GROUP : NT) : TG_OWN;
 #pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            // Rows past the tile's tokens hold whatever the stage held; their columns are not
-            // reduced below.
-            float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            for (int t0 = 0; t0 < NT; t0 += TG) {
+                // TG tiles' products before their partials are stored (a store to shared
+                // memory orders the loads after it, so storing each tile's partials at once
+                // kept its products one chain a m-tile). Rows past the tile's tokens hold
+                // whatever the stage held; their columns are not reduced below.
+                float acc[TG][2][4];
 #pragma unroll
-            for (int ch = 0; ch < KQ; ++ch) {
-                if (HALF && ch == KQ - 1) {  // the last 16 dimensions: one k16 product
-                    const bool in_d = wib * DW + ch * 32 + c * 4 < dim;
-                    const uint2 b = in_d ? *(const uint2*)(buf + (t * 8 + g) * RD + ch * 32 + c * 4) : uint2{0u, 0u};
+                for (int u = 0; u < TG; ++u)
 #pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
-                    continue;
-                }
-                const bool in_d = !ANY || wib * DW + ch * 32 + c * 8 < dim;
-                const V4 b = in_d ? *(const V4*)(buf + (t * 8 + g) * RD + ch * 32 + c * 8) : V4{0u, 0u, 0u, 0u};
+                    for (int mt = 0; mt < 2; ++mt) acc[u][mt][0] = acc[u][mt][1] = acc[u][mt][2] = acc[u][mt][3] = 0.f;
 #pragma unroll
-                for (int mt = 0; mt < 2; ++mt) {
-                    Mma<BF>::run(acc[mt], a[mt][ch][0], b.x, b.y);
-                    Mma<BF>::run(acc[mt], a[mt][ch][1], b.z, b.w);
-                }
+                for (int ch = 0; ch < KQ; ++ch)
+#pragma unroll
+                    for (int u = 0; u < TG; ++u) {
+                        const u16* bt = buf + (t0 + u) * 8 * RD;
+                        if (HALF && ch == KQ - 1) {  // the last 16 dimensions: one k16 product
+                            const bool in_d = decltype(whole)::value || wib * DW + ch * 32 + c * 4 < dim;
+                            const uint2 b = in_d ? *(const uint2*)(bt + ch * 32 + c * 4) : uint2{0u, 0u};
+#pragma unroll
+                            for (int mt = 0; mt < 2; ++mt) Mma<BF>::run(acc[u][mt], a[mt][ch][0], b.x, b.y);
+                            continue;
+                        }
+                        const bool in_d = decltype(whole)::value || wib * DW + ch * 32 + c * 8 < dim;
+                        const V4 b = in_d ? *(const V4*)(bt + ch * 32 + c * 8) : V4{0u, 0u, 0u, 0u};
+#pragma unroll
+                        for (int mt = 0; mt < 2; ++mt) {
+                            Mma<BF>::run(acc[u][mt], a[mt][ch][0], b.x, b.y);
+                            Mma<BF>::run(acc[u][mt], a[mt][ch][1], b.z, b.w);
+                        }
+                    }
+                // Columns t·8 + 2c and + 1, rows mt·16 + g and + 8.
+#pragma unroll
+                for (int u = 0; u < TG; ++u)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        const int t = t0 + u;
+                        pw[t * 8 * RS + mt * 16] = acc[u][mt][0];
+                        pw[(t * 8 + 1) * RS + mt * 16] = acc[u][mt][1];
+                        pw[t * 8 * RS + mt * 16 + 8] = acc[u][mt][2];
+                        pw[(t * 8 + 1) * RS + mt * 16 + 8] = acc[u][mt][3];
+                    }
             }
-            const int col = t * 8 + 2 * c;
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const int row = mt * 16 + g;
-                pw_part[col * RS + row] = acc[mt][0];
-                pw_part[(col + 1) * RS + row] = acc[mt][1];
-                pw_part[col * RS + row + 8] = acc[mt][2];
-                pw_part[(col + 1) * RS + row + 8] = acc[mt][3];
-            }
-        }
+        };
+        if (full) multiply(Flag<true>{});
+        else multiply(Flag<false>{});
         const bool last = w.last();
         const i64 task = (i64)w.qi * num_docs + w.pair;
         w.step(d_offsets, doc_index, num_docs);
         __syncthreads();  // stage s is read by every warp; the partials and row maxima are in place
         if (threadIdx.x == 0) producer.produce(s);
         finish();
-        const float* pt = part + (i & 1) * BULK_WARPS * TOK * RS;
+        const float* pt = part + par_i * BULK_WARPS * TOK * RS;
 #pragma unroll
         for (int k = 0; k < CW; ++k) {
             const int col = wib * CW + k;
@@ -395,6 +445,8 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
             p_par = par;
             ++ndone;
         }
+        par_i ^= 1;
+        if (++s == stages) s = 0, phase ^= 1u;
     }
     __syncthreads();
     finish();

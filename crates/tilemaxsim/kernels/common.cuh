@@ -8,6 +8,9 @@ typedef long long i64;
 
 #define NEG_INF __int_as_float(0xff800000)
 
+// A compile-time bool as a value, so one generic lambda compiles as two (`decltype(f)::value`).
+template <bool B> struct Flag { static constexpr bool value = B; };
+
 // Element loads widened to f32 (exact for every type).
 struct F32 {
     typedef float T;
