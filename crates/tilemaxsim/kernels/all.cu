@@ -10,6 +10,7 @@
 #include "gemm.cu"
 #include "ring.cu"
 #include "bulk_split.cu"
+#include "bulk_rows.cu"
 #include "wgmma.cu"
 #include "topk.cu"
 #include "codec.cu"

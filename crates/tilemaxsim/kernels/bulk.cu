@@ -99,6 +99,22 @@ struct BulkWalk {
     }
 };
 
+// A block's first task and tasks a run from the launch's `group` argument: runs of
+// `group & 0xff` tasks, except that the grid's last `group >> 8` blocks (the tail) take one task
+// each, so the blocks the hardware hands out last are short and the SMs finish together
+// (plan/bulk.rs: bulk_tail). A block on the resident grid (kernels walking runs strided by the
+// grid) has no tail.
+struct BulkRun {
+    i64 first;
+    int group;
+    __device__ __forceinline__ explicit BulkRun(int code) {
+        const int g = code & 0xff, head = (int)gridDim.x - (code >> 8);
+        const int b = (int)blockIdx.x;
+        first = b < head ? (i64)b * g : (i64)head * g + (b - head);
+        group = b < head ? g : 1;
+    }
+};
+
 // Thread 0's side of both maxsim_bulk kernels: its own walk over the block's tiles, running
 // `stages` tiles ahead of the consumers' walk; tile t goes to stage t % stages (TILE rows of
 // `row` halves) by one bulk copy, completing on the stage's mbarrier (an empty tile: an arrive).
@@ -174,12 +190,12 @@ __device__ __forceinline__ void maxsim_bulk_impl(
     float* red = (float*)(bars + stages);  // [2][BULK_WARPS][32]: row maxima per warp, two documents
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
-    const i64 first = (i64)blockIdx.x * group;
+    const BulkRun run(group);
 
-    BulkProducer<BULK_TILE, D> producer{BulkWalk<BULK_TILE>(first, tasks, group, num_docs), ring, bars,
+    BulkProducer<BULK_TILE, D> producer{BulkWalk<BULK_TILE>(run.first, tasks, run.group, num_docs), ring, bars,
                                         d_tokens, d_offsets, doc_index, num_docs};
     if (threadIdx.x == 0) producer.start(stages);
-    BulkWalk<BULK_TILE> w(first, tasks, group, num_docs);
+    BulkWalk<BULK_TILE> w(run.first, tasks, run.group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
 
@@ -259,6 +275,8 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2, BULK_D64_BOUND
 INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3, BULK_BOUNDS)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4, BULK_BOUNDS)
 
+// (The engine runs maxsim_bulk_rows, bulk_rows.cu, in place of these at d = 232..352, 256
+// among them: there the warps split rows and tokens, not d.)
 // maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024; with ANY, any d in
 // 129 .. 128 * KQ that is a multiple of 8, maxsim_bulk_any: rows d wide in memory and in the
 // stage, the query's A fragments and the document's B fragments zero past d): the same grid of
@@ -319,12 +337,12 @@ __device__ __forceinline__ void maxsim_bulk_wide_impl(
     float* red = part + 2 * BULK_WARPS * TOK * RS;  // [2][BULK_WARPS][32]
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
-    const i64 first = (i64)blockIdx.x * group;
+    const BulkRun run(group);
 
-    BulkProducer<TOK, D> producer{BulkWalk<TOK>(first, tasks, group, num_docs), ring, bars,
+    BulkProducer<TOK, D> producer{BulkWalk<TOK>(run.first, tasks, run.group, num_docs), ring, bars,
                                   d_tokens, d_offsets, doc_index, num_docs, RD};
     if (threadIdx.x == 0) producer.start(stages);
-    BulkWalk<TOK> w(first, tasks, group, num_docs);
+    BulkWalk<TOK> w(run.first, tasks, run.group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
 

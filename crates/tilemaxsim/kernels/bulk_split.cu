@@ -209,12 +209,12 @@ __device__ __forceinline__ void maxsim_bulk_split_impl(
     using P = SplitParts<DOC, KCH>;
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const i64 tasks = (i64)num_queries * num_docs;
-    const i64 first = (i64)blockIdx.x * group;
+    const BulkRun run(group);
 
-    BulkProducer<TILE, ROW> producer{BulkWalk<TILE>(first, tasks, group, num_docs), ring, bars,
+    BulkProducer<TILE, ROW> producer{BulkWalk<TILE>(run.first, tasks, run.group, num_docs), ring, bars,
                                      (const u16*)d_tokens, d_offsets, doc_index, num_docs};
     if (threadIdx.x == 0) producer.start(stages);
-    BulkWalk<TILE> w(first, tasks, group, num_docs);
+    BulkWalk<TILE> w(run.first, tasks, run.group, num_docs);
     w.extent(d_offsets, doc_index);
     __syncthreads();  // the barriers are initialized
 

@@ -444,6 +444,11 @@ fn tensor_core_path_matches_the_reference() {
         ),
         (
             Kernel::Bulk,
+            " (document tiles, 3 per block, two waves of one-task blocks last)",
+            shaped(2, 3).bulk_spans(Some(false)).bulk_tail(Some(2)),
+        ),
+        (
+            Kernel::Bulk,
             " (document tiles, resident grid, 1 stage, 2 per block)",
             shaped(1, 2)
                 .bulk_spans(Some(false))

@@ -3,8 +3,9 @@
 //! can have (d % 8 = 0, d % 4 = 0, even, odd), a last 32-wide chunk of d with at most 16
 //! dimensions and with more, one to eight chunks, both 16-bit dtypes, at its own shape and at
 //! forced stages, runs and kernels (`maxsim_bulk_any` past 128 where it also applies), on
-//! 1-token, chunk-crossing and very long documents, outputs poisoned before each run. Without a
-//! usable GPU the test prints a notice and passes.
+//! 1-token, chunk-crossing and very long documents, outputs poisoned before each run; and
+//! `maxsim_bulk_rows` (d past 128 with the warps splitting rows and tokens) the same way. Without
+//! a usable GPU the test prints a notice and passes.
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -62,7 +63,7 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         ),
         (
             "maxsim_bulk_any where it applies",
-            forced().bulk_spans(Some(false)),
+            forced().bulk_spans(Some(false)).bulk_rows(Some(0)).unwrap(),
         ),
     ];
     let mut r = rng(127);
@@ -72,7 +73,8 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     // 33, 40, 48, 77, 80, 136, 144, 200) and two (the rest). Past 128 the rows of 16 bytes also go to `maxsim_bulk_any` when forced, or by
     // default where two spanning blocks do not fit an SM (248), and always past 256: 264, 320,
     // 392 and 648 on its half-chunk kernels (a warp's slice ends in 16 dimensions), 328 and
-    // 1016 on the whole-chunk ones.
+    // 1016 on the whole-chunk ones. By default 248-328 go to `maxsim_bulk_rows`, tested
+    // below; here `maxsim_bulk_any` is forced beside it.
     let dims = [
         1usize, 3, 6, 8, 12, 16, 17, 18, 24, 33, 40, 48, 56, 77, 80, 100, 112, 113, 126, 127, 129,
         136, 144, 160, 200, 202, 224, 248, 250, 255, 264, 320, 328, 392, 648, 1016,
@@ -108,6 +110,95 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
             for (qi, row) in out.chunks(corpus.len()).enumerate() {
                 exp.assert_close(&label, qi, &all, row);
+            }
+        }
+    }
+}
+
+/// `maxsim_bulk_rows` (the warps split the query's rows and the tile's tokens, d a multiple
+/// of 8 from 136 to 384) at both tiles, forced stages and runs: every count of 32-wide chunks
+/// (5 to 12), a last chunk of 8, 16, 24 and 32 dimensions, the built widths 256 and 384, both
+/// 16-bit dtypes, 1-token and very long documents, every document and a candidate list with
+/// repeats, outputs poisoned.
+#[test]
+fn rows_kernel_matches_the_reference() {
+    let Some(_gpu) = sm90() else { return };
+    let rows = |tile, shape: Option<(usize, usize)>| {
+        let s = CudaScorer::new(0)
+            .expect("GPU")
+            .force_kernel(Some(Kernel::Bulk))
+            .bulk_rows(Some(tile))
+            .unwrap();
+        match shape {
+            Some((stages, group)) => s.bulk_shape(stages, group).unwrap(),
+            None => s,
+        }
+    };
+    let scorers = [
+        ("32-token tiles", rows(32, None)),
+        ("64-token tiles", rows(64, None)),
+        (
+            "32-token tiles, 1 stage, 3 per block",
+            rows(32, Some((1, 3))),
+        ),
+        (
+            "64-token tiles, 3 stages, 64 per block",
+            rows(64, Some((3, 64))),
+        ),
+        (
+            "64-token tiles, 2 stages, 1 per block",
+            rows(64, Some((2, 1))),
+        ),
+        (
+            "32-token tiles, 2 per block, a wave of one-task blocks last",
+            rows(32, Some((2, 2))).bulk_tail(Some(1)),
+        ),
+    ];
+    let mut r = rng(211);
+    // The sanitizers run the first few (TILEMAXSIM_GPU_CASES): the last chunk 8 dimensions
+    // wide, twelve chunks with a last of 24 (two blocks an SM), and 264.
+    let dims = [
+        136usize, 376, 264, 144, 168, 200, 216, 248, 256, 296, 320, 360, 384,
+    ];
+    for (case, &dim) in dims
+        .iter()
+        .enumerate()
+        .take(common::gpu_check::gpu_cases(dims.len()))
+    {
+        let dtype = [DType::F16, DType::BF16][case % 2];
+        let n_docs = r.random_range(40..120);
+        let lens: Vec<usize> = (0..n_docs)
+            .map(|i| match i % 6 {
+                0 => 1,
+                1 => r.random_range(2..9),
+                2 => r.random_range(30..70),
+                3 if i == 3 => r.random_range(2000..4000),
+                _ => r.random_range(1..300),
+            })
+            .collect();
+        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
+        let qs: Vec<OwnedElements> = (0..3)
+            .map(|i| random_query(&mut r, [1, 17, 32][i], dim, dtype, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        let exp = Expected::new(&queries, &corpus);
+        let all: Vec<usize> = (0..corpus.len()).collect();
+        let list: Vec<usize> = (0..2 * n_docs).map(|i| (i * 7 + 3) % n_docs).collect();
+        for (name, scorer) in &scorers {
+            for docs in [&all, &list] {
+                let label = format!("{name}: d={dim} {dtype} {} of {n_docs} docs", docs.len());
+                let selected = if docs.len() == n_docs {
+                    Docs::All
+                } else {
+                    Docs::List(docs)
+                };
+                let mut out = poisoned(queries.len() * docs.len());
+                scorer
+                    .score_into(&queries, &corpus, selected, &mut out)
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                for (qi, row) in out.chunks(docs.len()).enumerate() {
+                    exp.assert_close(&label, qi, docs, row);
+                }
             }
         }
     }

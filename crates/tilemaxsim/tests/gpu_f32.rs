@@ -73,6 +73,14 @@ fn fp32_split_on_tensor_cores_stays_exact() {
         ),
         (
             Kernel::Bulk,
+            " (2 per block, a wave of one-task blocks last)",
+            forced(Kernel::Bulk)
+                .bulk_shape(2, 2)
+                .unwrap()
+                .bulk_tail(Some(1)),
+        ),
+        (
+            Kernel::Bulk,
             " (resident grid, 2 stages, 2 per block)",
             forced(Kernel::Bulk)
                 .bulk_shape(2, 2)

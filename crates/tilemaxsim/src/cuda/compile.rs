@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 26] = [
+const FILES: [(&str, &str); 27] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
@@ -36,6 +36,7 @@ const FILES: [(&str, &str); 26] = [
     ("gemm.cu", include_str!("../../kernels/gemm.cu")),
     ("ring.cu", include_str!("../../kernels/ring.cu")),
     ("bulk_split.cu", include_str!("../../kernels/bulk_split.cu")),
+    ("bulk_rows.cu", include_str!("../../kernels/bulk_rows.cu")),
     ("wgmma.cu", include_str!("../../kernels/wgmma.cu")),
     ("topk.cu", include_str!("../../kernels/topk.cu")),
     ("codec.cu", include_str!("../../kernels/codec.cu")),

@@ -7,7 +7,10 @@ use cudarc::driver::{CudaFunction, CudaModule};
 
 use super::codec_kernels::{batched_kernel_names, fused_kernel_names, lut_kernel_names};
 use super::device::drv;
-use super::plan::{Kernel, MMA_DIMS, STREAM_DIMS, WG_DIMS, WIDE_DIMS, span_any_instances};
+use super::plan::{
+    BULK_ROWS_MAX_DIM, Kernel, MMA_DIMS, STREAM_DIMS, WG_DIMS, WIDE_DIMS, bulk_rows_chunks,
+    span_any_instances,
+};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
 
@@ -32,6 +35,9 @@ pub(super) struct Kernels {
     /// (dtype, dimensions a warp) → `maxsim_bulk_any`, d a multiple of 8 in 129..=1024
     /// (`bulk_any_slice`; sm_90+).
     pub(super) bulk_any: Vec<((DType, usize), CudaFunction)>,
+    /// (dtype, 32·KCH: the instantiation's bound) → `maxsim_bulk_rows` at 32- and 64-token
+    /// tiles, d a multiple of 8 in 129..=`BULK_ROWS_MAX_DIM` (sm_90+).
+    pub(super) bulk_rows: Vec<((DType, usize), [CudaFunction; 2])>,
     /// (corpus dtype, d) → `maxsim_bulk_split`, f32 queries split into 16-bit parts, d ≤ 128
     /// (sm_90+), and `maxsim_split_parts`, which splits them for it once a call.
     pub(super) bulk_split: Vec<((DType, usize), (CudaFunction, CudaFunction))>,
@@ -107,6 +113,7 @@ impl Kernels {
         let (mut bulk, mut span, mut span_any) = (Vec::new(), Vec::new(), Vec::new());
         let mut stream = Vec::new();
         let (mut bulk_split, mut bulk_any, mut bulk_planes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut bulk_rows = Vec::new();
         if !arch.starts_with("sm_8") {
             for dtype in [DType::F16, DType::BF16] {
                 // 32·KQ dimensions a warp, or 32·KQ − 16 (the half-chunk instantiation, _h).
@@ -114,6 +121,11 @@ impl Kernels {
                     let name = format!("maxsim_bulk_any_{dtype}_k{kq}");
                     bulk_any.push(((dtype, 32 * kq), f(&name)?));
                     bulk_any.push(((dtype, 32 * kq - 16), f(&format!("{name}h"))?));
+                }
+                for kch in bulk_rows_chunks(129)..=bulk_rows_chunks(BULK_ROWS_MAX_DIM) {
+                    let name = format!("maxsim_bulk_rows_{dtype}_k{kch}");
+                    let tiles = [f(&format!("{name}_t32"))?, f(&format!("{name}_t64"))?];
+                    bulk_rows.push(((dtype, 32 * kch), tiles));
                 }
             }
             for dtype in [DType::F32, DType::F16, DType::BF16] {
@@ -187,6 +199,7 @@ impl Kernels {
             bulk_split,
             bulk_planes,
             bulk_any,
+            bulk_rows,
             span,
             span_any,
             stream,

@@ -64,6 +64,13 @@ pub struct CudaScorer {
     /// registers (`maxsim_stream`) when fixed (`bulk_stream`, TILEMAXSIM_STREAM=0/1); `None`:
     /// the engine's choice.
     stream: Option<bool>,
+    /// `maxsim_bulk_rows`'s tile tokens at d past 128 up to `BULK_ROWS_MAX_DIM` when fixed
+    /// (TILEMAXSIM_ROWS=32/64; 0: never, the kernels that split d or cut spanning tiles);
+    /// `None`: `bulk_rows_tile`.
+    rows: Option<usize>,
+    /// Waves of one-task blocks at the end of a whole-document bulk grid when fixed
+    /// (TILEMAXSIM_TAIL=N); `None`: `BULK_TAIL_WAVES`.
+    tail: Option<u64>,
     /// Whether uploads split f32 corpora once into f16 planes (`maxsim_bulk_planes`) where
     /// they can (`f32_planes`, TILEMAXSIM_F32_PLANES=0 turns it off).
     f32_planes: bool,
@@ -112,6 +119,16 @@ impl CudaScorer {
                 _ => None,
             },
             f32_planes: std::env::var("TILEMAXSIM_F32_PLANES").as_deref() != Ok("0"),
+            rows: match std::env::var("TILEMAXSIM_ROWS").as_deref() {
+                Ok("0") => Some(0),
+                Ok("32") => Some(32),
+                Ok("64") => Some(64),
+                _ => None,
+            },
+            tail: std::env::var("TILEMAXSIM_TAIL")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|&w| w <= 8),
         })
     }
 
@@ -176,6 +193,27 @@ impl CudaScorer {
     /// also TILEMAXSIM_STREAM=0/1.
     pub fn bulk_stream(mut self, stream: Option<bool>) -> Self {
         self.stream = stream;
+        self
+    }
+
+    /// Fix `maxsim_bulk_rows`'s tile (32 or 64 tokens; 0: never take it) at the d it takes
+    /// (multiples of 8 past 128 up to `BULK_ROWS_MAX_DIM`); `None`: the engine's choice. For
+    /// experiments and tests; also TILEMAXSIM_ROWS=0/32/64.
+    pub fn bulk_rows(mut self, tile: Option<usize>) -> Result<Self> {
+        if tile.is_some_and(|t| ![0, 32, 64].contains(&t)) {
+            return Err(Error::Argument(format!(
+                "maxsim_bulk_rows takes tiles of 32 or 64 tokens (0: off), got {tile:?}"
+            )));
+        }
+        self.rows = tile;
+        Ok(self)
+    }
+
+    /// Fix how many waves of blocks at the end of a whole-document bulk grid (a block a run)
+    /// take one task each (0: none); `None`: the engine's choice. For experiments and tests;
+    /// also TILEMAXSIM_TAIL=N.
+    pub fn bulk_tail(mut self, waves: Option<u64>) -> Self {
+        self.tail = waves;
         self
     }
 
@@ -306,6 +344,8 @@ impl CudaScorer {
                 window: self.shape.span_wlog,
                 resident: self.bulk_resident,
                 stream: self.stream,
+                rows: self.rows,
+                tail: self.tail,
             }),
             Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
                 wgmma: kernel == Kernel::Wgmma,

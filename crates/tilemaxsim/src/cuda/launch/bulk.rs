@@ -2,7 +2,8 @@
 //! copy engine, runs of tasks per block; over every document of a packed corpus with tiles cut
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
 //! d ≤ 256), or at small d the same runs streamed through registers, `maxsim_stream`
-//! (kernels/stream.cu).
+//! (kernels/stream.cu); at d from 232 to 352 the warps split rows and tokens instead of d,
+//! `maxsim_bulk_rows` (kernels/bulk_rows.cu).
 
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -12,9 +13,10 @@ use crate::cuda::device::drv;
 use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries, Mem};
 use crate::cuda::plan::{
-    BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_THREADS, QBLOCK, SPAN_ANY_MAX_DIM,
-    SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_slice, bulk_any_smem, bulk_dim,
-    bulk_group, bulk_resident_grid, bulk_smem, bulk_split_smem, bulk_stages, planes_run,
+    BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_TAIL_WAVES, BULK_THREADS, QBLOCK,
+    SPAN_ANY_MAX_DIM, SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_slice,
+    bulk_any_smem, bulk_dim, bulk_group, bulk_resident_grid, bulk_rows_chunks, bulk_rows_dim,
+    bulk_rows_smem, bulk_rows_tile, bulk_smem, bulk_split_smem, bulk_stages, bulk_tail, planes_run,
     span_any_key, span_smem, span_window_log, split_parts_bytes, stream_by_default, wide_any_bound,
     wide_dim,
 };
@@ -38,6 +40,12 @@ pub(in crate::cuda) struct Bulk {
     /// through registers (`maxsim_stream`) instead of cutting spanning tiles, when fixed;
     /// `None`: `stream_by_default`.
     pub(in crate::cuda) stream: Option<bool>,
+    /// `maxsim_bulk_rows`'s tile tokens where it takes d, when fixed (0: never); `None`:
+    /// `bulk_rows_tile`.
+    pub(in crate::cuda) rows: Option<usize>,
+    /// Waves of blocks at the end of a block-a-run grid that take one task each, when fixed
+    /// (`bulk_tail`); `None`: `BULK_TAIL_WAVES`.
+    pub(in crate::cuda) tail: Option<u64>,
 }
 
 impl Launch for Bulk {
@@ -50,6 +58,11 @@ impl Launch for Bulk {
     ) -> Result<()> {
         if corpus.dtype == DType::F32 || queries.dtype == DType::F32 {
             return self.launch_split(gpu, queries, corpus, t);
+        }
+        if let Some(tile) = self.rows_tile(corpus.dim)
+            && !(t.doc_index == 0 && self.span == Some(true))
+        {
+            return self.launch_rows(gpu, queries, corpus, t, tile);
         }
         if t.doc_index == 0 && self.spans(gpu, corpus)? {
             return self.launch_span(gpu, queries, corpus, t);
@@ -171,18 +184,66 @@ impl Bulk {
             None if on_resident => 1,
             None => bulk_group(tasks, resident, run),
         };
-        let runs = tasks.div_ceil(group);
-        let blocks = if on_resident {
-            runs.min(resident)
+        let (blocks, code) = if on_resident {
+            (tasks.div_ceil(group).min(resident), group)
         } else {
-            runs
+            bulk_tail(tasks, group, resident, self.tail.unwrap_or(BULK_TAIL_WAVES))
         };
         let cfg = LaunchConfig {
             grid_dim: (grid_of(tasks, blocks)?, 1, 1),
             block_dim: (BULK_THREADS, 1, 1),
             shared_mem_bytes: smem as u32,
         };
-        Ok((cfg, stages as i32, group as i32))
+        Ok((cfg, stages as i32, code as i32))
+    }
+
+    /// `maxsim_bulk_rows`'s tile at `dim` (`rows`, else `bulk_rows_tile`), where it takes d.
+    fn rows_tile(&self, dim: usize) -> Option<usize> {
+        if !bulk_rows_dim(dim) {
+            return None;
+        }
+        match self.rows {
+            Some(0) => None,
+            Some(tile) => Some(tile),
+            None => bulk_rows_tile(dim),
+        }
+    }
+
+    /// `maxsim_bulk_rows`: d past 128 (a multiple of 8, up to `BULK_ROWS_MAX_DIM`), the warps
+    /// splitting the query's rows and the tile's tokens, `tile` tokens a tile.
+    fn launch_rows(
+        &self,
+        gpu: &GpuContext,
+        queries: &DeviceQueries,
+        corpus: &DeviceCorpus,
+        t: Target<'_>,
+        tile: usize,
+    ) -> Result<()> {
+        let dim = corpus.dim;
+        let tiles = kernel_in(
+            &gpu.kernels.bulk_rows,
+            (corpus.dtype, 32 * bulk_rows_chunks(dim)),
+            "bulk-copy (rows a warp)",
+        )?;
+        let func = &tiles[usize::from(tile == 64)];
+        let qpad = same_dtype_blocks(queries, corpus)?;
+        let tasks = (queries.len * t.n) as u64;
+        let run = corpus
+            .lengths
+            .bulk_run(dim.div_ceil(128) * 128, &gpu.tuning);
+        let smem = |s| bulk_rows_smem(s, dim, tile);
+        let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
+        let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
+        let d = dim as i32;
+        let mut b = t.stream.launch_builder(func);
+        args.push(&mut b);
+        b.arg(&st).arg(&gr).arg(&d);
+        // SAFETY: the arguments match `maxsim_bulk_rows_*` in kernels/bulk_rows.cu: as
+        // `maxsim_bulk_any_*`'s, d a multiple of 8 up to the instantiation's 32·KCH
+        // (`bulk_rows_dim`, `bulk_rows_chunks`), the corpus 16-byte aligned (the kernel
+        // choice), and `smem` bytes for `stages` tiles of `tile` d-wide rows (`bulk_rows_smem`).
+        unsafe { b.launch(cfg) }.map_err(drv("maxsim_bulk_rows launch"))?;
+        Ok(())
     }
 
     /// `maxsim_bulk_any`: the wide kernel at a d (a multiple of 8 past 128) below the `bound`

@@ -77,6 +77,41 @@ pub(in crate::cuda) fn bulk_any_smem(stages: usize, dim: usize, bound: usize) ->
     bulk_smem(stages, bound) - stages * bulk_wide_tok(bound) * (bound - dim) * 2
 }
 
+/// The widest d `maxsim_bulk_rows` takes (kernels/bulk_rows.cu: twelve 32-wide chunks, the
+/// query's m-tile in 96 registers a thread).
+pub(in crate::cuda) const BULK_ROWS_MAX_DIM: usize = 384;
+
+/// `maxsim_bulk_rows`'s 32-wide chunks of d (its instantiation's KCH).
+pub(in crate::cuda) fn bulk_rows_chunks(dim: usize) -> usize {
+    dim.div_ceil(32)
+}
+
+/// Whether `maxsim_bulk_rows` takes `dim`: a multiple of 8 (16-byte rows) past 128 up to
+/// `BULK_ROWS_MAX_DIM`.
+pub(in crate::cuda) fn bulk_rows_dim(dim: usize) -> bool {
+    dim > 128 && dim <= BULK_ROWS_MAX_DIM && dim.is_multiple_of(8)
+}
+
+/// `maxsim_bulk_rows`'s tile by default at `dim` (`None`: the kernels that split d, or cut
+/// spanning tiles, take it): 32 tokens from 232 to 352, where it beat them. H200, f16 U[32,256],
+/// % of the read ceiling, its own kernel against 32-token rows (bench/results/h200/2026-12-01b/
+/// call1-3.log), B = 10K: d = 232 77.6 / 79.7, 248 78.0 / 81.3, 256 86.4 / 85.1 and 85.9 / 84.8
+/// (level), 264 77.1 / 83.7, 320 81.3 / 81.6 and 82.1 / 81.8 (level), 328 76.0 / 79.8, 352
+/// 82.9 / 90.2; B = 100K: 248 80.2 / 86.0, 256 86.6 / 89.3, 264 75.7 / 84.9, 320 83.2 / 86.7,
+/// 352 87.0 / 95.0. Not taken: 384 (`maxsim_bulk_f16_d384` 90.8 against 89.7 with 64-token
+/// tiles at B = 100K; 32-token ones 79.5 at B = 10K), 360-376 (not measured), and d ≤ 224,
+/// where `maxsim_span_any` scores every document (d = 136: 79.6 against 67.8 with 32-token
+/// tiles and 75.2 with 64; d = 200: 81.6 against 78.9 and 82.6).
+pub(in crate::cuda) fn bulk_rows_tile(dim: usize) -> Option<usize> {
+    (232..=352).contains(&dim).then_some(32)
+}
+
+/// Dynamic shared bytes of a `maxsim_bulk_rows` block: `stages` tiles of `tile` d-wide rows,
+/// their mbarriers, and two documents' row maxima by token half (2 × 2 × 32 floats).
+pub(in crate::cuda) fn bulk_rows_smem(stages: usize, dim: usize, tile: usize) -> usize {
+    stages * (tile * dim * 2 + 8) + 2 * 2 * 32 * 4
+}
+
 /// Consecutive tasks per `maxsim_bulk` (and `maxsim_span`) block, for `tasks` tasks,
 /// `resident` blocks at once and runs of at most `run` (`DocLengths::bulk_run`, `span_run`):
 /// the query's fragments are loaded, and the block set up, once per run, so runs are long, but
@@ -87,6 +122,42 @@ pub(in crate::cuda) fn bulk_any_smem(stages: usize, dim: usize, bound: usize) ->
 pub(in crate::cuda) fn bulk_group(tasks: u64, resident: u64, run: u64) -> u64 {
     let run = run.max(1);
     (tasks / (6 * resident.max(1))).clamp(run.min(4), run)
+}
+
+/// `bulk_tail`'s waves of one-task blocks by default. H200, f16 U[32,256] B = 10K, % of the read
+/// ceiling with no tail, one wave and two, three rounds (bench/results/h200/2026-12-01b/
+/// call2.log, call3.log): d = 256 83.5 / 83.0 / 82.9, 83.0 / 84.3 / 83.7, 88.2 / 84.0 / 83.6;
+/// d = 320 78.6 / 78.9 / 79.1, 80.6 / 80.8 / 79.9, 79.4 / 80.2 / 80.1; d = 512 92.3 / 92.3 /
+/// 93.1, 94.4 / 94.2 / 94.3, 95.3 / 95.3 / 93.7; d = 768 95.3 / 95.4 / 95.3, 96.3 / 96.1 / 96.5,
+/// 96.5 / 95.8 / 95.8; d = 384 (one round) 89.0, 88.5, 85.9.
+pub(in crate::cuda) const BULK_TAIL_WAVES: u64 = 1;
+
+/// Waves of runs a grid needs before `bulk_tail` cuts its last ones into one-task blocks.
+pub(in crate::cuda) const TAIL_LEAST_WAVES: u64 = 4;
+
+/// The grid of a whole-document bulk launch a block a run, and its `group` argument: `tasks`
+/// tasks in runs of `group`, except the last `tail_waves` waves of `resident` blocks, which
+/// take one task a block (kernels/bulk.cu, BulkRun: the tail's count in the argument's bits
+/// from 8 on), so the blocks handed out last are short and the SMs finish together. Only
+/// where the runs make at least `TAIL_LEAST_WAVES` waves: on fewer, one-task blocks cost
+/// more than the tail they save (H200, Nd = 128, B = 1K: 44.33 M docs/s a task a block against
+/// 61.39 with four; `bulk_group`). Returns (blocks, the argument).
+pub(in crate::cuda) fn bulk_tail(
+    tasks: u64,
+    group: u64,
+    resident: u64,
+    tail_waves: u64,
+) -> (u64, u64) {
+    let head = tasks.saturating_sub(tail_waves * resident) / group * group;
+    let tail = tasks - head;
+    if tail_waves == 0
+        || group <= 1
+        || tasks / group < TAIL_LEAST_WAVES * resident
+        || tail >= 1 << 23
+    {
+        return (tasks.div_ceil(group), group);
+    }
+    (head / group + tail, group | tail << 8)
 }
 
 /// Whether a whole-document bulk launch of `tasks` tasks over documents of `lengths` at `dim`,

@@ -450,3 +450,27 @@ fn resident_grids_for_even_documents_from_eight_tasks_a_block() {
     assert!(!DocLengths::of(&[0, 74, 200]).even());
     assert!(DocLengths::of(&[0]).even(), "no documents");
 }
+
+#[test]
+fn bulk_tail_blocks_take_one_task_each() {
+    // 10K tasks in runs of 4, 396 blocks at once: two waves of one-task blocks at the end.
+    assert_eq!(BULK_TAIL_WAVES, 1);
+    assert_eq!(bulk_rows_tile(320), Some(32));
+    assert_eq!(bulk_rows_tile(384), None);
+    assert_eq!(bulk_rows_tile(200), None);
+    let (blocks, code) = bulk_tail(10_000, 4, 396, 2);
+    let tail = code >> 8;
+    assert_eq!(code & 0xff, 4);
+    assert_eq!((10_000 - tail) % 4, 0);
+    assert!((792..792 + 4).contains(&tail), "{tail}");
+    assert_eq!(blocks, (10_000 - tail) / 4 + tail);
+    // No tail: runs of the group, the last one short, as before.
+    assert_eq!(bulk_tail(10_001, 4, 396, 0), (2501, 4));
+    assert_eq!(bulk_tail(10_001, 1, 396, 2), (10_001, 1));
+    // Runs of fewer than four waves: no tail (B = 1K in runs of four: 250 blocks).
+    assert_eq!(bulk_tail(1_000, 4, 396, 1), (250, 4));
+    assert_eq!(bulk_tail(6_335, 4, 396, 1), (1584, 4));
+    assert!(bulk_tail(6_336, 4, 396, 1).1 > 0xff);
+    // Bulk grids of every d ≤ 64 documents a run fit the argument's 8 bits.
+    assert!(*BULK_GROUP_RANGE.end() < 256);
+}
