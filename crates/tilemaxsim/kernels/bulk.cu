@@ -275,7 +275,7 @@ INSTANTIATE_BULK(maxsim_bulk_bf16_d64, maxsim_bulk_impl, true, 2, BULK_D64_BOUND
 INSTANTIATE_BULK(maxsim_bulk_bf16_d96, maxsim_bulk_impl, true, 3, BULK_BOUNDS)
 INSTANTIATE_BULK(maxsim_bulk_bf16_d128, maxsim_bulk_impl, true, 4, BULK_BOUNDS)
 
-// (The engine runs maxsim_bulk_rows, bulk_rows.cu, in place of these at d = 232..352, 256
+// (The engine runs maxsim_bulk_rows, bulk_rows.cu, in place of these at d = 232..376, 256
 // among them: there the warps split rows and tokens, not d.)
 // maxsim_bulk for wide embeddings (f16/bf16, d = 128 * KQ, 256 .. 1024; with ANY, any d in
 // 129 .. 128 * KQ that is a multiple of 8, maxsim_bulk_any: rows d wide in memory and in the

@@ -2,7 +2,7 @@
 //! copy engine, runs of tasks per block; over every document of a packed corpus with tiles cut
 //! across documents it is `maxsim_span` (kernels/span.cu; `maxsim_span_any` for the other
 //! d ≤ 256), or at small d the same runs streamed through registers, `maxsim_stream`
-//! (kernels/stream.cu); at d from 232 to 352 the warps split rows and tokens instead of d,
+//! (kernels/stream.cu); at d from 232 to 376 the warps split rows and tokens instead of d,
 //! `maxsim_bulk_rows` (kernels/bulk_rows.cu).
 
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig, PushKernelArg};

@@ -456,6 +456,7 @@ fn bulk_tail_blocks_take_one_task_each() {
     // 10K tasks in runs of 4, 396 blocks at once: two waves of one-task blocks at the end.
     assert_eq!(BULK_TAIL_WAVES, 1);
     assert_eq!(bulk_rows_tile(320), Some(32));
+    assert_eq!(bulk_rows_tile(376), Some(64));
     assert_eq!(bulk_rows_tile(384), None);
     assert_eq!(bulk_rows_tile(200), None);
     let (blocks, code) = bulk_tail(10_000, 4, 396, 2);
