@@ -13,7 +13,7 @@ mod common;
 use common::*;
 use rand::Rng;
 use tilemaxsim::cuda::{CudaScorer, Kernel};
-use tilemaxsim::{DType, Docs, OwnedElements, Scorer};
+use tilemaxsim::{Corpus, DType, Docs, OwnedElements, Scorer};
 
 /// The GPU's scorer where it has the bulk copies `maxsim_span_any` needs (sm_90+); else a
 /// notice, and the test passes.
@@ -24,6 +24,31 @@ fn sm90() -> Option<CudaScorer> {
         return None;
     }
     Some(gpu)
+}
+
+/// One case of the any-d tests: 40-120 documents of 1 token, 2-8, `mid` tokens, one of
+/// 2000-4000 and the rest 1-299 (d wide, `dtype`), and three queries of 1, 17 and 32 tokens.
+fn random_case(
+    r: &mut rand::rngs::StdRng,
+    dim: usize,
+    dtype: DType,
+    mid: std::ops::Range<usize>,
+) -> (Corpus, Vec<OwnedElements>) {
+    let n_docs = r.random_range(40..120);
+    let lens: Vec<usize> = (0..n_docs)
+        .map(|i| match i % 6 {
+            0 => 1,
+            1 => r.random_range(2..9),
+            2 => r.random_range(mid.clone()),
+            3 if i == 3 => r.random_range(2000..4000),
+            _ => r.random_range(1..300),
+        })
+        .collect();
+    let corpus = random_corpus(r, &lens, dim, dtype, 1.0);
+    let qs: Vec<OwnedElements> = (0..3)
+        .map(|i| random_query(r, [1, 17, 32][i], dim, dtype, 1.0))
+        .collect();
+    (corpus, qs)
 }
 
 #[test]
@@ -81,22 +106,10 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     ];
     for (case, &dim) in dims.iter().enumerate() {
         let dtype = [DType::F16, DType::BF16][case % 2];
-        let n_docs = r.random_range(40..120);
-        let lens: Vec<usize> = (0..n_docs)
-            .map(|i| match i % 6 {
-                0 => 1,
-                1 => r.random_range(2..9),
-                2 => r.random_range(30..40),
-                3 if i == 3 => r.random_range(2000..4000),
-                _ => r.random_range(1..300),
-            })
-            .collect();
-        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
-        let qs: Vec<OwnedElements> = (0..3)
-            .map(|i| random_query(&mut r, [1, 17, 32][i], dim, dtype, 1.0))
-            .collect();
+        let (corpus, qs) = random_case(&mut r, dim, dtype, 30..40);
         let queries = matrices(&qs, dim);
         let exp = Expected::new(&queries, &corpus);
+        let n_docs = corpus.len();
         let all: Vec<usize> = (0..corpus.len()).collect();
         let scorers = if dim > 128 { &wide[..] } else { &narrow[..] };
         for (name, scorer) in scorers {
@@ -166,22 +179,10 @@ fn rows_kernel_matches_the_reference() {
         .take(common::gpu_check::gpu_cases(dims.len()))
     {
         let dtype = [DType::F16, DType::BF16][case % 2];
-        let n_docs = r.random_range(40..120);
-        let lens: Vec<usize> = (0..n_docs)
-            .map(|i| match i % 6 {
-                0 => 1,
-                1 => r.random_range(2..9),
-                2 => r.random_range(30..70),
-                3 if i == 3 => r.random_range(2000..4000),
-                _ => r.random_range(1..300),
-            })
-            .collect();
-        let corpus = random_corpus(&mut r, &lens, dim, dtype, 1.0);
-        let qs: Vec<OwnedElements> = (0..3)
-            .map(|i| random_query(&mut r, [1, 17, 32][i], dim, dtype, 1.0))
-            .collect();
+        let (corpus, qs) = random_case(&mut r, dim, dtype, 30..70);
         let queries = matrices(&qs, dim);
         let exp = Expected::new(&queries, &corpus);
+        let n_docs = corpus.len();
         let all: Vec<usize> = (0..corpus.len()).collect();
         let list: Vec<usize> = (0..2 * n_docs).map(|i| (i * 7 + 3) % n_docs).collect();
         for (name, scorer) in &scorers {
