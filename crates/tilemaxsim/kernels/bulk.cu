@@ -150,12 +150,14 @@ struct BulkProducer {
     }
 };
 
-// Warp 0 of a maxsim_bulk block: a document's score from the warps' maxima of row `lane` in
-// red[par] (`red`: [2][BULK_WARPS][32]), summed over the query's `nq` rows, stored at `out`.
+// Warp 0 of a maxsim_bulk block: a document's score from the PARTS maxima of row `lane` in
+// red[par] (`red`: [2][PARTS][32]; a part a warp, or a token half in maxsim_bulk_rows), summed
+// over the query's `nq` rows, stored at `out`.
+template <int PARTS = BULK_WARPS>
 __device__ __forceinline__ void bulk_document_score(const float* red, int par, int nq, int lane, float* out) {
-    float m = red[par * BULK_WARPS * 32 + lane];
+    float m = red[par * PARTS * 32 + lane];
 #pragma unroll
-    for (int k = 1; k < BULK_WARPS; ++k) m = max_nan(m, red[(par * BULK_WARPS + k) * 32 + lane]);
+    for (int k = 1; k < PARTS; ++k) m = max_nan(m, red[(par * PARTS + k) * 32 + lane]);
     const float sum = warp_sum(lane < nq ? m : 0.f);
     if (lane == 0) *out = sum;
 }

@@ -124,11 +124,7 @@ __device__ __forceinline__ void maxsim_bulk_rows_impl(
         __syncthreads();  // stage s is read by every warp; the row maxima are in `red`
         if (threadIdx.x == 0) producer.produce(s);
         if (last) {
-            if (wib == 0) {
-                const float m = max_nan(red[par * 64 + lane], red[par * 64 + 32 + lane]);
-                const float sum = warp_sum(lane < nq ? m : 0.f);
-                if (lane == 0) out[task] = sum;  // task = query * num_docs + pair
-            }
+            if (wib == 0) bulk_document_score<2>(red, par, nq, lane, out + task);  // task = query * num_docs + pair
             ++ndone;  // the next document's maxima go to the other half of `red`
         }
         if (++s == stages) s = 0, phase ^= 1u;
