@@ -6,7 +6,12 @@
 // products: no partial tiles go through shared memory and no partial sums are made, where
 // maxsim_bulk_wide_impl (bulk.cu), splitting d over the warps, writes and reads 4 KB of partials
 // a warp a tile whatever d (its cost at d = 256-384). The price: each token's B fragments are
-// read by two warps (the two m-tiles), twice the shared-memory reads of the tile.
+// read by two warps (the two m-tiles), twice the shared-memory reads of the tile. Those reads
+// also conflict: a quarter warp's two rows share 16 banks where 2 d is a multiple of 128
+// (ncu at d = 256: 121M conflicts in 247M wavefronts). Reading the chunks by pairs in an order
+// per lane that spreads them over every bank (9c9bb11, BULK_ROWS_SPREAD) took the conflicts to
+// 0.3M but cost 48% more instructions (the selects back into k order) and 4-9 points of the read
+// ceiling at d = 232-352 (bench/results/h200/2026-12-01c/call1.log): not kept.
 // At a document's end each warp's row maxima go to shared memory by (token half, row), and after
 // the tile's barrier warp 0 takes each row's larger half and sums the rows, as maxsim_bulk does.
 // Rows d wide (d a multiple of 8 in 129 .. 32·KCH): the query's fragments zero past d and the
@@ -23,11 +28,6 @@
 #include "mma_frag.cuh"
 #include "async_copy.cuh"
 #include "bulk.cu"
-
-// Chunks read by pairs in an order that spreads a quarter warp's loads over every bank (below).
-#ifndef BULK_ROWS_SPREAD
-#define BULK_ROWS_SPREAD 0
-#endif
 
 // One m-tile's A fragments (rows row0 .. + 15 of the query block, `dim` halves a row at q16)
 // in load_a_permuted's k order, zeros past d (d % 8 = 0: a 4-dimension piece is all in or out).
@@ -69,15 +69,6 @@ __device__ __forceinline__ void maxsim_bulk_rows_impl(
     float* red = (float*)(bars + stages);  // [2 documents][2 token halves][32 rows]
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
     const int mt = wib & 1, th = wib >> 1;
-#if BULK_ROWS_SPREAD
-    // A quarter warp's 16-byte loads (lanes 8p .. 8p + 7: rows 2p and 2p + 1, four lanes a row)
-    // meet in one 128-byte bank window; rows 2 d bytes apart start at the same place in it
-    // whenever 2 d is a multiple of 128, and then the two rows' 64 bytes of a chunk share 16
-    // banks (two wavefronts, not one). So chunks go by pairs, and lane (g, c) reads first the
-    // chunk of the pair that lands its 16 bytes in the window's half of its row's parity: even
-    // rows in units 0-3, odd rows in 4-7, whatever d (a multiple of 8) and stage.
-    const int x = ((((g * (RD >> 3) + c) & 7) >> 2) ^ g) & 1;
-#endif
     const i64 tasks = (i64)num_queries * num_docs;
     const BulkRun run(group);
 
@@ -108,32 +99,6 @@ __device__ __forceinline__ void maxsim_bulk_rows_impl(
 #pragma unroll
             for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
             // Rows past `mine` hold whatever the stage held; their columns are masked below.
-#if BULK_ROWS_SPREAD
-            // Chunks by pairs, each lane reading first the one of the pair (`x`) that puts its
-            // 16 bytes in the half of the 128-byte bank window its row's parity owns.
-#pragma unroll
-            for (int ch = 0; ch < KCH; ch += 2) {
-                const bool tail = ch + 2 >= KCH;  // the only pair that may reach past d
-                V4 v0[NT], v1[NT];
-                const int k0 = (ch + x) * 32, k1 = (ch + 1 - x) * 32;
-                const bool in0 = !tail || k0 + c * 8 < dim, in1 = !tail || k1 + c * 8 < dim;
-#pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    v0[t] = in0 ? *(const V4*)(buf + t * 8 * RD + k0) : V4{0u, 0u, 0u, 0u};
-                    v1[t] = in1 ? *(const V4*)(buf + t * 8 * RD + k1) : V4{0u, 0u, 0u, 0u};
-                }
-#pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    const V4 lo = x ? v1[t] : v0[t], hi = x ? v0[t] : v1[t];
-                    Mma<BF>::run(acc[t], a[ch][0], lo.x, lo.y);
-                    Mma<BF>::run(acc[t], a[ch][1], lo.z, lo.w);
-                    if (ch + 1 < KCH) {
-                        Mma<BF>::run(acc[t], a[ch + 1][0], hi.x, hi.y);
-                        Mma<BF>::run(acc[t], a[ch + 1][1], hi.z, hi.w);
-                    }
-                }
-            }
-#else
 #pragma unroll
             for (int ch = 0; ch < KCH; ++ch) {
                 V4 b[NT];
@@ -147,7 +112,6 @@ __device__ __forceinline__ void maxsim_bulk_rows_impl(
                     Mma<BF>::run(acc[t], a[ch][1], b[t].z, b[t].w);
                 }
             }
-#endif
 #pragma unroll
             for (int t = 0; t < NT; ++t) fold_max(best, acc[t], t * 8 + 2 * c, mine);
         }

@@ -3,8 +3,8 @@
 // through registers with no shared-memory tiles and no barriers past the block's start.
 //
 // A block takes a run of `group` consecutive documents for one query (as maxsim_span); its
-// four warps split the run's tokens in quarters, each taking the documents that start in its
-// quarter, whole. A warp walks its documents by chunks of CH tokens from each document's first
+// warps (one, two or four: the launch's choice) split the run's tokens in equal parts, each
+// taking the documents that start in its part, whole. A warp walks its documents by chunks of CH tokens from each document's first
 // token (8-token tiles, the last chunk of a document partly empty): the next chunk's B
 // fragments are loaded from global memory while the current one is multiplied, across document
 // ends, so each warp keeps a chunk (2-4 KB) in flight (at d = 24, 40 and 48 also the tokens two
@@ -28,8 +28,9 @@
 #include "mma_frag.cuh"
 #include "any_frag.cuh"
 
+// Threads a block at most (__launch_bounds__); a launch takes one, two or four warps a block
+// (plan/span.rs: stream_warps), the run's tokens split between them.
 #define STREAM_THREADS 128
-#define STREAM_WARPS (STREAM_THREADS / 32)
 #define STREAM_RUN_MAX 64  // documents per run at most (plan.rs: SPAN_RUN_MAX)
 
 // Blocks an SM the registers are set for (two chunks of B fragments live): four (128
@@ -169,19 +170,20 @@ __device__ __forceinline__ void maxsim_stream_impl(
     constexpr int S = stream_stages<D>();
     __shared__ int offs[STREAM_RUN_MAX + 1];  // the run's offsets from its first token
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3, wib = threadIdx.x >> 5;
+    const int warps = blockDim.x >> 5;
     const int runs = (num_docs + group - 1) / group;
     const int qi = blockIdx.x / runs;
     const int p0 = (blockIdx.x % runs) * group, p1 = min(p0 + group, num_docs), n = p1 - p0;
     const i64 t0 = d_offsets[p0];
     float* q_out = out + (i64)qi * num_docs + p0;
-    for (int i = threadIdx.x; i <= n; i += STREAM_THREADS) offs[i] = (int)(d_offsets[p0 + i] - t0);
+    for (int i = threadIdx.x; i <= n; i += blockDim.x) offs[i] = (int)(d_offsets[p0 + i] - t0);
     __syncthreads();  // the only barrier
-    // Warp wib's documents [da, db): those whose first token lies in its quarter of the run's
+    // Warp wib's documents [da, db): those whose first token lies in its part of the run's
     // tokens (the last warp's also those starting at its end: empty documents there).
     const int T = offs[n];
-    auto first_at = [&](int w) {  // documents starting before quarter w
-        if (w == STREAM_WARPS) return n;
-        const int lo = (int)((i64)T * w / STREAM_WARPS);
+    auto first_at = [&](int w) {  // documents starting before part w
+        if (w == warps) return n;
+        const int lo = (int)((i64)T * w / warps);
         int count = 0;
         for (int i0 = 0; i0 < n; i0 += 32) {
             const int i = i0 + lane;

@@ -62,13 +62,21 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     let shaped = |stages, group| forced().bulk_shape(stages, group).unwrap();
     // Past 128, stages of 128 d-wide rows: at most three fit an SM's shared memory.
     // At d ≤ 64 of 16-byte rows the own shape streams the documents (`maxsim_stream`); the
-    // spanning tiles are forced beside it, and runs of one document leave three warps idle.
+    // spanning tiles are forced beside it (one warp a block by default; two and four forced).
     let narrow = [
         ("own shape", gpu),
         ("1 stage, 3 per block", shaped(1, 3)),
         ("6 stages, 5 per block", shaped(6, 5)),
         ("4 stages, 64 per block", shaped(4, 64)),
         ("1 per block", shaped(2, 1)),
+        (
+            "streamed, four warps a block",
+            forced().bulk_stream_warps(Some(4)).unwrap(),
+        ),
+        (
+            "streamed, two warps a block, 7 per block",
+            shaped(2, 7).bulk_stream_warps(Some(2)).unwrap(),
+        ),
         (
             "spanning tiles, not streamed",
             forced().bulk_stream(Some(false)),
@@ -228,6 +236,14 @@ fn empty_raw_documents_score_minus_infinity() {
                 .bulk_shape(2, 2)
                 .unwrap()
                 .bulk_stream(Some(true)),
+        ),
+        (
+            "streamed, four warps a block",
+            CudaScorer::new(0)
+                .expect("GPU")
+                .bulk_stream(Some(true))
+                .bulk_stream_warps(Some(4))
+                .unwrap(),
         ),
     ];
     for (case, &dim) in [16usize, 24, 48, 56, 77].iter().enumerate() {

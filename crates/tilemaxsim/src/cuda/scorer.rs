@@ -75,6 +75,9 @@ pub struct CudaScorer {
     /// Waves of one-task blocks at the end of a whole-document bulk grid when fixed
     /// (TILEMAXSIM_TAIL=N); `None`: `BULK_TAIL_WAVES`.
     tail: Option<u64>,
+    /// Warps a `maxsim_stream` block when fixed (TILEMAXSIM_STREAM_WARPS=1/2/4); `None`:
+    /// `STREAM_WARPS`.
+    stream_warps: Option<u32>,
     /// Whether uploads split f32 corpora once into f16 planes (`maxsim_bulk_planes`) where
     /// they can (`f32_planes`, TILEMAXSIM_F32_PLANES=0 turns it off).
     f32_planes: bool,
@@ -105,6 +108,7 @@ impl CudaScorer {
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|&w| w <= 8),
+            stream_warps: env_choice("TILEMAXSIM_STREAM_WARPS", &[("1", 1), ("2", 2), ("4", 4)]),
         })
     }
 
@@ -229,6 +233,7 @@ impl CudaScorer {
                 stream: self.stream,
                 rows: self.rows,
                 tail: self.tail,
+                stream_warps: self.stream_warps,
             }),
             Kernel::Gemm | Kernel::Wgmma => Box::new(Gemm {
                 wgmma: kernel == Kernel::Wgmma,

@@ -17,8 +17,8 @@ use crate::cuda::plan::{
     SPAN_ANY_MAX_DIM, SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_slice,
     bulk_any_smem, bulk_dim, bulk_group, bulk_resident_grid, bulk_rows_chunks, bulk_rows_dim,
     bulk_rows_smem, bulk_rows_tile, bulk_smem, bulk_split_smem, bulk_stages, bulk_tail, planes_run,
-    span_any_key, span_smem, span_window_log, split_parts_bytes, stream_by_default, wide_any_bound,
-    wide_dim,
+    STREAM_WARPS, span_any_key, span_smem, span_window_log, split_parts_bytes, stream_by_default,
+    stream_group, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -46,6 +46,8 @@ pub(in crate::cuda) struct Bulk {
     /// Waves of blocks at the end of a block-a-run grid that take one task each, when fixed
     /// (`bulk_tail`); `None`: `BULK_TAIL_WAVES`.
     pub(in crate::cuda) tail: Option<u64>,
+    /// Warps a `maxsim_stream` block when fixed (1, 2 or 4); `None`: `STREAM_WARPS`.
+    pub(in crate::cuda) stream_warps: Option<u32>,
 }
 
 impl Launch for Bulk {
@@ -413,15 +415,21 @@ impl Bulk {
                 gpu.info.smem_per_block
             )));
         }
-        let resident = gpu.resident_blocks(func, BULK_THREADS, smem)?;
-        // Runs of documents as the spanning kernel's, for both (a streaming warp takes a quarter).
+        // A streaming block's warps split its run's tokens; the spanning kernel's are four.
+        let warps = match stream {
+            Some(_) => self.stream_warps.unwrap_or(STREAM_WARPS),
+            None => BULK_THREADS / 32,
+        };
+        let threads = warps * 32;
+        let resident = gpu.resident_blocks(func, threads, smem)?;
+        // Runs of documents as the spanning kernel's (a streaming warp's share as at four warps).
         let group = self.stages_group.map_or_else(
             || {
-                bulk_group(
-                    tasks,
-                    resident,
-                    corpus.lengths.span_run(dim, wlog, &gpu.tuning),
-                )
+                let run = corpus.lengths.span_run(dim, wlog, &gpu.tuning);
+                match stream {
+                    Some(_) => stream_group(tasks, resident, run, warps),
+                    None => bulk_group(tasks, resident, run),
+                }
             },
             |f| f.1 as u64,
         );
@@ -433,7 +441,7 @@ impl Bulk {
         let blocks = (t.n as u64).div_ceil(group) * queries.len as u64;
         let cfg = LaunchConfig {
             grid_dim: (grid_of(tasks, blocks)?, 1, 1),
-            block_dim: (BULK_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: smem as u32,
         };
         let a = PairArgs::new(&qpad.tokens, queries, corpus, t);

@@ -1,7 +1,7 @@
 //! `maxsim_span`'s side of the plan: its tiles and windows, shared memory, stages, token cap
 //! and the `maxsim_span_any` instantiations by d (mirrors of kernels/span.cu's defines); and
 //! `maxsim_stream`'s instantiations (kernels/stream.cu), which take the same launches at small d.
-use super::{BULK_GROUP_RANGE, BULK_TILE, MMA_DIMS};
+use super::{BULK_GROUP_RANGE, BULK_TILE, MMA_DIMS, bulk_group};
 
 /// Dynamic shared bytes of a `maxsim_span` block: `stages` tiles (windows of `32 << wlog`
 /// tokens a warp), their mbarriers, the crossing documents' row maxima (kernels/span.cu:
@@ -132,4 +132,27 @@ pub(in crate::cuda) const STREAM_DIMS: [usize; 8] = [8, 16, 24, 32, 40, 48, 56, 
 /// and whose windows are 64 tokens), so d = 64 keeps the spanning tiles.
 pub(in crate::cuda) fn stream_by_default(dim: usize) -> bool {
     STREAM_DIMS.contains(&dim) && dim < 64
+}
+
+/// Warps a `maxsim_stream` block by default (1, 2 or 4; `Bulk::stream_warps` and
+/// TILEMAXSIM_STREAM_WARPS fix it): one. A block's warps split its run's tokens, and its slot
+/// on the SM frees only when the last of them ends; a block of one warp frees its slot as soon
+/// as its documents are done (24 one-warp blocks an SM at d = 16, where 6 of four warps fit).
+///
+/// H200, f16 U[32,256], % of the read ceiling, four warps a block / two / one, each warp's share
+/// of a run the same (bench/results/h200/2026-12-01c/call5.log):
+/// - B = 100K: d = 16 73.7 / 72.2 / 76.0 (again 73.8 / 76.1), 24 74.3 / 73.7 / 78.0, 32 85.1 /
+///   84.6 / 88.6, 40 80.1 / 80.3 / 81.0, 48 83.6 / 84.2 / 84.7 (84.0 / 84.7), 56 82.9 / 84.6 /
+///   85.2;
+/// - B = 10K: d = 16 36.9 / 33.1 / 43.3, 24 39.6 / 36.9 / 46.6, 32 50.2 / 46.7 / 58.6, 40 52.6 /
+///   48.6 / 59.3, 48 62.8 / 59.3 / 68.8, 56 53.1 / 48.6 / 62.7.
+///
+/// d = 64 keeps the spanning tiles: 91.2 against 86.5 streamed at four warps and 89.4 at one.
+pub(in crate::cuda) const STREAM_WARPS: u32 = 1;
+
+/// Documents a run of a `maxsim_stream` launch of `warps` warps a block, `resident` such blocks
+/// at once: a warp's share as at four warps (`bulk_group` over the same warps), at least one.
+pub(in crate::cuda) fn stream_group(tasks: u64, resident: u64, run: u64, warps: u32) -> u64 {
+    let w = u64::from(warps.clamp(1, 4));
+    (bulk_group(tasks, resident * w / 4, run) * w).div_ceil(4).max(1)
 }

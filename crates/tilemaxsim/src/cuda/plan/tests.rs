@@ -452,6 +452,24 @@ fn resident_grids_for_even_documents_from_eight_tasks_a_block() {
 }
 
 #[test]
+fn stream_runs_give_a_warp_the_share_it_has_at_four_warps() {
+    // Four warps a block: the spanning kernel's runs.
+    for (tasks, resident, run) in [(100_000, 792, 64), (10_000, 792, 64), (7, 792, 3), (1, 1, 1)] {
+        assert_eq!(
+            stream_group(tasks, resident, run, 4),
+            bulk_group(tasks, resident, run)
+        );
+    }
+    // One warp a block, four times the blocks at once: a quarter of the run, at least one.
+    assert_eq!(bulk_group(100_000, 792, 64), 21);
+    assert_eq!(stream_group(100_000, 4 * 792, 64, 1), 6);
+    assert_eq!(stream_group(100_000, 2 * 792, 64, 2), 11);
+    assert_eq!(stream_group(10_000, 4 * 792, 64, 1), 1);
+    assert_eq!(stream_group(1, 4 * 792, 1, 1), 1);
+    assert_eq!(STREAM_WARPS, 1);
+}
+
+#[test]
 fn bulk_tail_blocks_take_one_task_each() {
     // 10K tasks in runs of 4, 396 blocks at once: two waves of one-task blocks at the end.
     assert_eq!(BULK_TAIL_WAVES, 1);

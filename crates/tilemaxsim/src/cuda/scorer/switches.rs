@@ -1,7 +1,7 @@
 //! The switches that fix [`CudaScorer`]'s kernel choice and launch shapes instead of the
 //! engine's own, for experiments and tests: the builder methods, and the environment variables
 //! `CudaScorer::new` reads for them (TILEMAXSIM_BULK, _PACK, _BULK_GRID, _SPAN, _STREAM,
-//! _ROWS, _TAIL, _F32_PLANES).
+//! _STREAM_WARPS, _ROWS, _TAIL, _F32_PLANES).
 
 use super::*;
 
@@ -78,6 +78,18 @@ impl CudaScorer {
     pub fn bulk_stream(mut self, stream: Option<bool>) -> Self {
         self.stream = stream;
         self
+    }
+
+    /// Fix the warps a `maxsim_stream` block (1, 2 or 4; `None`: the engine's choice). For
+    /// experiments and tests; also TILEMAXSIM_STREAM_WARPS=1/2/4.
+    pub fn bulk_stream_warps(mut self, warps: Option<u32>) -> Result<Self> {
+        if warps.is_some_and(|w| ![1, 2, 4].contains(&w)) {
+            return Err(Error::Argument(format!(
+                "maxsim_stream takes blocks of 1, 2 or 4 warps, got {warps:?}"
+            )));
+        }
+        self.stream_warps = warps;
+        Ok(self)
     }
 
     /// Fix `maxsim_bulk_rows`'s tile (32 or 64 tokens; 0: never take it) at the d it takes
