@@ -14,11 +14,11 @@ use crate::cuda::functions::kernel_in;
 use crate::cuda::memory::{DeviceCorpus, DeviceQueries, Mem};
 use crate::cuda::plan::{
     BULK_GROUP_RANGE, BULK_SPLIT_BF16_RUN, BULK_STAGES, BULK_TAIL_WAVES, BULK_THREADS, QBLOCK,
-    SPAN_ANY_MAX_DIM, SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, bulk_any_slice,
-    bulk_any_smem, bulk_dim, bulk_group, bulk_resident_grid, bulk_rows_chunks, bulk_rows_dim,
-    bulk_rows_smem, bulk_rows_tile, bulk_smem, bulk_split_smem, bulk_stages, bulk_tail, planes_run,
-    STREAM_WARPS, span_any_key, span_smem, span_window_log, split_parts_bytes, stream_by_default,
-    stream_group, wide_any_bound, wide_dim,
+    SPAN_ANY_MAX_DIM, SPAN_MAX_TOKENS, SPAN_RUN_MAX, SPLIT_RUN_FACTOR, STREAM_WARPS,
+    bulk_any_slice, bulk_any_smem, bulk_dim, bulk_group, bulk_resident_grid, bulk_rows_chunks,
+    bulk_rows_dim, bulk_rows_smem, bulk_rows_tile, bulk_smem, bulk_split_smem, bulk_stages,
+    bulk_tail, planes_run, span_any_key, span_smem, span_window_log, split_parts_bytes,
+    stream_by_default, stream_group, wide_any_bound, wide_dim,
 };
 use crate::error::{Error, Result};
 use crate::matrix::DType;

@@ -154,5 +154,7 @@ pub(in crate::cuda) const STREAM_WARPS: u32 = 1;
 /// at once: a warp's share as at four warps (`bulk_group` over the same warps), at least one.
 pub(in crate::cuda) fn stream_group(tasks: u64, resident: u64, run: u64, warps: u32) -> u64 {
     let w = u64::from(warps.clamp(1, 4));
-    (bulk_group(tasks, resident * w / 4, run) * w).div_ceil(4).max(1)
+    (bulk_group(tasks, resident * w / 4, run) * w)
+        .div_ceil(4)
+        .max(1)
 }

@@ -454,7 +454,12 @@ fn resident_grids_for_even_documents_from_eight_tasks_a_block() {
 #[test]
 fn stream_runs_give_a_warp_the_share_it_has_at_four_warps() {
     // Four warps a block: the spanning kernel's runs.
-    for (tasks, resident, run) in [(100_000, 792, 64), (10_000, 792, 64), (7, 792, 3), (1, 1, 1)] {
+    for (tasks, resident, run) in [
+        (100_000, 792, 64),
+        (10_000, 792, 64),
+        (7, 792, 3),
+        (1, 1, 1),
+    ] {
         assert_eq!(
             stream_group(tasks, resident, run, 4),
             bulk_group(tasks, resident, run)
