@@ -3,14 +3,15 @@
 // through registers with no shared-memory tiles and no barriers past the block's start.
 //
 // A block takes a run of `group` consecutive documents for one query (as maxsim_span); its
-// warps (one, two or four: the launch's choice) split the run's tokens in equal parts, each
-// taking the documents that start in its part, whole. A warp walks its documents by chunks of CH tokens from each document's first
-// token (8-token tiles, the last chunk of a document partly empty): the next chunk's B
-// fragments are loaded from global memory while the current one is multiplied, across document
-// ends, so each warp keeps a chunk (2-4 KB) in flight (at d = 24, 40 and 48 also the tokens two
-// chunks further, prefetched into L2: stream_prefetch_chunks; at d = 16 two chunks ahead in
-// registers: stream_stages). A document's row maxima stay in
-// registers from its first chunk to its last; then block_score, as maxsim_mma.
+// warps (one, two or four: the launch's choice, one by default) split the run's tokens in equal
+// parts, each taking the documents that start in its part, whole. A warp walks its documents
+// by chunks of CH tokens from each document's first token (8-token tiles, the last chunk of a
+// document partly empty): the next chunk's B fragments are loaded from global memory while the
+// current one is multiplied, across document ends, so each warp keeps a chunk (2-4 KB) in
+// flight (at d = 24, 40 and 48 also the tokens two chunks further, prefetched into L2:
+// stream_prefetch_chunks; at d = 16 two chunks ahead in registers: stream_stages). A document's
+// row maxima stay in registers from its first chunk to its last; then block_score, as
+// maxsim_mma.
 //
 // Why: at small d maxsim_span's per-token costs (the block's barrier a tile, shared-memory
 // atomics for the documents that cross its 32- to 128-token warp windows, range tests in every
@@ -29,7 +30,7 @@
 #include "any_frag.cuh"
 
 // Threads a block at most (__launch_bounds__); a launch takes one, two or four warps a block
-// (plan/span.rs: stream_warps), the run's tokens split between them.
+// (plan/span.rs: STREAM_WARPS), the run's tokens split between them.
 #define STREAM_THREADS 128
 #define STREAM_RUN_MAX 64  // documents per run at most (plan.rs: SPAN_RUN_MAX)
 

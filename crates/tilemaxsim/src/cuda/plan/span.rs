@@ -137,7 +137,7 @@ pub(in crate::cuda) fn stream_by_default(dim: usize) -> bool {
 /// Warps a `maxsim_stream` block by default (1, 2 or 4; `Bulk::stream_warps` and
 /// TILEMAXSIM_STREAM_WARPS fix it): one. A block's warps split its run's tokens, and its slot
 /// on the SM frees only when the last of them ends; a block of one warp frees its slot as soon
-/// as its documents are done (24 one-warp blocks an SM at d = 16, where 6 of four warps fit).
+/// as its own documents are done, and the next block starts there.
 ///
 /// H200, f16 U[32,256], % of the read ceiling, four warps a block / two / one, each warp's share
 /// of a run the same (bench/results/h200/2026-12-01c/call5.log):
