@@ -16,14 +16,15 @@
 // the tile's barrier warp 0 takes each row's larger half and sums the rows, as maxsim_bulk does.
 // Rows d wide (d a multiple of 8 in 129 .. 32·KCH): the query's fragments zero past d and the
 // last chunk's 8-dimension pieces past d zeros, not read (past a row lies the next row).
-// The engine takes it at d = 232..352 with 32-token tiles and at 360..376 with 64 (plan/bulk.rs:
-// bulk_rows_tile, with the figures). H200, f16 U[32,256], % of the read ceiling against the
-// kernels it replaces (bench/results/h200/2026-12-01b/): B = 100K d = 248 80.2 -> 86.0, 256
-// 86.6 -> 89.3, 264 75.7 -> 84.9, 320 83.2 -> 86.7, 352 87.0 -> 95.0, 376 87.2 -> 90.4; B = 10K
-// level at 256 and 320, +2 to +7 points at 232, 248, 264, 328, 352, 360 and 376. Not at 384,
-// where twelve chunks hold 96 registers of the query (two blocks an SM) and the built width's
-// split d was 1 point ahead (B = 100K); not at d ≤ 224, where maxsim_span_any keeps its lead
-// (d = 136: 79.6% against 67.8; d = 216 at B = 100K 94.5 against 90.7).
+// The engine takes it at d = 232..352 with 32-token tiles and at 224 and 360..376 with 64
+// (plan/bulk.rs: bulk_rows_tile, with the figures). H200, f16 U[32,256], % of the read ceiling
+// against the kernels it replaces (bench/results/h200/2026-12-01b/): B = 100K d = 248 80.2 ->
+// 86.0, 256 86.6 -> 89.3, 264 75.7 -> 84.9, 320 83.2 -> 86.7, 352 87.0 -> 95.0, 376 87.2 ->
+// 90.4; B = 10K level at 256 and 320, +2 to +7 points at 232, 248, 264, 328, 352, 360 and 376;
+// d = 224 (2026-12-01c) 83.5 -> 96.5 at B = 100K, 79.9 -> 89.8 at B = 10K. Not at 384, where
+// twelve chunks hold 96 registers of the query (two blocks an SM) and the built width's split d
+// was 1 point ahead (B = 100K); not at d < 224, where maxsim_span_any keeps its lead (d = 136:
+// 79.6% against 67.8; d = 216 at B = 100K 94.5 against 90.7, 91.3 against 87.1 on 2026-12-01c).
 #include "common.cuh"
 #include "mma_frag.cuh"
 #include "async_copy.cuh"

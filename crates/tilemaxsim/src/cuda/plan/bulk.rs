@@ -93,24 +93,29 @@ pub(in crate::cuda) fn bulk_rows_dim(dim: usize) -> bool {
 }
 
 /// `maxsim_bulk_rows`'s tile by default at `dim` (`None`: the kernels that split d, or cut
-/// spanning tiles, take it): 32 tokens from 232 to 352 and 64 at 360-376, where it beat them.
+/// spanning tiles, take it): 32 tokens from 232 to 352 and 64 at 224 and 360-376, where it beat
+/// them.
 /// H200, f16 U[32,256], % of the read ceiling, the kernel it replaces against 32-token rows
 /// (and 64-token ones), bench/results/h200/2026-12-01b/call1-4.log, call6.log:
 /// - B = 10K: d = 232 77.6 / 79.7, 248 78.0 / 81.3, 256 86.4 / 85.1 and 85.9 / 84.8 (level),
 ///   264 77.1 / 83.7, 320 81.3 / 81.6 and 82.1 / 81.8 (level), 328 76.0 / 79.8, 352 82.9 /
 ///   90.2 (88.0), 360 82.6 / 83.4 (87.5), 376 85.0 / 85.8 (88.8);
 /// - B = 100K: 248 80.2 / 86.0, 256 86.6 / 89.3, 264 75.7 / 84.9, 320 83.2 / 86.7, 352 87.0 /
-///   95.0 (96.0), 376 87.2 / 87.8 (90.4).
+///   95.0 (96.0), 376 87.2 / 87.8 (90.4);
+/// - d = 224, `maxsim_span_any` against 32- and 64-token rows (2026-12-01c/call7.log,
+///   call9.log): B = 10K 79.9 / 87.7 / 89.8, 30K 83.2 / 93.4 / 93.7, 100K 83.5 / 94.3 / 96.5.
 ///
 /// Not taken: 384 (`maxsim_bulk_f16_d384` 90.8 against 89.7 with 64-token tiles at B = 100K;
-/// 32-token ones 79.5 at B = 10K), and d ≤ 224, where `maxsim_span_any` scores every document
+/// 32-token ones 79.5 at B = 10K), and d < 224, where `maxsim_span_any` scores every document
 /// (d = 136 B = 10K: 79.6 against 67.8 and 75.2; 216: 82.8 against 83.8 and 86.6 at B = 10K,
-/// but 94.5 against 86.9 and 90.7 at B = 100K; 200 and 224 one B = 10K run each, 81.9 against
-/// 80.7 and 84.0, 84.3 against 89.4 and 83.7).
+/// but 94.5 against 86.9 and 90.7 at B = 100K; 200 one B = 10K run, 81.9 against 80.7 and
+/// 84.0). d = 216 again on 2026-12-01c (call7.log, call9.log), the spanning kernel against
+/// 64-token rows: B = 10K 79.9 / 84.9, 30K 89.6 / 87.1, 100K 91.3 / 87.1 (a choice by batch
+/// size would take both).
 pub(in crate::cuda) fn bulk_rows_tile(dim: usize) -> Option<usize> {
     match dim {
         232..=352 => Some(32),
-        360..=376 => Some(64),
+        224 | 360..=376 => Some(64),
         _ => None,
     }
 }

@@ -482,6 +482,8 @@ fn bulk_tail_blocks_take_one_task_each() {
     assert_eq!(bulk_rows_tile(376), Some(64));
     assert_eq!(bulk_rows_tile(384), None);
     assert_eq!(bulk_rows_tile(200), None);
+    assert_eq!(bulk_rows_tile(216), None);
+    assert_eq!(bulk_rows_tile(224), Some(64));
     let (blocks, code) = bulk_tail(10_000, 4, 396, 2);
     let tail = code >> 8;
     assert_eq!(code & 0xff, 4);
