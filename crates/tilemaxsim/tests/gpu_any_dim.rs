@@ -138,7 +138,8 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
 
 /// `maxsim_bulk_rows` (the warps split the query's rows and the tile's tokens, d a multiple
 /// of 8 from 136 to 384) at both tiles, forced stages and runs: every count of 32-wide chunks
-/// (5 to 12), a last chunk of 8, 16, 24 and 32 dimensions, the built widths 256 and 384, both
+/// (5 to 12), a last chunk of 8, 16, 24 and 32 dimensions, the built widths 256 and 384, d = 224
+/// (seven whole chunks, where the engine takes 64-token tiles by default), both
 /// 16-bit dtypes, 1-token and very long documents, every document and a candidate list with
 /// repeats, outputs poisoned.
 #[test]
@@ -179,7 +180,7 @@ fn rows_kernel_matches_the_reference() {
     // The sanitizers run the first few (TILEMAXSIM_GPU_CASES): the last chunk 8 dimensions
     // wide, twelve chunks with a last of 24 (two blocks an SM), and 264.
     let dims = [
-        136usize, 376, 264, 144, 168, 200, 216, 248, 256, 296, 320, 360, 384,
+        136usize, 376, 264, 144, 168, 200, 216, 248, 256, 296, 320, 360, 384, 224,
     ];
     for (case, &dim) in dims
         .iter()
