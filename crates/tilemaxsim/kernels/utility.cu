@@ -1,7 +1,8 @@
 // The small utility kernels: score_raw's query gather (pack_queries_*), a dense batch's offsets
 // (iota_offsets), the device's streaming read ceilings (read_ceiling: 16-byte loads;
 // read_ceiling_bulk: the copy engine, as maxsim_bulk reads) and the sum of a long
-// query's per-block partial scores (sum_qblocks, after maxsim_gemm / maxsim_wgmma).
+// query's per-block partial scores (sum_qblocks, after maxsim_gemm / maxsim_wgmma), and rows
+// copied to a wider pitch with zeros past their end (repitch_rows: padded corpora and queries).
 #include "common.cuh"
 #include "async_copy.cuh"
 
@@ -49,6 +50,21 @@ INSTANTIATE_PACK(pack_queries_bf16, BF16)
 
 // out[i] = i * step for i in 0 ..= count: the offsets of a dense batch of `count` documents of
 // `step` rows each (so the packed-corpus kernels can score it in place).
+// `rows` rows of `from` 16-bit units at `src` copied to `rows` rows of `to` ≥ `from` units at
+// `dst`, zeros past `from` (an f32 is two units). Grid-stride, a thread a unit of the output.
+// The upload of a padded corpus (`DeviceCorpus::upload` at a pitch past its d) and the queries
+// re-pitched to it (`DeviceQueries::at_pitch`).
+extern "C" __global__ void repitch_rows(const u16* __restrict__ src, u16* __restrict__ dst, i64 rows,
+                                        int from, int to)
+{
+    const i64 n = rows * to;
+    for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+        const i64 r = i / to;
+        const int c = (int)(i - r * to);
+        dst[i] = c < from ? src[r * from + c] : (u16)0;
+    }
+}
+
 extern "C" __global__ void iota_offsets(i64* __restrict__ out, i64 count, i64 step)
 {
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i <= count; i += (i64)gridDim.x * blockDim.x)

@@ -54,17 +54,20 @@ fn random_case(
 #[test]
 fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
     let Some(gpu) = sm90() else { return };
+    // The rows unpadded: the kernels at the d itself (`padded_rows_match_the_reference` below
+    // checks the padded uploads).
     let forced = || {
         CudaScorer::new(0)
             .expect("GPU")
             .force_kernel(Some(Kernel::Bulk))
+            .pad_rows(false)
     };
     let shaped = |stages, group| forced().bulk_shape(stages, group).unwrap();
     // Past 128, stages of 128 d-wide rows: at most three fit an SM's shared memory.
     // At d ≤ 64 of 16-byte rows the own shape streams the documents (`maxsim_stream`); the
     // spanning tiles are forced beside it (one warp a block by default; two and four forced).
     let narrow = [
-        ("own shape", gpu),
+        ("own shape", gpu.pad_rows(false)),
         ("1 stage, 3 per block", shaped(1, 3)),
         ("6 stages, 5 per block", shaped(6, 5)),
         ("4 stages, 64 per block", shaped(4, 64)),
@@ -87,7 +90,10 @@ fn spanning_kernel_at_every_row_alignment_matches_the_reference() {
         ),
     ];
     let wide = [
-        ("own shape", CudaScorer::new(0).expect("GPU")),
+        (
+            "own shape",
+            CudaScorer::new(0).expect("GPU").pad_rows(false),
+        ),
         ("1 stage, 3 per block", shaped(1, 3)),
         ("3 stages, 5 per block", shaped(3, 5)),
         (
@@ -210,6 +216,115 @@ fn rows_kernel_matches_the_reference() {
                     exp.assert_close(&label, qi, docs, row);
                 }
             }
+        }
+    }
+}
+
+/// Corpora whose rows the upload pads to a wider width (`plan::stored_dim`: 16-bit d not a
+/// multiple of 4 from 8 to 256 and not a multiple of 8 past 256, f32 off the tensor-core d),
+/// with their queries re-pitched at the call: the stored width each gets, the kernel, and the
+/// scores against float64 for every document and for a candidate list with repeats (outputs
+/// poisoned), through the host entry and through `score_device` with one upload of the
+/// queries scored against the padded corpus and the same corpus unpadded; f32 queries on a
+/// padded f16 corpus; and queries of the padded width refused against the narrower corpus.
+#[test]
+fn padded_rows_match_the_reference() {
+    use tilemaxsim::Matrix;
+    let Some(gpu) = sm90() else { return };
+    let plain = CudaScorer::new(0).expect("GPU").pad_rows(false);
+    let mut r = rng(331);
+    // (d, corpus dtype, query dtype, the width stored): 16-bit at every alignment the rule
+    // pads (odd, 2 mod 4) up to 256 and past it, d = 100 left as it is; f32 in the split's range.
+    let (f16, bf16, f32) = (DType::F16, DType::BF16, DType::F32);
+    // The sanitizers run the first four (TILEMAXSIM_GPU_CASES): odd d under 128 and past 256,
+    // f32, and f32 queries on a padded f16 corpus.
+    let cases = [
+        (77usize, bf16, bf16, 80usize),
+        (333, bf16, bf16, 336),
+        (127, f32, f32, 128),
+        (127, f16, f32, 128),
+        (9, f16, f16, 16),
+        (15, bf16, bf16, 16),
+        (18, f16, f16, 24),
+        (33, bf16, bf16, 40),
+        (47, f16, f16, 48),
+        (100, f16, f16, 100),
+        (126, bf16, bf16, 128),
+        (127, f16, f16, 128),
+        (129, bf16, bf16, 136),
+        (199, f16, f16, 200),
+        (255, bf16, bf16, 256),
+        (257, f16, f16, 264),
+        (511, f16, f16, 512),
+        (767, bf16, bf16, 768),
+        (1017, f16, f16, 1024),
+        (27, f32, f32, 32),
+        (77, f32, f32, 96),
+        (77, bf16, f32, 80),
+    ];
+    for &(dim, dtype, qtype, stored) in cases.iter().take(common::gpu_check::gpu_cases(cases.len()))
+    {
+        let (corpus, _) = random_case(&mut r, dim, dtype, 30..70);
+        let qs: Vec<OwnedElements> = [1, 17, 32]
+            .iter()
+            .map(|&n| random_query(&mut r, n, dim, qtype, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        let exp = Expected::new(&queries, &corpus);
+        let n_docs = corpus.len();
+        let all: Vec<usize> = (0..n_docs).collect();
+        let list: Vec<usize> = (0..2 * n_docs).map(|i| (i * 7 + 3) % n_docs).collect();
+        let label = format!("d={dim} {dtype} corpus, {qtype} queries, {n_docs} docs");
+        let dc = gpu.upload(&corpus).unwrap();
+        assert_eq!((dc.dim(), dc.stored_dim()), (dim, stored), "{label}");
+        let dq = gpu.upload_queries(&queries, dim).unwrap();
+        if dtype == qtype {
+            assert_eq!(gpu.kernel_for(&dq, &dc), Kernel::Bulk, "{label}");
+        }
+        for docs in [&all, &list] {
+            let what = format!("{label}, {} of them", docs.len());
+            let selected = if docs.len() == n_docs {
+                Docs::All
+            } else {
+                Docs::List(docs)
+            };
+            let mut out = poisoned(queries.len() * docs.len());
+            gpu.score_into(&queries, &corpus, selected, &mut out)
+                .unwrap_or_else(|e| panic!("host entry, {what}: {e}"));
+            for (qi, row) in out.chunks(docs.len()).enumerate() {
+                exp.assert_close(&format!("host entry, {what}"), qi, docs, row);
+            }
+        }
+        // One upload of the queries against the padded corpus, then the same corpus unpadded.
+        let unpadded = plain.upload(&corpus).unwrap();
+        assert_eq!(unpadded.stored_dim(), dim, "{label}");
+        for (name, corpus_on_device) in [("padded", &dc), ("unpadded", &unpadded)] {
+            for docs in [&all, &list] {
+                let what = format!("device entry, {name}: {label}, {} of them", docs.len());
+                let stream = gpu.stream();
+                let mut out = stream
+                    .clone_htod(&poisoned(queries.len() * docs.len()))
+                    .unwrap();
+                let idx: Vec<i64> = docs.iter().map(|&j| j as i64).collect();
+                let idx = stream.clone_htod(&idx).unwrap();
+                let list = (docs.len() != n_docs).then_some(&idx);
+                gpu.score_device(&dq, corpus_on_device, list, &mut out)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let mut host = vec![0f32; out.len()];
+                gpu.download(&out, &mut host).unwrap();
+                for (qi, row) in host.chunks(docs.len()).enumerate() {
+                    exp.assert_close(&what, qi, docs, row);
+                }
+            }
+        }
+        // Queries as wide as the stored rows are not the corpus's d.
+        if stored != dim {
+            let wide: Vec<f32> = vec![0.1; 3 * stored];
+            let wide = Matrix::new(&wide[..], stored).unwrap();
+            let dq = gpu.upload_queries(&[wide], stored).unwrap();
+            let mut out = gpu.alloc_scores(n_docs).unwrap();
+            let err = gpu.score_device(&dq, &dc, None, &mut out).unwrap_err();
+            assert!(err.to_string().contains(&dim.to_string()), "{label}: {err}");
         }
     }
 }
@@ -337,22 +452,31 @@ fn empty_raw_documents_score_minus_infinity() {
 }
 
 /// Stages too many for a spanning block past 128: a multiple of 8 runs on `maxsim_bulk_any`
-/// (its tiles are 32 tokens), another d is refused with an error that names the shape.
+/// (its tiles are 32 tokens), another d is refused with an error that names the shape, unless
+/// the upload padded it to a multiple of 8 (d = 202 to 208, the default), which then runs.
 #[test]
 fn stages_only_the_bulk_tiles_fit_fall_back_or_are_refused() {
-    let Some(gpu) = sm90() else { return };
-    let six = gpu
-        .force_kernel(Some(Kernel::Bulk))
-        .bulk_shape(6, 5)
-        .unwrap();
+    let Some(_gpu) = sm90() else { return };
+    let six = |pad| {
+        CudaScorer::new(0)
+            .expect("GPU")
+            .force_kernel(Some(Kernel::Bulk))
+            .bulk_shape(6, 5)
+            .unwrap()
+            .pad_rows(pad)
+    };
     let mut r = rng(152);
-    for (dim, runs) in [(152usize, true), (202, false)] {
+    for (dim, pad, runs) in [
+        (152usize, false, true),
+        (202, false, false),
+        (202, true, true),
+    ] {
         let lens: Vec<usize> = (0..50).map(|_| r.random_range(1..300)).collect();
         let corpus = random_corpus(&mut r, &lens, dim, DType::F16, 1.0);
         let qs = [random_query(&mut r, 20, dim, DType::F16, 1.0)];
         let queries = matrices(&qs, dim);
         let mut out = poisoned(corpus.len());
-        let got = six.score_into(&queries, &corpus, Docs::All, &mut out);
+        let got = six(pad).score_into(&queries, &corpus, Docs::All, &mut out);
         if runs {
             got.unwrap_or_else(|e| panic!("d = {dim}: {e}"));
             let all: Vec<usize> = (0..corpus.len()).collect();

@@ -103,10 +103,12 @@ fn gpu_index_resident_streamed_and_sharded_agree() {
     }
     let mut r = rng(12);
     // f32 at d = 64: resident shards on the planes an upload makes (sm_90), streamed chunks split
-    // in the kernel; both give the same bits.
+    // in the kernel; both give the same bits. d = 77 and f32 at 33 are stored padded (to 80 and
+    // 64) on sm_90: resident shards by the upload, streamed chunks as they are copied in.
     let cases = [
         (128usize, DType::F16),
         (96, DType::BF16),
+        (77, DType::F16),
         (33, DType::F32),
         (64, DType::F32),
     ];

@@ -60,6 +60,8 @@ pub(super) struct Kernels {
     /// dtype → the query gather of `score_raw`; `iota_offsets` (its dense batches' offsets).
     pub(super) pack_queries: Vec<(DType, CudaFunction)>,
     pub(super) iota_offsets: CudaFunction,
+    /// Rows copied to a wider pitch, zeros past their end (padded corpora and their queries).
+    pub(super) repitch_rows: CudaFunction,
     /// (dtype, d of the instantiation: `ring_instance`) → the ring kernel.
     pub(super) ring: Vec<((DType, usize), CudaFunction)>,
     /// name → the fused compressed-corpus kernels (kernels/codec.cu, `codec_kernels::fused_kernel`).
@@ -211,6 +213,7 @@ impl Kernels {
                 .map(|d| Ok((d, f(&format!("pack_queries_{d}"))?)))
                 .collect::<Result<_>>()?,
             iota_offsets: f("iota_offsets")?,
+            repitch_rows: f("repitch_rows")?,
             ring: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
                 .flat_map(|t| MMA_DIMS.map(|d| (t, d)))

@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 use rayon::prelude::*;
 
+use super::context::GpuContext;
 use super::device::drv;
 use super::memory::{DeviceCorpus, grow};
+use super::pitch::launch_repitch;
 use super::scorer::CudaScorer;
 use super::topk::{TopKBuffers, hits_from};
 use crate::corpus::Corpus;
@@ -115,6 +117,9 @@ struct Slot {
     tokens: PinnedHostSlice<u8>,
     offsets: PinnedHostSlice<i64>,
     device: DeviceCorpus,
+    /// Where `device` stores rows wider than the corpus's d (`CudaScorer::stored_width`): the
+    /// chunk's rows at their own d, copied here and re-pitched into `device` on the copy stream.
+    narrow: Option<CudaSlice<u8>>,
     copied: CudaEvent,
     scored: CudaEvent,
 }
@@ -440,7 +445,7 @@ impl Shard {
         let scores = grow(stream, scores, nq * largest)?;
         for (i, chunk) in self.chunks.iter().enumerate() {
             let slot = &mut st.slots[i % 2];
-            slot.stage(&st.copy, corpus, chunk.clone(), pinned)?;
+            slot.stage(self.scorer.gpu(), &st.copy, corpus, chunk.clone(), pinned)?;
             stream.wait(&slot.copied).map_err(drv("stream wait"))?;
             self.scorer.score_device(dq, &slot.device, None, scores)?;
             slot.scored.record(stream).map_err(drv("event"))?;
@@ -476,11 +481,22 @@ impl Staging {
                 .map_err(drv("pinned staging buffer"))?;
             let offsets = unsafe { scorer.gpu().ctx.alloc_pinned::<i64>(max_docs + 1) }
                 .map_err(drv("pinned staging buffer"))?;
-            let device = DeviceCorpus::chunk_room(scorer.stream(), corpus, max_docs, max_bytes)?;
+            let width = |split_ok| scorer.stored_width(corpus.dtype(), corpus.dim(), split_ok);
+            let device =
+                DeviceCorpus::chunk_room(scorer.stream(), corpus, max_docs, max_bytes, width)?;
+            let narrow = match device.width > corpus.dim() {
+                // SAFETY: each chunk's bytes are copied in before they are re-pitched.
+                true => Some(
+                    unsafe { scorer.stream().alloc::<u8>(max_bytes) }
+                        .map_err(drv("chunk buffer"))?,
+                ),
+                false => None,
+            };
             Ok(Slot {
                 tokens,
                 offsets,
                 device,
+                narrow,
                 copied: scorer.gpu().ctx.new_event(None).map_err(drv("event"))?,
                 scored: scorer.gpu().ctx.new_event(None).map_err(drv("event"))?,
             })
@@ -499,6 +515,7 @@ impl Slot {
     /// memory is `pinned` in place, else staged into the slot's pinned buffer first (all cores).
     fn stage(
         &mut self,
+        gpu: &GpuContext,
         copy: &Arc<CudaStream>,
         corpus: &Corpus,
         docs: Range<usize>,
@@ -522,9 +539,15 @@ impl Slot {
         for (d, &o) in off.iter_mut().zip(&offsets[docs.start..=docs.end]) {
             *d = (o - first) as i64;
         }
-        self.device.hold(docs.len(), src.len());
+        let rows = last - first;
+        self.device
+            .hold(docs.len(), rows * self.device.width * corpus.dtype().size());
         copy.wait(&self.scored).map_err(drv("stream wait"))?;
-        let (dt, _g1) = self.device.tokens.device_ptr(copy);
+        let (wide, _g0) = self.device.tokens.device_ptr(copy);
+        let (dt, _g1) = match &self.narrow {
+            Some(n) => n.device_ptr(copy),
+            None => self.device.tokens.device_ptr(copy),
+        };
         let (dof, _g2) = self.device.offsets.device_ptr(copy);
         let staged = self.tokens.as_slice().map_err(drv("pinned buffer"))?;
         let from = if pinned { src } else { &staged[..src.len()] };
@@ -541,6 +564,14 @@ impl Slot {
                 copy.cu_stream(),
             )
             .map_err(drv("chunk copy"))?;
+        }
+        if self.narrow.is_some() {
+            let unit = corpus.dtype().size() / 2;
+            let (from, to) = (corpus.dim() * unit, self.device.width * unit);
+            // SAFETY: the narrow buffer holds the chunk's `rows` rows of d (copied just before,
+            // on this stream), the room `rows` rows of its width (sized for the largest chunk);
+            // both stay untouched until `copied`, as above.
+            unsafe { launch_repitch(gpu, copy, dt, wide, rows, from, to) }?;
         }
         self.copied.record(copy).map_err(drv("event"))
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
 use super::device::drv;
-use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, ring_instance, wide_any_bound};
+use super::plan::{DocLengths, QBLOCK, SPAN_ANY_MAX_DIM, WIDE_DIMS, ring_instance, wide_any_bound};
 use crate::corpus::Corpus;
 use crate::error::{Error, Result};
 use crate::matrix::{DType, Matrix};
@@ -73,6 +73,10 @@ pub struct DeviceCorpus {
     pub(super) tokens: Mem<u8>,
     pub(super) offsets: Mem<i64>,
     pub(super) dtype: DType,
+    /// The width `tokens`' rows are stored at, which the kernels read as their d: `dim`, or past
+    /// it, zeros in the padding, where the upload padded them (`plan::stored_dim`, `pitch.rs`).
+    pub(super) width: usize,
+    /// The corpus's own d (what its queries must have).
     pub(super) dim: usize,
     pub(super) len: usize,
     pub(super) bytes: usize,
@@ -97,6 +101,11 @@ impl DeviceCorpus {
     pub fn dim(&self) -> usize {
         self.dim
     }
+    /// The width the rows are stored at on the device: `dim()`, or more where the upload padded
+    /// them (zeros past `dim()`) for a faster kernel.
+    pub fn stored_dim(&self) -> usize {
+        self.width
+    }
     pub fn dtype(&self) -> DType {
         self.dtype
     }
@@ -115,18 +124,34 @@ impl DeviceCorpus {
 pub struct DeviceQueries {
     /// `None`: the queries are the caller's own blocks, read in place (`score_raw`), and only
     /// the tensor-core kernels, which read the blocks, may score them.
-    pub(super) tokens: Option<CudaSlice<f32>>,
+    pub(super) tokens: Option<Mem<f32>>,
     pub(super) offsets: Mem<i64>,
     pub(super) len: usize,
     pub(super) dim: usize,
     /// The queries' own dtype (`tokens` holds them widened to f32).
     pub(super) dtype: DType,
+    /// Their rows re-pitched to padded corpora, made at the first call against each pitch
+    /// (`pitch::queries_at`) and kept while the queries live.
+    pub(super) repitched: Repitched,
     /// Rows of the longest query.
     pub(super) longest: usize,
     pub(super) mma: Option<DeviceBlocks>,
     /// Where `offsets` and the blocks' `rows` and `start` are views into one upload
     /// (`score_raw`'s queries): that upload.
     pub(super) _meta: Option<CudaSlice<u8>>,
+}
+
+/// Queries' rows re-pitched to padded corpora (`pitch::queries_at`): per pitch, their f32 rows
+/// and 32-row blocks at that width, zeros past their d; entries are added, never replaced, so a
+/// launch that reads one stays valid while the queries live.
+#[derive(Default)]
+pub(super) struct Repitched(pub(super) std::sync::Mutex<Vec<RepitchedRows>>);
+
+/// One pitch's rows of [`Repitched`].
+pub(super) struct RepitchedRows {
+    pub(super) dim: usize,
+    pub(super) tokens: Option<CudaSlice<f32>>,
+    pub(super) blocks: Option<CudaSlice<u16>>,
 }
 
 /// Queries as blocks of 32 rows for the tensor-core kernels (see `QueryBlocks`), on the device.
@@ -209,6 +234,9 @@ pub(super) fn block_layout(lens: impl Iterator<Item = usize>) -> Option<(Vec<i32
     Some((rows, start))
 }
 
+/// The widest d of the tensor-core kernels.
+const WIDE_MAX_DIM: usize = WIDE_DIMS[WIDE_DIMS.len() - 1];
+
 /// Whether queries of `dtype` at `dim` go into 32-row blocks: d instantiated for the tensor-core
 /// kernels (`ring_instance`), or, 16-bit, any d up to SPAN_ANY_MAX_DIM (`maxsim_span_any`) and
 /// multiples of 8 up to 1024 (`maxsim_bulk_any`).
@@ -222,7 +250,9 @@ pub(super) fn blocks_dim_ok(dtype: DType, dim: usize) -> bool {
 pub(super) fn query_blocks(queries: &[Matrix<'_>], dim: usize) -> Option<QueryBlocks> {
     use crate::matrix::Elements;
     let dtype = queries.first()?.dtype();
-    if !blocks_dim_ok(dtype, dim) {
+    // Any 16-bit d up to 1024 besides: a corpus padded to a multiple of 8 (`plan::stored_dim`)
+    // takes them re-pitched (`pitch::queries_at`).
+    if !blocks_dim_ok(dtype, dim) && (dtype == DType::F32 || dim > WIDE_MAX_DIM) {
         return None;
     }
     // f32: only for maxsim_ring (one block per query), and only in the range the split holds.
@@ -302,6 +332,7 @@ impl DeviceCorpus {
             tokens: Mem::owned(stream.clone_htod(bytes).map_err(drv("corpus upload"))?),
             offsets: Mem::owned(stream.clone_htod(&rel).map_err(drv("corpus upload"))?),
             dtype: corpus.dtype(),
+            width: corpus.dim(),
             dim: corpus.dim(),
             len: docs.len(),
             bytes: bytes.len(),
@@ -312,34 +343,40 @@ impl DeviceCorpus {
     }
 
     /// Room for a streamed chunk of `corpus`: up to `max_docs` documents in `max_bytes` bytes
-    /// of tokens, holding no document until a chunk is copied in ([`DeviceCorpus::hold`]).
-    /// What the kernel choice needs of the lengths is taken from the whole corpus.
+    /// of tokens at the corpus's own d, stored `width(split_ok)` wide (the scorer's
+    /// `stored_width`: the chunk's rows are re-pitched as they are copied in where that is past
+    /// d), holding no document until a chunk is copied in ([`DeviceCorpus::hold`]). What the
+    /// kernel choice needs of the lengths is taken from the whole corpus.
     pub(super) fn chunk_room(
         stream: &Arc<CudaStream>,
         corpus: &Corpus,
         max_docs: usize,
         max_bytes: usize,
+        width: impl Fn(bool) -> usize,
     ) -> Result<Self> {
         let offsets = corpus.offsets();
+        let split_ok = split_ok(corpus, 0..offsets[corpus.len()]);
+        let (dim, width) = (corpus.dim(), width(split_ok));
+        let room = max_bytes / dim.max(1) * width.max(dim);
         Ok(DeviceCorpus {
             // SAFETY: each chunk's bytes are copied in before it is scored.
-            tokens: Mem::owned(
-                unsafe { stream.alloc::<u8>(max_bytes) }.map_err(drv("chunk buffer"))?,
-            ),
+            tokens: Mem::owned(unsafe { stream.alloc::<u8>(room) }.map_err(drv("chunk buffer"))?),
             offsets: Mem::owned(
                 unsafe { stream.alloc::<i64>(max_docs + 1) }.map_err(drv("chunk buffer"))?,
             ),
             dtype: corpus.dtype(),
-            dim: corpus.dim(),
+            width: width.max(dim),
+            dim,
             len: 0,
             bytes: 0,
-            split_ok: split_ok(corpus, 0..offsets[corpus.len()]),
+            split_ok,
             planes: None,
             lengths: DocLengths::of(offsets),
         })
     }
 
-    /// Mark the chunk copied into this room: `docs` documents, `bytes` bytes of tokens.
+    /// Mark the chunk copied into this room: `docs` documents, `bytes` bytes of tokens (as
+    /// stored, at the room's width).
     pub(super) fn hold(&mut self, docs: usize, bytes: usize) {
         self.len = docs;
         self.bytes = bytes;
@@ -387,7 +424,10 @@ impl DeviceQueries {
             _meta: None,
             dtype: queries.first().map_or(DType::F32, |q| q.dtype()),
             longest: queries.iter().map(|q| q.rows()).max().unwrap_or(0),
-            tokens: Some(stream.clone_htod(&tokens).map_err(up("query upload"))?),
+            tokens: Some(Mem::owned(
+                stream.clone_htod(&tokens).map_err(up("query upload"))?,
+            )),
+            repitched: Repitched::default(),
             offsets: Mem::owned(stream.clone_htod(&offsets).map_err(up("query upload"))?),
             len: queries.len(),
             dim,
@@ -472,8 +512,12 @@ mod tests {
         // maxsim_ring: f32_queries_split_into_high_and_low_halves).
         let f = vec![0.5f32; dim];
         assert!(query_blocks(&[queries[0], Matrix::new(&f[..], dim).unwrap()], dim).is_none());
+        let past = vec![f16::ONE; 1025];
+        assert!(query_blocks(&[Matrix::new(&past[..], 1025).unwrap()], 1025).is_none());
+        // 16-bit d up to 1024 that no kernel takes packs too: a corpus padded to a multiple of
+        // 8 (plan::stored_dim) reads them re-pitched.
         let odd = vec![f16::ONE; 258];
-        assert!(query_blocks(&[Matrix::new(&odd[..], 258).unwrap()], 258).is_none());
+        assert!(query_blocks(&[Matrix::new(&odd[..], 258).unwrap()], 258).is_some());
         // Any d up to 256 (maxsim_span_any) packs.
         let any = vec![f16::ONE; 202];
         assert!(query_blocks(&[Matrix::new(&any[..], 202).unwrap()], 202).is_some());

@@ -14,8 +14,10 @@
 //! - `compile.rs`: NVRTC and the on-disk cache; `functions.rs`: the program's functions by family;
 //! - `context.rs`: [`GpuContext`], one GPU's context, stream, kernels and occupancy;
 //! - `plan.rs`: which kernel runs which shape (pure functions), tile constants; `plan/span.rs` the
-//!   spanning kernel's sizes, `plan/tests.rs` their tests;
+//!   spanning kernel's sizes, `plan/pitch.rs` the padded width of uploads, `plan/tests.rs` their
+//!   tests;
 //! - `memory.rs`: device buffers, the corpus and queries on the device, uploads, the f32 split;
+//! - `pitch.rs`: corpora stored padded to a faster width, and their queries re-pitched to it;
 //! - `codes.rs`: compressed corpora and the queries of their fused kernels on the device;
 //! - `launch/`: one small type per kernel family, each a `Launch`;
 //! - `topk.rs`: top-k selection on the device; `timing.rs`: CUDA-event timing and ceilings;
@@ -48,6 +50,7 @@ mod ivf_codes;
 mod ivf_shards;
 mod launch;
 mod memory;
+mod pitch;
 mod plan;
 mod raw;
 mod raw_residual;

@@ -1,14 +1,16 @@
 //! The plan: which kernel runs which shape, as pure functions over plain data, with their unit
 //! tests: [`Kernel`], `LaunchShape` and `choose_kernel`, `DocLengths`, the kernels' tile constants
 //! (mirrors of the `#define`s in `kernels/`), their block layouts, and the defines an experiment
-//! may override (`KernelShape`). The spanning kernel's sizes are in `plan/span.rs`, the tests in
-//! `plan/tests.rs`.
+//! may override (`KernelShape`). The spanning kernel's sizes are in `plan/span.rs`, the padded
+//! pitch of uploaded corpora in `plan/pitch.rs`, the tests in `plan/tests.rs`.
 
 use crate::error::{Error, Result};
 
 mod bulk;
+mod pitch;
 mod span;
 pub(super) use bulk::*;
+pub(super) use pitch::*;
 pub(super) use span::*;
 
 /// Threads per block of `maxsim_tiled` (kernels/ablation.cu: THREADS).

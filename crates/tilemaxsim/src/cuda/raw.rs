@@ -178,7 +178,7 @@ impl SpanMeta {
         self,
         stream: &Arc<CudaStream>,
         q: &RawQueries<'_>,
-        tokens: Option<CudaSlice<f32>>,
+        tokens: Option<Mem<f32>>,
         blocks: Option<Mem<u16>>,
     ) -> DeviceQueries {
         let count = q.spans.len();
@@ -198,6 +198,7 @@ impl SpanMeta {
             len: count,
             dim: q.dim,
             dtype: q.dtype,
+            repitched: Default::default(),
             longest: q.spans.iter().map(|s| s.1).max().unwrap_or(0),
             mma,
             _meta: self.up,
@@ -324,7 +325,7 @@ pub(super) unsafe fn gather_queries(
     // offsets' total rows of d floats, `bp` null or every query's blocks of 32 × d; the source
     // rows are the caller's (this function's contract).
     unsafe { b.launch(cfg) }.map_err(drv("query gather launch"))?;
-    Ok(meta.queries(stream, q, Some(tokens), blocks))
+    Ok(meta.queries(stream, q, Some(Mem::owned(tokens)), blocks))
 }
 
 /// The documents as a `DeviceCorpus` over the caller's memory, when the packed-corpus
@@ -368,6 +369,7 @@ pub(super) fn borrow_corpus(
         tokens: unsafe { Mem::borrowed(stream, docs.tokens, bytes) },
         offsets,
         dtype: docs.dtype,
+        width: docs.dim,
         dim: docs.dim,
         len: count,
         bytes,

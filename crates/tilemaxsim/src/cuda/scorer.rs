@@ -26,10 +26,11 @@ use super::device::{GpuInfo, drv};
 use super::launch::codec::{self as codec_launch, PACK_MAX};
 use super::launch::{Bulk, Gemm, General, GeneralArgs, Launch, Mma, Ring, Target, add_planes};
 use super::memory::{self, DeviceCorpus, DeviceQueries};
+use super::pitch::{pad_corpus, queries_at};
 use super::plan::{
     BULK_GROUP_RANGE, BULK_STAGES_RANGE, Kernel, KernelShape, LaunchShape, MMA_DIMS, QBLOCK,
     SPAN_ANY_MAX_DIM, bulk_dim, bulk_shape_env, choose_kernel, launch_size_ok, queries_dim_ok,
-    ring_layout, wide_any_bound,
+    ring_layout, stored_dim, wide_any_bound,
 };
 use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
@@ -81,6 +82,9 @@ pub struct CudaScorer {
     /// Whether uploads split f32 corpora once into f16 planes (`maxsim_bulk_planes`) where
     /// they can (`f32_planes`, TILEMAXSIM_F32_PLANES=0 turns it off).
     f32_planes: bool,
+    /// Whether uploads pad a corpus's rows where `plan::stored_dim` says (`pad_rows`,
+    /// TILEMAXSIM_PAD=0 turns it off).
+    pad: bool,
 }
 
 impl CudaScorer {
@@ -103,6 +107,7 @@ impl CudaScorer {
             span: env_choice("TILEMAXSIM_SPAN", &[("0", false), ("1", true)]),
             stream: env_choice("TILEMAXSIM_STREAM", &[("0", false), ("1", true)]),
             f32_planes: std::env::var("TILEMAXSIM_F32_PLANES").as_deref() != Ok("0"),
+            pad: std::env::var("TILEMAXSIM_PAD").as_deref() != Ok("0"),
             rows: env_choice("TILEMAXSIM_ROWS", &[("0", 0), ("32", 32), ("64", 64)]),
             tail: std::env::var("TILEMAXSIM_TAIL")
                 .ok()
@@ -181,19 +186,19 @@ impl CudaScorer {
                                 && queries.dtype == DType::F32
                                 && queries.longest <= QBLOCK
                                 && !kernels.bulk_split.is_empty()
-                                && MMA_DIMS.contains(&corpus.dim))
+                                && MMA_DIMS.contains(&corpus.width))
                             .then_some(queries.len)
                         })
                 },
                 queries: queries.len,
-                dim: corpus.dim,
+                dim: corpus.width,
                 f32,
                 mixed,
                 bulk_available: !kernels.bulk.is_empty() && aligned,
                 wgmma_available: !kernels.wgmma.is_empty() && aligned,
                 fills_tiles: corpus.lengths.fills_tiles(),
                 ring_available: aligned
-                    && ring_layout(corpus.dim, f32, self.gpu.info.smem_per_block, self.shape)
+                    && ring_layout(corpus.width, f32, self.gpu.info.smem_per_block, self.shape)
                         .is_some(),
             },
         )
@@ -210,9 +215,9 @@ impl CudaScorer {
     ) -> Kernel {
         match self.kernel_for(queries, corpus) {
             Kernel::Bulk
-                if corpus.dim <= SPAN_ANY_MAX_DIM
-                    && !bulk_dim(corpus.dim)
-                    && wide_any_bound(corpus.dim).is_none()
+                if corpus.width <= SPAN_ANY_MAX_DIM
+                    && !bulk_dim(corpus.width)
+                    && wide_any_bound(corpus.width).is_none()
                     && candidates =>
             {
                 Kernel::Tiled
@@ -260,6 +265,14 @@ impl CudaScorer {
         t: Target<'_>,
     ) -> Result<Kernel> {
         queries_dim_ok(queries.dim, corpus.dim)?;
+        // A padded corpus reads its queries re-pitched to its rows' width.
+        let padded;
+        let queries = if queries.dim == corpus.width {
+            queries
+        } else {
+            padded = queries_at(&self.gpu, queries, corpus.width)?;
+            &padded
+        };
         let kernel = self.kernel_to_run(queries, corpus, t.doc_index != 0);
         if t.n == 0 || queries.len == 0 {
             return Ok(kernel);
@@ -287,10 +300,23 @@ impl CudaScorer {
         docs: std::ops::Range<usize>,
     ) -> Result<DeviceCorpus> {
         let mut device = DeviceCorpus::upload(&self.gpu.stream, corpus, docs)?;
+        let width = self.stored_width(device.dtype, device.dim, device.split_ok);
+        pad_corpus(&self.gpu, &mut device, width)?;
         if self.f32_planes {
             add_planes(&self.gpu, &mut device)?;
         }
         Ok(device)
+    }
+
+    /// The width an upload stores rows of `dtype` at `dim` at: `plan::stored_dim`'s where
+    /// padding is on and the device has the bulk-copy kernels the padded widths are for, else
+    /// `dim` (`split_ok`: f32 values all in the split's range).
+    pub(super) fn stored_width(&self, dtype: DType, dim: usize, split_ok: bool) -> usize {
+        if self.pad && !self.gpu.kernels.bulk.is_empty() {
+            stored_dim(dim, dtype == DType::F32, split_ok)
+        } else {
+            dim
+        }
     }
 
     /// Copy queries to the GPU (as f32). Checks them like every scorer does.

@@ -61,7 +61,7 @@ impl Launch for Bulk {
         if corpus.dtype == DType::F32 || queries.dtype == DType::F32 {
             return self.launch_split(gpu, queries, corpus, t);
         }
-        if let Some(tile) = self.rows_tile(corpus.dim)
+        if let Some(tile) = self.rows_tile(corpus.width)
             && !(t.doc_index == 0 && self.span == Some(true))
         {
             return self.launch_rows(gpu, queries, corpus, t, tile);
@@ -69,15 +69,15 @@ impl Launch for Bulk {
         if t.doc_index == 0 && self.spans(gpu, corpus)? {
             return self.launch_span(gpu, queries, corpus, t);
         }
-        if let Some(bound) = wide_any_bound(corpus.dim) {
+        if let Some(bound) = wide_any_bound(corpus.width) {
             return self.launch_any(gpu, queries, corpus, t, bound);
         }
-        let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.dim), "bulk-copy")?;
+        let func = kernel_in(&gpu.kernels.bulk, (corpus.dtype, corpus.width), "bulk-copy")?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
-        let run = corpus.lengths.bulk_run(corpus.dim, &gpu.tuning);
-        let smem = |s| bulk_smem(s, corpus.dim);
-        let stages = bulk_stages(corpus.dim, &gpu.tuning, |s| {
+        let run = corpus.lengths.bulk_run(corpus.width, &gpu.tuning);
+        let smem = |s| bulk_smem(s, corpus.width);
+        let stages = bulk_stages(corpus.width, &gpu.tuning, |s| {
             gpu.blocks_per_sm(func, BULK_THREADS, smem(s))
         })?;
         let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, stages)?;
@@ -103,7 +103,7 @@ impl Bulk {
         gpu: &'g GpuContext,
         corpus: &DeviceCorpus,
     ) -> Option<&'g CudaFunction> {
-        let dim = corpus.dim;
+        let dim = corpus.width;
         if !self.stream.unwrap_or_else(|| stream_by_default(dim)) {
             return None;
         }
@@ -131,7 +131,7 @@ impl Bulk {
     /// A corpus of more tokens than the spanning kernel counts (`SPAN_MAX_TOKENS`) goes to
     /// whole-document tiles wherever another kernel takes its d.
     fn spans(&self, gpu: &GpuContext, corpus: &DeviceCorpus) -> Result<bool> {
-        let dim = corpus.dim;
+        let dim = corpus.width;
         if wide_dim(dim) || dim > SPAN_ANY_MAX_DIM {
             return Ok(false);
         }
@@ -179,7 +179,7 @@ impl Bulk {
         // A fixed shape (TILEMAXSIM_BULK) keeps its tasks a block unless the grid is fixed too.
         let on_resident = self.resident.unwrap_or_else(|| {
             self.stages_group.is_none()
-                && bulk_resident_grid(tasks, resident, &corpus.lengths, corpus.dim)
+                && bulk_resident_grid(tasks, resident, &corpus.lengths, corpus.width)
         });
         let group = match self.stages_group {
             Some(f) => f.1 as u64,
@@ -221,7 +221,7 @@ impl Bulk {
         t: Target<'_>,
         tile: usize,
     ) -> Result<()> {
-        let dim = corpus.dim;
+        let dim = corpus.width;
         let tiles = kernel_in(
             &gpu.kernels.bulk_rows,
             (corpus.dtype, 32 * bulk_rows_chunks(dim)),
@@ -260,16 +260,16 @@ impl Bulk {
     ) -> Result<()> {
         let func = kernel_in(
             &gpu.kernels.bulk_any,
-            (corpus.dtype, bulk_any_slice(corpus.dim)),
+            (corpus.dtype, bulk_any_slice(corpus.width)),
             "bulk-copy (dimensions a warp)",
         )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let tasks = (queries.len * t.n) as u64;
         let run = corpus.lengths.bulk_run(bound, &gpu.tuning);
-        let smem = |s| bulk_any_smem(s, corpus.dim, bound);
+        let smem = |s| bulk_any_smem(s, corpus.width, bound);
         let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
-        let d = corpus.dim as i32;
+        let d = corpus.width as i32;
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&st).arg(&gr).arg(&d);
@@ -292,14 +292,14 @@ impl Bulk {
     ) -> Result<()> {
         let (split, parts_fn) = kernel_in(
             &gpu.kernels.bulk_split,
-            (corpus.dtype, corpus.dim),
+            (corpus.dtype, corpus.width),
             "split bulk-copy",
         )?;
         // An f32 corpus split at upload: the planes' kernel, with the same query parts (it
         // multiplies the same fragments as the in-kernel split).
         let func = match &corpus.planes {
             Some(_) => {
-                let planes = (DType::F32, corpus.dim);
+                let planes = (DType::F32, corpus.width);
                 &kernel_in(&gpu.kernels.bulk_planes, planes, "f32 planes")?.0
             }
             None => split,
@@ -323,13 +323,13 @@ impl Bulk {
         let run = match corpus.dtype {
             DType::BF16 => BULK_SPLIT_BF16_RUN,
             _ if corpus.planes.is_some() => planes_run(corpus.bytes, corpus.len),
-            _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.dim, &gpu.tuning))
+            _ => (SPLIT_RUN_FACTOR * corpus.lengths.bulk_run(corpus.width, &gpu.tuning))
                 .min(*BULK_GROUP_RANGE.end() as u64),
         };
         // Each query split into its parts once (one block a query), on the same stream before
         // the scoring kernel; the buffers are freed in stream order after it.
         let stream = t.stream;
-        let part_bytes = split_parts_bytes(corpus.dim, corpus.dtype);
+        let part_bytes = split_parts_bytes(corpus.width, corpus.dtype);
         // SAFETY: `maxsim_split_parts` writes all of both, every query's parts and 1/c.
         let parts = unsafe { stream.alloc::<u8>(queries.len * part_bytes) }
             .map_err(drv("query parts buffer"))?;
@@ -350,7 +350,7 @@ impl Bulk {
         // Q × split_parts_bytes, `inv` for Q floats; one block a query.
         unsafe { b.launch(cfg) }.map_err(drv("maxsim_split_parts launch"))?;
 
-        let smem = |s| bulk_split_smem(s, corpus.dim, corpus.dtype);
+        let smem = |s| bulk_split_smem(s, corpus.width, corpus.dtype);
         let (cfg, st, gr) = self.grid(gpu, func, corpus, tasks, smem, run, BULK_STAGES)?;
         let mut args = PairArgs::at(parts_ptr, queries, corpus, t);
         if let Some(planes) = &corpus.planes {
@@ -381,7 +381,7 @@ impl Bulk {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let dim = corpus.dim;
+        let dim = corpus.width;
         // Refused before anything is made for the launch.
         if corpus.lengths.tokens > SPAN_MAX_TOKENS {
             return Err(Error::Argument(format!(
@@ -471,12 +471,12 @@ impl Bulk {
 
 /// The `maxsim_span_any` instantiation for the corpus's dtype and d (`span_any_key`).
 fn span_any_function<'g>(gpu: &'g GpuContext, corpus: &DeviceCorpus) -> Result<&'g CudaFunction> {
-    let (chunks, align, half) = span_any_key(corpus.dim);
+    let (chunks, align, half) = span_any_key(corpus.width);
     let key = (corpus.dtype, chunks, align, half);
     let found = gpu.kernels.span_any.iter().find(|(k, _)| *k == key);
     Ok(&found
         .ok_or_else(|| {
-            let (dtype, dim) = (corpus.dtype, corpus.dim);
+            let (dtype, dim) = (corpus.dtype, corpus.width);
             Error::Argument(format!("no spanning kernel for {dtype} d = {dim}"))
         })?
         .1)
@@ -488,7 +488,7 @@ fn span_any_function<'g>(gpu: &'g GpuContext, corpus: &DeviceCorpus) -> Result<&
 /// instantiated, sm_90+) and where the planes leave as many bytes free again; elsewhere, and
 /// where the device is out of memory, the corpus stays as it is (the in-kernel split).
 pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -> Result<()> {
-    let key = (corpus.dtype, corpus.dim);
+    let key = (corpus.dtype, corpus.width);
     let Some((_, (_, split))) = gpu.kernels.bulk_planes.iter().find(|(k, _)| *k == key) else {
         return Ok(());
     };
@@ -500,16 +500,16 @@ pub(in crate::cuda) fn add_planes(gpu: &GpuContext, corpus: &mut DeviceCorpus) -
     let Ok(planes) = (unsafe { stream.alloc::<u8>(corpus.bytes) }) else {
         return Ok(());
     };
-    let count = (corpus.bytes / (4 * corpus.dim)) as i64;
+    let count = (corpus.bytes / (4 * corpus.width)) as i64;
     // A thread a piece of 8 dimensions (grid-stride).
-    let cfg = stride_grid(gpu, count as u64 * (corpus.dim / 8) as u64, 256);
+    let cfg = stride_grid(gpu, count as u64 * (corpus.width / 8) as u64, 256);
     let (src, dst) = (
         corpus.tokens.device_ptr(stream).0,
         planes.device_ptr(stream).0,
     );
     let mut b = stream.launch_builder(split);
     b.arg(&src).arg(&dst).arg(&count);
-    // SAFETY: `src` holds `count` f32 tokens of d = corpus.dim (a `split_f32_planes_d*` d) and
+    // SAFETY: `src` holds `count` f32 tokens of d = corpus.width (a `split_f32_planes_d*` d) and
     // `dst` as many bytes, both 16-byte aligned (owned allocations); grid-stride over them.
     unsafe { b.launch(cfg) }.map_err(drv("split_f32_planes launch"))?;
     corpus.planes = Some(Mem::owned(planes));

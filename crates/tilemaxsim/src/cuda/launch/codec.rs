@@ -161,6 +161,7 @@ pub(in crate::cuda) fn decode_f32(
         tokens: Mem::owned(out),
         offsets: Mem::owned(stream.clone_htod(&rel).map_err(drv("decoded corpus"))?),
         dtype: DType::F32,
+        width: codes.dim,
         dim: codes.dim,
         len: codes.len,
         bytes: n * 4,

@@ -55,15 +55,15 @@ impl Launch for Gemm {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let key = (corpus.dtype, corpus.dim);
+        let key = (corpus.dtype, corpus.width);
         let (func, threads, qblocks_per_block, smem) = if self.wgmma {
             // The ring, 1024-byte aligned inside the allocation, then a TileMeta and two
             // mbarriers per stage; the consumer warpgroups and the producer warp.
-            let smem = self.shape.wg_stages * (WG_BN * corpus.dim * 2 + TILE_META + 16) + 1024;
+            let smem = self.shape.wg_stages * (WG_BN * corpus.width * 2 + TILE_META + 16) + 1024;
             let func = kernel_in(&gpu.kernels.wgmma, key, "warpgroup-MMA")?;
             (func, Kernel::Wgmma.threads(), WG_QBLOCKS, smem)
         } else {
-            let smem = self.shape.gemm_stages * (GEMM_BN * corpus.dim * 2 + TILE_META);
+            let smem = self.shape.gemm_stages * (GEMM_BN * corpus.width * 2 + TILE_META);
             let func = kernel_in(&gpu.kernels.gemm, key, "many-query")?;
             (func, GEMM_THREADS, (GEMM_THREADS / 32) as usize, smem)
         };

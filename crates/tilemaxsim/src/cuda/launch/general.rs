@@ -75,9 +75,9 @@ impl Launch for General {
             docs: DocRows::packed(
                 corpus.tokens.device_ptr(t.stream).0,
                 corpus.offsets.device_ptr(t.stream).0,
-                corpus.dim,
+                corpus.width,
             ),
-            dim: corpus.dim,
+            dim: corpus.width,
             dtype: corpus.dtype,
         };
         // SAFETY: the pointers are live device allocations of the sizes the kernel reads

@@ -21,7 +21,11 @@ impl Launch for Mma {
         corpus: &DeviceCorpus,
         t: Target<'_>,
     ) -> Result<()> {
-        let func = kernel_in(&gpu.kernels.mma, (corpus.dtype, corpus.dim), "tensor-core")?;
+        let func = kernel_in(
+            &gpu.kernels.mma,
+            (corpus.dtype, corpus.width),
+            "tensor-core",
+        )?;
         let qpad = same_dtype_blocks(queries, corpus)?;
         let args = PairArgs::new(&qpad.tokens, queries, corpus, t);
         // A persistent grid: exactly what is resident at once, each warp striding over tasks.

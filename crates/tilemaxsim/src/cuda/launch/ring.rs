@@ -27,12 +27,12 @@ impl Launch for Ring {
     ) -> Result<()> {
         let f32 = corpus.dtype == DType::F32;
         let (Some(inst), Some((warps, smem))) = (
-            ring_instance(corpus.dim),
-            ring_layout(corpus.dim, f32, gpu.info.smem_per_block, self.shape),
+            ring_instance(corpus.width),
+            ring_layout(corpus.width, f32, gpu.info.smem_per_block, self.shape),
         ) else {
             return Err(Error::Argument(format!(
                 "no ring kernel for {} d = {} on this device",
-                corpus.dtype, corpus.dim
+                corpus.dtype, corpus.width
             )));
         };
         let func = kernel_in(&gpu.kernels.ring, (corpus.dtype, inst), "ring")?;
@@ -47,7 +47,7 @@ impl Launch for Ring {
         let tasks = t.n.div_ceil(warps as usize) as u64 * queries.len as u64;
         let cfg = gpu.persistent_grid(func, threads, smem, tasks)?;
         let args = PairArgs::new(&qb.tokens, queries, corpus, t);
-        let dim = corpus.dim as i32;
+        let dim = corpus.width as i32;
         let mut b = t.stream.launch_builder(func);
         args.push(&mut b);
         b.arg(&dim);

@@ -500,3 +500,58 @@ fn bulk_tail_blocks_take_one_task_each() {
     // Bulk grids of every d ≤ 64 documents a run fit the argument's 8 bits.
     assert!(*BULK_GROUP_RANGE.end() < 256);
 }
+
+#[test]
+fn padded_widths_land_on_a_fast_kernel() {
+    // 16-bit: d not a multiple of 4 from 8 to 256, and not of 8 past it, to the next multiple of 8.
+    for (d, want) in [
+        (9, 16),
+        (15, 16),
+        (18, 24),
+        (33, 40),
+        (77, 80),
+        (126, 128),
+        (127, 128),
+        (129, 136),
+        (255, 256),
+        (257, 264),
+        (333, 336),
+        (1017, 1024),
+        (1023, 1024),
+    ] {
+        assert_eq!(stored_dim(d, false, true), want, "d = {d}");
+    }
+    // Left as they are: d < 8, multiples of 4 up to 256 and of 8 past it (260 pads), past 1024.
+    for d in [
+        1, 3, 7, 8, 12, 100, 128, 252, 256, 264, 768, 1024, 1025, 1031,
+    ] {
+        assert_eq!(stored_dim(d, false, true), d, "d = {d}");
+    }
+    // Every padded 16-bit width is one a tensor-core kernel takes on sm_90.
+    for d in 1..=1024 {
+        let p = stored_dim(d, false, true);
+        assert!(p >= d && p < d + 8, "d = {d}: {p}");
+        if p != d {
+            assert!(
+                p.is_multiple_of(8)
+                    && (p <= SPAN_ANY_MAX_DIM || bulk_dim(p) || wide_any_bound(p).is_some()),
+                "d = {d}: {p}"
+            );
+        }
+    }
+    // f32 in the split's range: the next tensor-core d, from 17 to 127; not outside the range.
+    for (d, want) in [
+        (17, 32),
+        (27, 32),
+        (33, 64),
+        (77, 96),
+        (100, 128),
+        (127, 128),
+    ] {
+        assert_eq!(stored_dim(d, true, true), want, "f32 d = {d}");
+        assert_eq!(stored_dim(d, true, false), d, "f32 d = {d}, out of range");
+    }
+    for d in [8, 16, 32, 64, 96, 128, 129, 200, 333] {
+        assert_eq!(stored_dim(d, true, true), d, "f32 d = {d}");
+    }
+}

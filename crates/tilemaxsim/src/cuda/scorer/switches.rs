@@ -1,7 +1,7 @@
 //! The switches that fix [`CudaScorer`]'s kernel choice and launch shapes instead of the
 //! engine's own, for experiments and tests: the builder methods, and the environment variables
 //! `CudaScorer::new` reads for them (TILEMAXSIM_BULK, _PACK, _BULK_GRID, _SPAN, _STREAM,
-//! _STREAM_WARPS, _ROWS, _TAIL, _F32_PLANES).
+//! _STREAM_WARPS, _ROWS, _TAIL, _F32_PLANES, _PAD).
 
 use super::*;
 
@@ -128,6 +128,14 @@ impl CudaScorer {
     /// for experiments and tests; also TILEMAXSIM_F32_PLANES=0).
     pub fn f32_planes(mut self, on: bool) -> Self {
         self.f32_planes = on;
+        self
+    }
+
+    /// Whether uploads store a corpus's rows padded to a wider width where `plan::stored_dim`
+    /// finds a faster kernel there (odd d, d past 256 not a multiple of 8, f32 off the
+    /// tensor-core d; on by default; for experiments and tests; also TILEMAXSIM_PAD=0).
+    pub fn pad_rows(mut self, on: bool) -> Self {
+        self.pad = on;
         self
     }
 }
