@@ -48,12 +48,10 @@ INSTANTIATE_PACK(pack_queries_f32, F32)
 INSTANTIATE_PACK(pack_queries_f16, F16)
 INSTANTIATE_PACK(pack_queries_bf16, BF16)
 
-// out[i] = i * step for i in 0 ..= count: the offsets of a dense batch of `count` documents of
-// `step` rows each (so the packed-corpus kernels can score it in place).
 // `rows` rows of `from` 16-bit units at `src` copied to `rows` rows of `to` ≥ `from` units at
 // `dst`, zeros past `from` (an f32 is two units). Grid-stride, a thread a unit of the output.
-// The upload of a padded corpus (`DeviceCorpus::upload` at a pitch past its d) and the queries
-// re-pitched to it (`DeviceQueries::at_pitch`).
+// A padded corpus's rows after its upload (`pitch::pad_corpus`), a streamed chunk's as it comes
+// in, and queries re-pitched to a padded corpus (`pitch::queries_at`).
 extern "C" __global__ void repitch_rows(const u16* __restrict__ src, u16* __restrict__ dst, i64 rows,
                                         int from, int to)
 {
@@ -65,6 +63,8 @@ extern "C" __global__ void repitch_rows(const u16* __restrict__ src, u16* __rest
     }
 }
 
+// out[i] = i * step for i in 0 ..= count: the offsets of a dense batch of `count` documents of
+// `step` rows each (so the packed-corpus kernels can score it in place).
 extern "C" __global__ void iota_offsets(i64* __restrict__ out, i64 count, i64 step)
 {
     for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i <= count; i += (i64)gridDim.x * blockDim.x)

@@ -117,7 +117,7 @@ pub(super) fn queries_at(
         .lock()
         .map_err(|_| Error::Argument("the queries' re-pitched rows were poisoned".into()))?;
     if !made.iter().any(|r| r.dim == dim) {
-        let oom = || Error::Argument(format!("no device memory for queries re-pitched to {dim}"));
+        let oom = || Error::OutOfMemory(format!("queries re-pitched to d = {dim} on the device"));
         let tokens = match &queries.tokens {
             Some(t) => {
                 let rows = t.len() / from.max(1);
