@@ -147,31 +147,22 @@ pub(super) fn queries_at(
         .iter()
         .find(|r| r.dim == dim)
         .ok_or_else(|| Error::Argument("re-pitched queries missing".into()))?;
-    let borrow = |s: &CudaSlice<u16>| {
-        // SAFETY: kept by `queries.repitched` (never removed) while the queries live, which the
-        // view and its work must not outlive (this function's contract).
-        unsafe { Mem::<u16>::borrowed(stream, s.device_ptr(stream).0, s.len()) }
-    };
-    // SAFETY (each `borrowed` below): buffers of `queries` or of its `repitched`, alive while
-    // the queries are (this function's contract), of these lengths.
+    // SAFETY (every view): buffers of `queries` or of its `repitched` (never removed), alive
+    // while the queries are, which the view and its work must not outlive (this function's
+    // contract).
     let mma = match (&queries.mma, &rows.blocks) {
         (Some(b), Some(t)) => Some(DeviceBlocks {
             dtype: b.dtype,
             blocks: b.blocks,
-            tokens: borrow(t),
-            rows: unsafe { Mem::borrowed(stream, b.rows.device_ptr(stream).0, b.rows.len()) },
-            start: unsafe { Mem::borrowed(stream, b.start.device_ptr(stream).0, b.start.len()) },
+            tokens: unsafe { view(stream, t) },
+            rows: unsafe { view(stream, &b.rows) },
+            start: unsafe { view(stream, &b.start) },
         }),
         _ => None,
     };
-    let tokens = rows
-        .tokens
-        .as_ref()
-        .map(|t| unsafe { Mem::borrowed(stream, t.device_ptr(stream).0, t.len()) });
-    let offsets = &queries.offsets;
     Ok(DeviceQueries {
-        tokens,
-        offsets: unsafe { Mem::borrowed(stream, offsets.device_ptr(stream).0, offsets.len()) },
+        tokens: rows.tokens.as_ref().map(|t| unsafe { view(stream, t) }),
+        offsets: unsafe { view(stream, &queries.offsets) },
         len: queries.len,
         dim,
         dtype: queries.dtype,
@@ -180,4 +171,13 @@ pub(super) fn queries_at(
         mma,
         _meta: None,
     })
+}
+
+/// A borrowed view of `s` (not freed on drop).
+///
+/// # Safety
+/// `s` must outlive the view and the work enqueued with it.
+unsafe fn view<T>(stream: &Arc<CudaStream>, s: &CudaSlice<T>) -> Mem<T> {
+    // SAFETY: `s` holds `s.len()` elements in this context (the caller's contract for how long).
+    unsafe { Mem::borrowed(stream, s.device_ptr(stream).0, s.len()) }
 }
