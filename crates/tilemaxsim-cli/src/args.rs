@@ -38,7 +38,7 @@ pub struct CorpusArgs {
     /// or stream (from host memory, in chunks). [default: auto]
     #[arg(long)]
     pub residency: Option<Residency>,
-    /// MiB of tokens per streamed chunk. [default: 256]
+    /// MiB of GPU memory a streamed chunk's tokens may take (two are in flight). [default: 256]
     #[arg(long)]
     pub chunk_mb: Option<usize>,
 }

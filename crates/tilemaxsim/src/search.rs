@@ -162,7 +162,9 @@ pub struct SearchOptions<'c> {
     /// GPUs to shard the corpus over; empty: the one the [`Device`] names (GPU 0 for `Auto`).
     pub devices: Vec<usize>,
     pub residency: Residency,
-    /// Token bytes per streamed chunk (a document larger than this is a chunk of its own).
+    /// Device bytes a streamed chunk's tokens may take (a document larger than this is a chunk
+    /// of its own). Where the GPU stores rows padded past d, a token counts its padded row and
+    /// the row at d it is copied in as; two chunks are in flight at once.
     pub chunk_bytes: usize,
     /// Streamed shards: page-lock the corpus's memory where it lies (an in-memory corpus, or a
     /// memory map the host can hold) so chunks are copied to the GPU straight from it. When

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::context::GpuContext;
 use super::device::drv;
-use super::memory::{DeviceCorpus, grow};
+use super::memory::{ChunkLayout, DeviceCorpus, grow};
 use super::pitch::launch_repitch;
 use super::scorer::CudaScorer;
 use super::topk::{TopKBuffers, hits_from};
@@ -88,8 +88,10 @@ struct Shard {
     scorer: CudaScorer,
     docs: Range<usize>,
     resident: Option<DeviceCorpus>,
-    /// Streamed shards: the chunks (document ranges) they are copied in.
+    /// Streamed shards: the chunks (document ranges) they are copied in, and how those lie on
+    /// the device.
     chunks: Vec<Range<usize>>,
+    layout: Option<ChunkLayout>,
     /// Device buffers kept from one search to the next.
     work: Mutex<Work>,
 }
@@ -312,16 +314,23 @@ impl Shard {
                 Err(e) => return Err(e),
             },
         };
-        let chunks = if resident.is_none() {
-            plan_chunks(corpus.offsets(), row, docs.clone(), o.chunk_bytes)
-        } else {
-            Vec::new()
+        let (chunks, layout) = match resident {
+            None if !docs.is_empty() => {
+                let layout = ChunkLayout::of(corpus, |split_ok| {
+                    scorer.stored_width(corpus.dtype(), corpus.dim(), split_ok)
+                });
+                let token = layout.token_bytes(corpus);
+                let chunks = plan_chunks(corpus.offsets(), token, docs.clone(), o.chunk_bytes);
+                (chunks, Some(layout))
+            }
+            _ => (Vec::new(), None),
         };
         Ok(Shard {
             scorer,
             docs,
             resident,
             chunks,
+            layout,
             work: Mutex::new(Work::default()),
         })
     }
@@ -435,7 +444,16 @@ impl Shard {
             staging,
         } = work;
         if staging.is_none() {
-            *staging = Some(Staging::new(&self.scorer, corpus, &self.chunks, pinned)?);
+            let layout = self.layout.ok_or_else(|| {
+                Error::DeviceUnavailable("streamed shard without a layout".into())
+            })?;
+            *staging = Some(Staging::new(
+                &self.scorer,
+                corpus,
+                &self.chunks,
+                layout,
+                pinned,
+            )?);
         }
         let Some(st) = staging.as_mut() else {
             return Err(Error::DeviceUnavailable("streaming buffers missing".into()));
@@ -462,17 +480,19 @@ impl Staging {
         scorer: &CudaScorer,
         corpus: &Corpus,
         chunks: &[Range<usize>],
+        layout: ChunkLayout,
         pinned: bool,
     ) -> Result<Self> {
         let offsets = corpus.offsets();
         let row = corpus.dim() * corpus.dtype().size();
         let max_docs = chunks.iter().map(|c| c.len()).max().unwrap_or(1);
-        let max_bytes = chunks
+        let max_tokens = chunks
             .iter()
-            .map(|c| (offsets[c.end] - offsets[c.start]) * row)
+            .map(|c| offsets[c.end] - offsets[c.start])
             .max()
-            .unwrap_or(row)
+            .unwrap_or(1)
             .max(1);
+        let max_bytes = max_tokens * row;
         let copy = scorer.gpu().ctx.new_stream().map_err(drv("copy stream"))?;
         let slot = || -> Result<Slot> {
             // SAFETY (both): staged bytes are written by `stage` before a copy reads them.
@@ -481,15 +501,13 @@ impl Staging {
                 .map_err(drv("pinned staging buffer"))?;
             let offsets = unsafe { scorer.gpu().ctx.alloc_pinned::<i64>(max_docs + 1) }
                 .map_err(drv("pinned staging buffer"))?;
-            let width = |split_ok| scorer.stored_width(corpus.dtype(), corpus.dim(), split_ok);
-            let device =
-                DeviceCorpus::chunk_room(scorer.stream(), corpus, max_docs, max_bytes, width)?;
-            let narrow = match device.width > corpus.dim() {
+            let stream = scorer.stream();
+            let device = DeviceCorpus::chunk_room(stream, corpus, layout, max_docs, max_tokens)?;
+            let narrow = match layout.padded(corpus) {
                 // SAFETY: each chunk's bytes are copied in before they are re-pitched.
-                true => Some(
-                    unsafe { scorer.stream().alloc::<u8>(max_bytes) }
-                        .map_err(drv("chunk buffer"))?,
-                ),
+                true => {
+                    Some(unsafe { stream.alloc::<u8>(max_bytes) }.map_err(drv("chunk buffer"))?)
+                }
                 false => None,
             };
             Ok(Slot {
@@ -618,5 +636,30 @@ mod tests {
             Vec::<Range<usize>>::new()
         );
         assert_eq!(plan_chunks(c.offsets(), row, 0..8, 1).len(), 8);
+    }
+
+    #[test]
+    fn a_padded_chunk_counts_its_stored_row_and_its_row_at_d() {
+        let lens = [3usize, 4, 5];
+        let d = 77;
+        let v = vec![half::f16::ONE; 12 * d];
+        let c = Corpus::from_lengths(v, d, &lens).expect("corpus");
+        let padded = ChunkLayout::of(&c, |_| 80);
+        assert!(padded.padded(&c));
+        assert_eq!(padded.token_bytes(&c), (80 + 77) * 2);
+        let plain = ChunkLayout::of(&c, |_| d);
+        assert!(!plain.padded(&c));
+        assert_eq!(plain.token_bytes(&c), 77 * 2);
+        // One budget, 8 rows at d: 8 tokens a chunk unpadded, 3 padded (each chunk's device
+        // bytes within it, or one document alone).
+        let budget = 8 * 77 * 2;
+        let at_d = plan_chunks(c.offsets(), plain.token_bytes(&c), 0..3, budget);
+        assert_eq!(at_d, vec![0..2, 2..3]);
+        let chunks = plan_chunks(c.offsets(), padded.token_bytes(&c), 0..3, budget);
+        assert_eq!(chunks, vec![0..1, 1..2, 2..3]);
+        let longer = plan_chunks(c.offsets(), padded.token_bytes(&c), 0..3, 7 * 157 * 2);
+        assert_eq!(longer, vec![0..2, 2..3]);
+        // A width under d is never taken.
+        assert_eq!(ChunkLayout::of(&c, |_| 8).width, d);
     }
 }

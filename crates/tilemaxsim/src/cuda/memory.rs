@@ -342,22 +342,19 @@ impl DeviceCorpus {
         })
     }
 
-    /// Room for a streamed chunk of `corpus`: up to `max_docs` documents in `max_bytes` bytes
-    /// of tokens at the corpus's own d, stored `width(split_ok)` wide (the scorer's
-    /// `stored_width`: the chunk's rows are re-pitched as they are copied in where that is past
-    /// d), holding no document until a chunk is copied in ([`DeviceCorpus::hold`]). What the
-    /// kernel choice needs of the lengths is taken from the whole corpus.
+    /// Room for a streamed chunk of `corpus`: up to `max_docs` documents of `max_tokens` tokens,
+    /// stored as `layout` says (the chunk's rows are re-pitched as they are copied in where its
+    /// width is past d), holding no document until a chunk is copied in
+    /// ([`DeviceCorpus::hold`]). What the kernel choice needs of the lengths is taken from the
+    /// whole corpus.
     pub(super) fn chunk_room(
         stream: &Arc<CudaStream>,
         corpus: &Corpus,
+        layout: ChunkLayout,
         max_docs: usize,
-        max_bytes: usize,
-        width: impl Fn(bool) -> usize,
+        max_tokens: usize,
     ) -> Result<Self> {
-        let offsets = corpus.offsets();
-        let split_ok = split_ok(corpus, 0..offsets[corpus.len()]);
-        let (dim, width) = (corpus.dim(), width(split_ok));
-        let room = max_bytes / dim.max(1) * width.max(dim);
+        let room = max_tokens.max(1) * layout.width * corpus.dtype().size();
         Ok(DeviceCorpus {
             // SAFETY: each chunk's bytes are copied in before it is scored.
             tokens: Mem::owned(unsafe { stream.alloc::<u8>(room) }.map_err(drv("chunk buffer"))?),
@@ -365,13 +362,13 @@ impl DeviceCorpus {
                 unsafe { stream.alloc::<i64>(max_docs + 1) }.map_err(drv("chunk buffer"))?,
             ),
             dtype: corpus.dtype(),
-            width: width.max(dim),
-            dim,
+            width: layout.width,
+            dim: corpus.dim(),
             len: 0,
             bytes: 0,
-            split_ok,
+            split_ok: layout.split_ok,
             planes: None,
-            lengths: DocLengths::of(offsets),
+            lengths: DocLengths::of(corpus.offsets()),
         })
     }
 
@@ -380,6 +377,40 @@ impl DeviceCorpus {
     pub(super) fn hold(&mut self, docs: usize, bytes: usize) {
         self.len = docs;
         self.bytes = bytes;
+    }
+}
+
+/// How a streamed corpus's chunks lie on the device: whether its f32 rows take the split
+/// (`split_ok`, over the whole corpus) and the width they are stored at (the scorer's
+/// `stored_width`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChunkLayout {
+    pub(super) split_ok: bool,
+    pub(super) width: usize,
+}
+
+impl ChunkLayout {
+    /// `corpus`'s layout, its width `width(split_ok)` (never under d).
+    pub(super) fn of(corpus: &Corpus, width: impl Fn(bool) -> usize) -> Self {
+        let split_ok = split_ok(corpus, 0..corpus.offsets()[corpus.len()]);
+        ChunkLayout {
+            split_ok,
+            width: width(split_ok).max(corpus.dim()),
+        }
+    }
+
+    /// Whether the rows are stored wider than d (and so copied in at d first, then re-pitched).
+    pub(super) fn padded(&self, corpus: &Corpus) -> bool {
+        self.width > corpus.dim()
+    }
+
+    /// Device bytes a token of a chunk takes: its row as stored, and where that is padded, its
+    /// row at d too (the copy it is re-pitched from). A streamed chunk's budget is counted in
+    /// these.
+    pub(super) fn token_bytes(&self, corpus: &Corpus) -> usize {
+        let size = corpus.dtype().size();
+        let narrow = if self.padded(corpus) { corpus.dim() } else { 0 };
+        (self.width + narrow) * size
     }
 }
 

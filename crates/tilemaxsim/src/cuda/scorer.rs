@@ -34,7 +34,7 @@ use super::plan::{
 };
 use super::raw::{self, RawArgs};
 use super::raw_residual::{self, RawResidual};
-use super::timing;
+use super::timing::{self, ReadCeilings};
 use super::topk::{self, TopKScratch};
 use super::train::{self, TrainArgs};
 use crate::codec::{CodecKind, CompressedCorpus};
@@ -610,8 +610,9 @@ impl CudaScorer {
         timing::read_ceiling(&self.gpu, bytes, reps)
     }
 
-    /// Both read ceilings in GB/s: 16-byte loads, and bulk copies (`None` before sm_90).
-    pub fn measure_read_ceilings(&self, bytes: usize, reps: usize) -> Result<(f64, Option<f64>)> {
+    /// Every read-ceiling kernel's rate over one buffer of `bytes`: 16-byte loads, and bulk
+    /// copies at each of `timing::COPY_SHAPES` (none before sm_90).
+    pub fn measure_read_ceilings(&self, bytes: usize, reps: usize) -> Result<ReadCeilings> {
         timing::read_ceilings(&self.gpu, bytes, reps)
     }
 

@@ -8,22 +8,43 @@ use super::device::drv;
 use crate::error::Result;
 
 /// The device's streaming read ceiling in GB/s, median of `reps` timed runs after a warm-up over
-/// `bytes` bytes (use several times the L2 size): the faster of a 16-byte-load kernel and (sm_90+)
-/// the copy engine's bulk copies into shared memory (`read_ceiling_bulk`: 32 KB chunks, two
-/// stages, three blocks a SM, as `maxsim_bulk` reads), so that no kernel passes 100% of it.
+/// `bytes` bytes (use several times the L2 size): the fastest of a 16-byte-load kernel and
+/// (sm_90+) the copy engine's bulk copies into shared memory at each of [`COPY_SHAPES`]
+/// (`read_ceiling_bulk`, as the bulk kernels read), so that no kernel passes 100% of it.
 pub(super) fn read_ceiling(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<f64> {
-    let (loads, copies) = read_ceilings(gpu, bytes, reps)?;
-    Ok(copies.map_or(loads, |c| c.max(loads)))
+    Ok(read_ceilings(gpu, bytes, reps)?.best())
 }
 
-/// Both read ceilings in GB/s: 16-byte loads, and bulk copies (sm_90+, else `None`).
-pub(super) fn read_ceilings(
-    gpu: &GpuContext,
-    bytes: usize,
-    reps: usize,
-) -> Result<(f64, Option<f64>)> {
-    // One buffer (a multiple of both kernels' units) and one sink for both kernels.
-    let bytes = (bytes / COPY_CHUNK).max(1) * COPY_CHUNK;
+/// The read ceilings of one measurement, in GB/s.
+#[derive(Clone, Debug)]
+pub struct ReadCeilings {
+    /// The bytes each kernel read a call.
+    pub bytes: usize,
+    /// 16-byte loads, grid-stride (`read_ceiling`).
+    pub loads: f64,
+    /// Bulk copies (`read_ceiling_bulk`, sm_90+; empty before): `(copy bytes, stages, GB/s)` at
+    /// each of [`COPY_SHAPES`].
+    pub copies: Vec<(usize, usize, f64)>,
+}
+
+impl ReadCeilings {
+    /// The fastest bulk-copy shape's rate (`None` before sm_90).
+    pub fn copies_best(&self) -> Option<f64> {
+        self.copies.iter().map(|c| c.2).reduce(f64::max)
+    }
+
+    /// The ceiling: the fastest of every kernel measured.
+    pub fn best(&self) -> f64 {
+        self.copies_best().map_or(self.loads, |c| c.max(self.loads))
+    }
+}
+
+/// Every ceiling kernel's rate over one buffer of `bytes` (rounded down to a multiple of the
+/// largest copy, at least one copy).
+pub(super) fn read_ceilings(gpu: &GpuContext, bytes: usize, reps: usize) -> Result<ReadCeilings> {
+    // One buffer (a multiple of every kernel's unit) and one sink for all of them.
+    let unit = COPY_SHAPES.iter().map(|s| s.0).max().unwrap_or(16);
+    let bytes = (bytes / unit).max(1) * unit;
     let buf = gpu
         .stream
         .alloc_zeros::<u8>(bytes)
@@ -35,32 +56,39 @@ pub(super) fn read_ceilings(
     let (p, _g) = buf.device_ptr(&gpu.stream);
     let (s, _g2) = sink.device_ptr(&gpu.stream);
     let loads = read_ceiling_loads(gpu, p, bytes, s, reps)?;
-    let copies = match &gpu.kernels.read_ceiling_bulk {
-        Some(f) => Some(read_ceiling_copies(gpu, f, p, bytes, s, reps)?),
-        None => None,
-    };
-    Ok((loads, copies))
+    let mut copies = Vec::new();
+    if let Some(f) = &gpu.kernels.read_ceiling_bulk {
+        for &(chunk, stages) in COPY_SHAPES {
+            let gbps = read_ceiling_copies(gpu, f, (p, bytes), (chunk, stages), s, reps)?;
+            copies.push((chunk, stages, gbps));
+        }
+    }
+    Ok(ReadCeilings {
+        bytes,
+        loads,
+        copies,
+    })
 }
 
-/// Bytes of one `read_ceiling_bulk` copy.
-const COPY_CHUNK: usize = 32 << 10;
+/// `read_ceiling_bulk`'s shapes, `(copy bytes, stages)`: the bulk kernels' own (32 KB, two
+/// stages, three blocks a SM), more copies in flight in smaller pieces, and larger copies at one
+/// block a SM. The ceiling takes the fastest.
+pub const COPY_SHAPES: &[(usize, usize)] = &[(32 << 10, 2), (16 << 10, 4), (64 << 10, 3)];
 
-/// `read_ceiling_bulk`'s rate in GB/s over the `bytes` (a multiple of COPY_CHUNK) at device
-/// address `p`; `s`: a u32 sink.
+/// `read_ceiling_bulk`'s rate in GB/s over `buf` (device address, bytes: a multiple of
+/// `shape`'s copy) at `shape` (copy bytes, stages); `s`: a u32 sink.
 fn read_ceiling_copies(
     gpu: &GpuContext,
     func: &cudarc::driver::CudaFunction,
-    p: u64,
-    bytes: usize,
+    (p, bytes): (u64, usize),
+    (chunk, stages): (usize, usize),
     s: u64,
     reps: usize,
 ) -> Result<f64> {
-    const CHUNK: usize = COPY_CHUNK;
-    const STAGES: usize = 2;
-    let chunks = bytes / CHUNK;
-    let smem = STAGES * CHUNK + STAGES * 8;
+    let chunks = bytes / chunk;
+    let smem = stages * chunk + stages * 8;
     let resident = gpu.resident_blocks(func, 32, smem)?;
-    let (n, chunk, stages) = (chunks as i64, CHUNK as i32, STAGES as i32);
+    let (n, chunk_arg, stages_arg) = (chunks as i64, chunk as i32, stages as i32);
     let times = time_ms(gpu, reps, || {
         let cfg = LaunchConfig {
             grid_dim: (resident.clamp(1, u32::MAX as u64) as u32, 1, 1),
@@ -68,14 +96,14 @@ fn read_ceiling_copies(
             shared_mem_bytes: smem as u32,
         };
         let mut b = gpu.stream.launch_builder(func);
-        b.arg(&p).arg(&n).arg(&chunk).arg(&stages).arg(&s);
-        // SAFETY: `p` holds `chunks` chunks of CHUNK bytes, `s` one u32; `smem` bytes hold the
+        b.arg(&p).arg(&n).arg(&chunk_arg).arg(&stages_arg).arg(&s);
+        // SAFETY: `p` holds `chunks` copies of `chunk` bytes, `s` one u32; `smem` bytes hold the
         // stages and their mbarriers (allowed by resident_blocks).
         unsafe { b.launch(cfg) }
             .map(|_| ())
             .map_err(drv("bulk read ceiling"))
     })?;
-    Ok((chunks * CHUNK) as f64 / median(&times) / 1e6)
+    Ok((chunks * chunk) as f64 / median(&times) / 1e6)
 }
 
 /// The 16-byte-load kernel's rate in GB/s over the `bytes` (a multiple of 16) at device

@@ -96,6 +96,8 @@ fn run_cpu(args: &BenchArgs) -> Result<Report> {
         ceiling_read_gbps: ceilings.read_gbps,
         ceiling_read_loads_gbps: None,
         ceiling_read_copies_gbps: None,
+        ceiling_read_copy_shapes: Vec::new(),
+        ceiling_bytes: 0,
         ceiling_name: "f32 FMA".into(),
         results,
     })

@@ -35,13 +35,30 @@ pub(crate) struct Report {
     pub threads: usize,
     pub ceiling_gflops: f64,
     pub ceiling_read_gbps: f64,
-    /// GPU: the two read ceilings `ceiling_read_gbps` is the faster of: 16-byte loads, and bulk
-    /// copies into shared memory (sm_90+).
+    /// GPU: the read ceilings `ceiling_read_gbps` is the fastest of: 16-byte loads, and bulk
+    /// copies into shared memory (sm_90+; the fastest of `ceiling_read_copy_shapes`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling_read_loads_gbps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling_read_copies_gbps: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ceiling_read_copy_shapes: Vec<CopyShape>,
+    /// GPU: the bytes each ceiling kernel read a call (0 on the CPU).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ceiling_bytes: usize,
     /// What `pct_ceiling` is a percentage of: `f32 FMA` (CPU) or `read` (GPU bandwidth).
     pub ceiling_name: String,
     pub results: Vec<CaseResult>,
+}
+
+/// One bulk-copy shape of the read ceiling: copies of `kib` KiB into `stages` stages.
+#[derive(Serialize)]
+pub(crate) struct CopyShape {
+    pub kib: usize,
+    pub stages: usize,
+    pub gbps: f64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
