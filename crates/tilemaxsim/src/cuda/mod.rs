@@ -78,6 +78,6 @@ pub use raw::{RawArgs, RawDocs, RawLayout, RawQueries};
 pub use raw_residual::RawResidual;
 pub use rerank::{GpuExact, GpuRerank};
 pub use scorer::CudaScorer;
-pub use timing::{COPY_SHAPES, ReadCeilings, median};
+pub use timing::{COPY_SHAPES, CopyRate, ReadCeilings, median};
 pub use topk::hits_from;
 pub use train::{TrainArgs, TrainQueries, train_supported};

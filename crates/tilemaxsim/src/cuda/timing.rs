@@ -22,15 +22,22 @@ pub struct ReadCeilings {
     pub bytes: usize,
     /// 16-byte loads, grid-stride (`read_ceiling`).
     pub loads: f64,
-    /// Bulk copies (`read_ceiling_bulk`, sm_90+; empty before): `(copy bytes, stages, GB/s)` at
-    /// each of [`COPY_SHAPES`].
-    pub copies: Vec<(usize, usize, f64)>,
+    /// Bulk copies (`read_ceiling_bulk`, sm_90+; empty before) at each of [`COPY_SHAPES`].
+    pub copies: Vec<CopyRate>,
+}
+
+/// `read_ceiling_bulk`'s rate at one shape: copies of `bytes` into `stages` stages.
+#[derive(Clone, Copy, Debug)]
+pub struct CopyRate {
+    pub bytes: usize,
+    pub stages: usize,
+    pub gbps: f64,
 }
 
 impl ReadCeilings {
     /// The fastest bulk-copy shape's rate (`None` before sm_90).
     pub fn copies_best(&self) -> Option<f64> {
-        self.copies.iter().map(|c| c.2).reduce(f64::max)
+        self.copies.iter().map(|c| c.gbps).reduce(f64::max)
     }
 
     /// The ceiling: the fastest of every kernel measured.
@@ -60,7 +67,11 @@ pub(super) fn read_ceilings(gpu: &GpuContext, bytes: usize, reps: usize) -> Resu
     if let Some(f) = &gpu.kernels.read_ceiling_bulk {
         for &(chunk, stages) in COPY_SHAPES {
             let gbps = read_ceiling_copies(gpu, f, (p, bytes), (chunk, stages), s, reps)?;
-            copies.push((chunk, stages, gbps));
+            copies.push(CopyRate {
+                bytes: chunk,
+                stages,
+                gbps,
+            });
         }
     }
     Ok(ReadCeilings {

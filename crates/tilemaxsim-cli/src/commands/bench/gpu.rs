@@ -132,10 +132,10 @@ pub fn run(gpu: &CudaScorer, args: &BenchArgs) -> Result<Report> {
         ceiling_read_copy_shapes: ceilings
             .copies
             .iter()
-            .map(|&(bytes, stages, gbps)| CopyShape {
-                kib: bytes >> 10,
-                stages,
-                gbps,
+            .map(|c| CopyShape {
+                kib: c.bytes >> 10,
+                stages: c.stages,
+                gbps: c.gbps,
             })
             .collect(),
         ceiling_bytes: ceilings.bytes,
