@@ -6,8 +6,10 @@
 //   maxsim_train_dd:  dD[b, j] = sum_{a, i: argmax[a, b, i] = j} g[a, b] * Q[a, i]
 //                     (a block per document, its rows accumulated in shared memory).
 // Pairing: group = 0 scores every query against every document (`[A, B]`, PyLate's in-batch
-// matrix); group = K > 0 scores document b against query b / K only (`[B]`: pairs for K = 1,
-// the distillation layout `[A, K, Ld, d]` for K candidates a query).
+// matrix; the block's documents go through a ring in shared memory that its eight query chunks
+// share, TRAIN_SMEM); group = K > 0 scores document b against query b / K only (`[B]`: pairs
+// for K = 1, the distillation layout `[A, K, Ld, d]` for K candidates a query; each warp loads
+// its own document's rows).
 // Documents: `DocRows` (ablation.cu: packed rows by offsets, or a padded batch with lengths),
 // `num_docs` of them. Queries: `[A, Lq, d]`, any strides whose
 // rows are contiguous and 16-byte aligned; a warp takes 32 query rows at a time. The similarity
@@ -147,6 +149,111 @@ __device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], con
     }
 }
 
+// TRAIN_SMEM 1: every query against every document (group = 0) reads the block's documents
+// through shared memory, TRAIN_TILE rows a stage in a ring of TRAIN_STAGES (cp.async, all 256
+// threads), which the block's TRAIN_WARPS query chunks all multiply: each document row leaves
+// L2 once a block instead of once a warp. 0: every warp loads its B fragments from global
+// memory itself (train_doc), as the pairs and distillation layouts (group > 0) always do.
+#ifndef TRAIN_SMEM
+#define TRAIN_SMEM 1
+#endif
+#ifndef TRAIN_TILE
+#define TRAIN_TILE 64
+#endif
+#ifndef TRAIN_STAGES
+#define TRAIN_STAGES 3
+#endif
+// The ring's rows the host sizes a block's shared memory for (src/cuda/train.rs: FWD_RING_ROWS).
+#define TRAIN_RING_ROWS 192
+static_assert(TRAIN_TILE % 16 == 0 && TRAIN_TILE * TRAIN_STAGES <= TRAIN_RING_ROWS, "the ring outgrows its shared memory");
+// Blocks a SM the forward's registers must leave room for (__launch_bounds__'s second argument):
+// two hold it to 128 registers, 16 warps a SM. H200, PyLate's in-batch step (64 queries × 512
+// documents, Lq 32, Ld 180, d 128), the forward with its argmax alone, ms (two rounds,
+// bench/results/h200/2026-12-02c/call3.log): bf16 0.218 / 0.236 with two, 0.292 / 0.274 with
+// one, 0.411 / 0.387 for each warp loading its own rows from L2 (TRAIN_SMEM=0); f16 0.217 /
+// 0.227, 0.282 / 0.281, 0.404 / 0.421. Not kept: two stages of 96 rows (0.276-0.294) and six
+// of 32 (0.283-0.303), at one block a SM.
+#ifndef TRAIN_FWD_MIN_BLOCKS
+#define TRAIN_FWD_MIN_BLOCKS 2
+#endif
+
+// A stage's row pitch in halves: KCH 32-wide chunks, odd in 64-byte units, so that the two rows
+// of an 8-lane phase of the 16-byte fragment loads (rows g and g + 1, 64 bytes each) fall on
+// the two halves of the banks. src/cuda/train.rs (`train_smem`) sizes the ring alike.
+template <int KCH> struct TrainPitch {
+    static constexpr int HALVES = (KCH | 1) * 32;
+};
+
+// The documents b0 .. b1 as a sequence of TRAIN_TILE-row tiles (documents of no rows give none),
+// copied into the ring one tile at a time by every thread of the block.
+struct TrainTiles {
+    int b, b1, n0, len;
+    i64 base;
+    __device__ __forceinline__ TrainTiles(const DocRows& docs, int first, int end) : b(first), b1(end), n0(0), len(0), base(0) {
+        if (b < b1) docs.extent(b, base, len);
+    }
+    // Copies the next tile (if any is left) into `stage`: rows n0 .. of document b, d elements
+    // each (16-byte pieces past d are not copied: the fragment loads zero them).
+    template <int KCH>
+    __device__ __forceinline__ void copy_next(const DocRows& docs, u16* stage, int dim) {
+        while (b < b1 && n0 >= len) {
+            if (++b < b1) docs.extent(b, base, len);
+            n0 = 0;
+        }
+        if (b >= b1) return;
+        const int rows = min(TRAIN_TILE, len - n0);
+        const u16* src = (const u16*)docs.tokens + base + (i64)n0 * docs.row_stride;
+        constexpr int PIECES = KCH * 4;  // 16-byte pieces of a row's KCH chunks
+        for (int e = threadIdx.x; e < TRAIN_TILE * PIECES; e += TRAIN_WARPS * 32) {
+            const int r = e / PIECES, k = e % PIECES;
+            if (r < rows && k * 8 < dim)
+                cp_async16(smem_addr(stage + r * TrainPitch<KCH>::HALVES + k * 8), src + (i64)r * docs.row_stride + k * 8, 16);
+        }
+        n0 += TRAIN_TILE;
+    }
+};
+
+// The running maxima and argmaxima of a warp's 32 query rows over one tile of a document in
+// the ring (its rows n0 .. of `len`; `stage` holds rows n0 .. n0 + TRAIN_TILE - 1), as
+// train_doc takes them from global memory: the same fragments, so the same bits.
+template <bool BF, int KCH>
+__device__ __forceinline__ void train_tile(const unsigned (&a)[2][KCH][2][4], const u16* stage, int n0, int len, int dim,
+                                           int g, int c, float (&best)[2][2], int (&arg)[2][2]) {
+#pragma unroll
+    for (int s = 0; s < TRAIN_TILE / 16; ++s) {
+        const int n = n0 + s * 16;
+        if (n >= len) break;
+        V4 v[2][KCH];
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+            const bool row_in = n + t * 8 + g < len;
+            const u16* p = stage + (s * 16 + t * 8 + g) * TrainPitch<KCH>::HALVES + c * 8;
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+                v[t][ch] = row_in && ch * 32 + c * 8 < dim ? *(const V4*)(p + ch * 32) : V4{0u, 0u, 0u, 0u};
+        }
+        float acc[2][2][4];
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+            tile_products<BF, KCH>(acc[t], a, v[t]);
+        }
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                const int col = n + t * 8 + 2 * c;
+                train_take(best[mt][0], arg[mt][0], acc[t][mt][0], col, len);
+                train_take(best[mt][0], arg[mt][0], acc[t][mt][1], col + 1, len);
+                train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
+                train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
+            }
+    }
+}
+
 // The quad's (max, argmax) of each row (ties: the lower index), the score of the first `valid`
 // rows, and their argmax written to `arg_out` (null: not kept).
 __device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2][2], int valid, int g, int c,
@@ -177,6 +284,76 @@ __device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2]
     return warp_sum(s);
 }
 
+// The score (and argmax) of one (query, 32-row chunk) task from its warp's running maxima, into
+// `out` (added where the query has more than one chunk) and `argmax`.
+template <int KCH>
+__device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2], int valid, int g, int c, int lane,
+                                            i64 pair, int lq, int chunk, int chunks, int len, float* out, int* argmax) {
+    int* arg_out = argmax ? argmax + pair * lq + chunk * 32 : nullptr;
+    const float s = train_finish(best, arg, valid, g, c, arg_out);
+    if (lane == 0) {
+        const float v = len > 0 ? s : NEG_INF;
+        if (chunks == 1)
+            out[pair] = v;
+        else
+            atomicAdd(out + pair, v);
+    }
+}
+
+// group = 0 through shared memory (TRAIN_SMEM): the block's documents b0 .. b1 in tiles
+// through a ring of TRAIN_STAGES, each tile copied once and multiplied by every warp's query
+// chunk (task `task`; a warp past the last task copies and waits only).
+template <bool BF, int KCH>
+__device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
+                                                      DocRows docs, int num_docs, int dim, int b0, int b1, i64 task,
+                                                      float* out, int* argmax) {
+    extern __shared__ __align__(16) u16 train_ring[];
+    constexpr int STAGE = TRAIN_TILE * TrainPitch<KCH>::HALVES;
+    const int lane = threadIdx.x & 31;
+    const int g = lane >> 2, c = lane & 3;
+    const int chunks = (lq + 31) >> 5;
+    const bool active = task < (i64)num_q * chunks;
+    const int qi = active ? (int)(task / chunks) : 0, chunk = active ? (int)(task % chunks) : 0;
+    const int valid = min(32, lq - chunk * 32);
+    unsigned a[2][KCH][2][4];
+    if (active) train_load_a<KCH>(a, q + qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
+    TrainTiles tiles(docs, b0, b1);
+#pragma unroll
+    for (int s = 0; s < TRAIN_STAGES - 1; ++s) {
+        tiles.copy_next<KCH>(docs, train_ring + s * STAGE, dim);
+        cp_async_commit();
+    }
+    int stage = 0;
+    for (int b = b0; b < b1; ++b) {
+        i64 base;
+        int len;
+        docs.extent(b, base, len);
+        float best[2][2];
+        int arg[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                best[mt][h] = NEG_INF;
+                arg[mt][h] = -1;
+            }
+        for (int n0 = 0; n0 < len; n0 += TRAIN_TILE) {
+            // The stage refilled here was multiplied in the last round (the barrier below).
+            const int fill = stage + TRAIN_STAGES - 1 < TRAIN_STAGES ? stage + TRAIN_STAGES - 1 : stage - 1;
+            tiles.copy_next<KCH>(docs, train_ring + fill * STAGE, dim);
+            cp_async_commit();
+            cp_async_wait<TRAIN_STAGES - 1>();
+            __syncthreads();
+            if (active) train_tile<BF, KCH>(a, train_ring + stage * STAGE, n0, len, dim, g, c, best, arg);
+            __syncthreads();
+            stage = stage + 1 < TRAIN_STAGES ? stage + 1 : 0;
+        }
+        if (active)
+            train_store<KCH>(best, arg, valid, g, c, lane, (i64)qi * num_docs + b, lq, chunk, chunks, len, out, argmax);
+    }
+    cp_async_wait<0>();
+}
+
 // Grid: group = 0: x over document ranges of `per_block` documents, y over sets of TRAIN_WARPS
 // (query, 32-row chunk) tasks, a warp per task walking the block's documents; group > 0: x over
 // sets of TRAIN_WARPS (document, chunk) tasks. `out`: [A, B] or [B] f32, pre-zeroed where
@@ -197,11 +374,16 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
         b1 = b0 + 1;
         qi = b0 / group;
     } else {
+        b0 = blockIdx.x * per_block;
+        b1 = min(num_docs, b0 + per_block);
+#if TRAIN_SMEM
+        // Every warp of the block copies and waits, those past the last task included.
+        maxsim_train_fwd_ring<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, b0, b1, task, out, argmax);
+        return;
+#endif
         if (task >= (i64)num_q * chunks) return;
         qi = (int)(task / chunks);
         chunk = (int)(task % chunks);
-        b0 = blockIdx.x * per_block;
-        b1 = min(num_docs, b0 + per_block);
     }
     if (qi >= num_q) return;
     const int valid = min(32, lq - chunk * 32);
@@ -215,15 +397,7 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
         int arg[2][2];
         train_doc<BF, KCH>(a, (const u16*)docs.tokens + base, docs.row_stride, len, dim, g, c, best, arg);
         const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
-        int* arg_out = argmax ? argmax + pair * lq + chunk * 32 : nullptr;
-        const float s = train_finish(best, arg, valid, g, c, arg_out);
-        if (lane == 0) {
-            const float v = len > 0 ? s : NEG_INF;
-            if (chunks == 1)
-                out[pair] = v;
-            else
-                atomicAdd(out + pair, v);
-        }
+        train_store<KCH>(best, arg, valid, g, c, lane, pair, lq, chunk, chunks, len, out, argmax);
     }
 }
 
@@ -391,7 +565,7 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
 }
 
 #define INSTANTIATE_TRAIN_FWD(NAME, BF, KCH)                                                    \
-    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) NAME(                        \
+    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32, TRAIN_FWD_MIN_BLOCKS) NAME(  \
         const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,       \
         int group, int per_block, float* out, int* argmax)                                      \
     {                                                                                           \

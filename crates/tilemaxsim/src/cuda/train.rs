@@ -1,5 +1,6 @@
 //! Training on tensors the engine borrows (kernels/train.cu): the forward pass, which writes
-//! each query token's best document token (int32) beside the score, and the backward passes,
+//! each query token's best document token (int32) beside the score (every query against every
+//! document through a ring of document rows in shared memory), and the backward passes,
 //! which route the scores' gradient through those tokens (dQ by gathers, dD accumulated per
 //! document in shared memory). f16/bf16, queries and documents of one dtype, d a multiple of 8
 //! up to 128, rows contiguous and 16-byte aligned; [`train_supported`] says whether a shape
@@ -21,6 +22,16 @@ use crate::matrix::DType;
 const WARPS: u32 = 8;
 /// Shared memory for one block of `maxsim_train_dd`'s f32 row accumulators.
 const DD_SMEM_BYTES: usize = 96 << 10;
+/// Document rows of `maxsim_train_fwd`'s ring at group 0 (kernels/train.cu: TRAIN_RING_ROWS,
+/// room for its TRAIN_STAGES stages of TRAIN_TILE rows).
+const FWD_RING_ROWS: usize = 192;
+
+/// Dynamic shared bytes of a `maxsim_train_fwd` block scoring every query against every
+/// document at `kch` 32-wide chunks of d: its ring, rows `(kch | 1) × 32` halves apart
+/// (kernels/train.cu: TrainPitch).
+fn fwd_smem(kch: usize) -> usize {
+    FWD_RING_ROWS * (kch | 1) * 32 * 2
+}
 
 /// Padded queries `[num, len, dim]` in device memory: query a's row i at element
 /// `a × batch_stride + i × row_stride`, its `dim` elements contiguous.
@@ -177,10 +188,15 @@ pub(super) unsafe fn forward(
     } else {
         ((grid_x(task_blocks)?, 1), 1)
     };
+    // Every query against every document reads the block's documents through a ring in
+    // shared memory; the other layouts, a document a warp, do not.
+    let smem = if args.group == 0 { fwd_smem(kch) } else { 0 };
+    // Raises the function's dynamic shared memory allowance where needed.
+    gpu.blocks_per_sm(f, WARPS * 32, smem)?;
     let cfg = LaunchConfig {
         grid_dim: (grid.0, grid.1, 1),
         block_dim: (WARPS * 32, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: smem as u32,
     };
     let (q_batch, q_row) = (q.batch_stride as i64, q.row_stride as i64);
     let (num_q, lq, dim) = (q.num as i32, q.len as i32, q.dim as i32);
