@@ -111,9 +111,10 @@ def assert_close(got, want, what, rel):
     assert err <= rel * scale, f"{what}: max |error| {err:.3g} against {rel * scale:.3g}"
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+# ids=str: "torch.bfloat16", so `-k bfloat16` picks them (bench/train_gpu.sh's sanitizer runs).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape", TRAIN_SHAPES)
-@pytest.mark.parametrize("mode", ["all", "pairs", "kd", "packed", "holes"])
+@pytest.mark.parametrize("mode", ["all", "pairs", "kd", "packed", "packed_all", "holes"])
 def test_training_gradients_match_float64_autograd(rng, poisoned, dtype, shape, mode):
     A, Lq, B, Ld, d = shape
     if mode in ("pairs", "packed"):
@@ -129,10 +130,11 @@ def test_training_gradients_match_float64_autograd(rng, poisoned, dtype, shape, 
             got = tilemaxsim.maxsim(Q, D)
             valid = torch.ones((A, K, Ld), dtype=torch.bool, device=DEVICE)
             ref_mode, Dref = "kd", D
-        elif mode == "packed":
+        elif mode in ("packed", "packed_all"):
             cu = torch.cat([torch.zeros(1, dtype=torch.int64, device=DEVICE), lengths.cumsum(0)])
             D = normalized(rng, int(cu[-1]), d, dtype=dtype).requires_grad_()
-            got = tilemaxsim.maxsim_pairs(Q, D, cu_seqlens=cu)
+            f = tilemaxsim.maxsim_pairs if mode == "packed" else tilemaxsim.maxsim
+            got = f(Q, D, cu_seqlens=cu)
             # The float64 twin: the same rows padded (autograd through the padding gather).
             rows = (cu[:-1, None] + torch.arange(Ld, device=DEVICE)[None, :]).clamp(max=int(cu[-1]) - 1)
             valid = torch.arange(Ld, device=DEVICE)[None, :] < lengths[:, None]
@@ -152,11 +154,14 @@ def test_training_gradients_match_float64_autograd(rng, poisoned, dtype, shape, 
             Dref = D
         g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).float().to(DEVICE)
         dQ, dD = torch.autograd.grad(got, (Q, D), g)
-        if mode == "packed":
+        if mode in ("packed", "packed_all"):
             q = Q.detach().double().requires_grad_()
             dp = D.detach().double().requires_grad_()
             padded = dp[rows]
-            sims = torch.einsum("bid,bjd->bij", q, padded).masked_fill(~valid[:, None, :], float("-inf"))
+            if mode == "packed":
+                sims = torch.einsum("bid,bjd->bij", q, padded).masked_fill(~valid[:, None, :], float("-inf"))
+            else:
+                sims = torch.einsum("aid,bjd->abij", q, padded).masked_fill(~valid[None, :, None, :], float("-inf"))
             want = sims.max(dim=-1).values.sum(dim=-1)
             wQ, wD = torch.autograd.grad(want, (q, dp), g.double())
             tie = nearest_tie(sims)
