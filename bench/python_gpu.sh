@@ -7,7 +7,7 @@
 # multiprocess, which `import pylate.scores` needs and the device lacks; ujson; .whl/compat:
 # sentence-transformers and transformers 5.3.0, PyLate's pins; .whl/pylate-1.6.0.tar.gz, the sdist
 # whose tests tests/test_pylate_suite.py runs) and .dev (device_build.sh).
-# usage: bash bench/python_gpu.sh [--no-bench]
+# usage: bash bench/python_gpu.sh [--no-bench | --no-tests]   (--no-tests: the bench half alone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
@@ -32,8 +32,8 @@ sdist=$(ls "$PWD"/.whl/pylate-*.tar.gz 2>/dev/null | head -1)
 [ -n "$sdist" ] && export TILEMAXSIM_PYLATE_SDIST=$sdist
 {
   echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-  echo "== pytest on CUDA tensors"
-  (cd crates/tilemaxsim-python && TILEMAXSIM_TEST_DEVICE=cuda timeout 480 python3 -m pytest -q -rfs --tb=short -W ignore::DeprecationWarning -p no:cacheprovider tests 2>&1 | tail -60)
+  [ "${1:-}" = "--no-tests" ] || { echo "== pytest on CUDA tensors"
+  (cd crates/tilemaxsim-python && TILEMAXSIM_TEST_DEVICE=cuda timeout 480 python3 -m pytest -q -rfs --tb=short -W ignore::DeprecationWarning -p no:cacheprovider tests 2>&1 | tail -60); }
   [ "${1:-}" = "--no-bench" ] || { echo "== bench"; timeout 420 python3 bench/python_gpu.py --out "$OUT";
     echo "== host time of one call"; timeout 120 python3 bench/python_overhead.py; }
   echo "== $(date -u +%FT%TZ) done"
