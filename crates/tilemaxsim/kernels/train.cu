@@ -73,6 +73,43 @@ __device__ __forceinline__ void train_take(float& best, int& arg, float v, int c
     }
 }
 
+// A warp's running maxima (no token yet) and argmaxima (-1).
+__device__ __forceinline__ void train_reset(float (&best)[2][2], int (&arg)[2][2]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            best[mt][h] = NEG_INF;
+            arg[mt][h] = -1;
+        }
+}
+
+// A 16-row tile of a document (its rows n0 .. n0 + 15 as B fragments `v`, two 8-row halves)
+// multiplied by a warp's 32 query rows and folded into their running maxima and argmaxima.
+template <bool BF, int KCH>
+__device__ __forceinline__ void train_fold(const unsigned (&a)[2][KCH][2][4], const V4 (&v)[2][KCH], int n0, int len,
+                                           int c, float (&best)[2][2], int (&arg)[2][2]) {
+    float acc[2][2][4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
+        tile_products<BF, KCH>(acc[t], a, v[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            const int col = n0 + t * 8 + 2 * c;
+            train_take(best[mt][0], arg[mt][0], acc[t][mt][0], col, len);
+            train_take(best[mt][0], arg[mt][0], acc[t][mt][1], col + 1, len);
+            train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
+            train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
+        }
+}
+
 // Rows n0 + g and n0 + 8 + g of a document (p: row n0 + g, at this thread's 8 dimensions of the
 // first 32) as B fragments in the permuted k order; zeros past `len` rows and past `dim`.
 template <int KCH>
@@ -102,13 +139,7 @@ __device__ __forceinline__ void train_load_b(V4 (&v)[2][KCH], const u16* p, int 
 template <bool BF, int KCH>
 __device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], const u16* doc, i64 rs, int len, int dim,
                                           int g, int c, float (&best)[2][2], int (&arg)[2][2]) {
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            best[mt][h] = NEG_INF;
-            arg[mt][h] = -1;
-        }
+    train_reset(best, arg);
     const i64 tile = 8 * rs;
     const u16* p = doc + g * rs + c * 8;  // this thread's row of the first 8-row tile
     V4 v[2][KCH];
@@ -119,25 +150,7 @@ __device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], con
         V4 nv[2][KCH];
         train_load_b<KCH>(nv, p + (n0 + 16) / 8 * tile, n0 + 16, len, dim, g, c, tile);
 #endif
-        float acc[2][2][4];
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-            tile_products<BF, KCH>(acc[t], a, v[t]);
-        }
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const int col = n0 + t * 8 + 2 * c;
-                train_take(best[mt][0], arg[mt][0], acc[t][mt][0], col, len);
-                train_take(best[mt][0], arg[mt][0], acc[t][mt][1], col + 1, len);
-                train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
-                train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
-            }
+        train_fold<BF, KCH>(a, v, n0, len, c, best, arg);
 #if TRAIN_PREFETCH
 #pragma unroll
         for (int t = 0; t < 2; ++t)
@@ -232,25 +245,7 @@ __device__ __forceinline__ void train_tile(const unsigned (&a)[2][KCH][2][4], co
             for (int ch = 0; ch < KCH; ++ch)
                 v[t][ch] = row_in && ch * 32 + c * 8 < dim ? *(const V4*)(p + ch * 32) : V4{0u, 0u, 0u, 0u};
         }
-        float acc[2][2][4];
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[t][mt][e] = 0.f;
-            tile_products<BF, KCH>(acc[t], a, v[t]);
-        }
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                const int col = n + t * 8 + 2 * c;
-                train_take(best[mt][0], arg[mt][0], acc[t][mt][0], col, len);
-                train_take(best[mt][0], arg[mt][0], acc[t][mt][1], col + 1, len);
-                train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
-                train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
-            }
+        train_fold<BF, KCH>(a, v, n, len, c, best, arg);
     }
 }
 
@@ -330,13 +325,7 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch,
         docs.extent(b, base, len);
         float best[2][2];
         int arg[2][2];
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                best[mt][h] = NEG_INF;
-                arg[mt][h] = -1;
-            }
+        train_reset(best, arg);
         for (int n0 = 0; n0 < len; n0 += TRAIN_TILE) {
             // The stage refilled here was multiplied in the last round (the barrier below).
             const int fill = stage + TRAIN_STAGES - 1 < TRAIN_STAGES ? stage + TRAIN_STAGES - 1 : stage - 1;
