@@ -192,7 +192,7 @@ static_assert(TRAIN_TILE % 16 == 0 && TRAIN_TILE * TRAIN_STAGES <= TRAIN_RING_RO
 
 // A stage's row pitch in halves: KCH 32-wide chunks, odd in 64-byte units, so that the two rows
 // of an 8-lane phase of the 16-byte fragment loads (rows g and g + 1, 64 bytes each) fall on
-// the two halves of the banks. src/cuda/train.rs (`train_smem`) sizes the ring alike.
+// the two halves of the banks. src/cuda/train.rs (`fwd_smem`) sizes the ring alike.
 template <int KCH> struct TrainPitch {
     static constexpr int HALVES = (KCH | 1) * 32;
 };
@@ -281,7 +281,6 @@ __device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2]
 
 // The score (and argmax) of one (query, 32-row chunk) task from its warp's running maxima, into
 // `out` (added where the query has more than one chunk) and `argmax`.
-template <int KCH>
 __device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2], int valid, int g, int c, int lane,
                                             i64 pair, int lq, int chunk, int chunks, int len, float* out, int* argmax) {
     int* arg_out = argmax ? argmax + pair * lq + chunk * 32 : nullptr;
@@ -338,7 +337,7 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch,
             stage = stage + 1 < TRAIN_STAGES ? stage + 1 : 0;
         }
         if (active)
-            train_store<KCH>(best, arg, valid, g, c, lane, (i64)qi * num_docs + b, lq, chunk, chunks, len, out, argmax);
+            train_store(best, arg, valid, g, c, lane, (i64)qi * num_docs + b, lq, chunk, chunks, len, out, argmax);
     }
     cp_async_wait<0>();
 }
@@ -386,7 +385,7 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
         int arg[2][2];
         train_doc<BF, KCH>(a, (const u16*)docs.tokens + base, docs.row_stride, len, dim, g, c, best, arg);
         const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
-        train_store<KCH>(best, arg, valid, g, c, lane, pair, lq, chunk, chunks, len, out, argmax);
+        train_store(best, arg, valid, g, c, lane, pair, lq, chunk, chunks, len, out, argmax);
     }
 }
 
