@@ -4,7 +4,8 @@ training kernels (through the PyLate drop-in and through `tilemaxsim.maxsim`) be
 colbert.py:188-201, written out here), timed in one process on the same tensors.
 
 Shapes: PyLate's in-batch contrastive step (64 queries × 512 documents, Lq 32, Ld 180, d 128,
-bf16, cross-entropy over the score matrix), the same in f16, the distillation layout (D
+bf16, cross-entropy over the score matrix), the same in f16 and in f32 (a model trained without
+autocast; ours then runs the engine's exact scores with torch's argmax and gradients), the distillation layout (D
 `[64, 32, 180, 128]`, KL against teacher scores) and, for ours, the forward and backward passes
 alone. Each step's dQ and dD are compared with float64 autograd of the same inputs (max |error|
 relative to the largest gradient). Timing: CUDA events around each step, median of 30 after
@@ -168,8 +169,11 @@ def in_batch(dtype, A=64, B=512, Lq=32, Ld=180, d=128):
         {"case": case, "impl": "tilemaxsim fwd (argmax) + bwd, no loss", "ms": ms}
     )
     print(f"{case:58s} {'ours: fwd+argmax+bwd, no loss':34s} {ms:8.3f} ms", flush=True)
-    # Each kernel alone.
+    # Each kernel alone (f32 has none: it takes the engine's scores and torch's argmax and
+    # gradients, `_autograd.MaxSim`).
     Qd, Dd = Q.detach(), D.detach()
+    if not _autograd.fused_ok(Qd, Dd):
+        return
     _, am = _autograd._forward(Qd, Dd, {}, 0, keep_argmax=True)
     dq, dd = torch.empty_like(Qd), torch.empty_like(Dd)
     stream = stream_of(Qd)
@@ -266,6 +270,7 @@ def main():
     )
     in_batch(torch.bfloat16)
     in_batch(torch.float16)
+    in_batch(torch.float32)
     distillation(torch.bfloat16)
     with open(os.path.join(a.out, "train_step.json"), "w") as f:
         json.dump(
