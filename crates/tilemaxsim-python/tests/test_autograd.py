@@ -195,3 +195,55 @@ def test_distillation_layout_needs_one_query_per_row(rng):
     D = normalized(rng, 3, 4, 9, 16)
     with pytest.raises(ValueError, match="queries for documents"):
         tilemaxsim.maxsim(Q, D)
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_float32_argmax_by_float16_parts_is_float64s(rng, pairs):
+    """The float32 argmax through float16 parts (`_autograd._split_queries`, on CUDA by default;
+    here on either device) picks float64's best token wherever the best two are apart by more
+    than 2^-18 of the row's largest similarity: query rows scaled from 2^-60 to 2^40, document
+    tokens from 2^-10 to 2^10, lengths cut short."""
+    from tilemaxsim import _autograd
+
+    A, Lq, B, Ld, d = (5, 9, 5, 23, 40) if pairs else (3, 9, 6, 23, 40)
+    Q = normalized(rng, A, Lq, d) * torch.from_numpy(2.0 ** rng.integers(-60, 41, size=(A, Lq, 1))).float().to(DEVICE)
+    D = normalized(rng, B, Ld, d) * torch.from_numpy(2.0 ** rng.integers(-10, 11, size=(B, Ld, 1))).float().to(DEVICE)
+    lengths = torch.from_numpy(rng.integers(1, Ld + 1, size=B)).to(DEVICE)
+    got = _autograd._argmax(Q, D, lengths, pairs, split=True).long().cpu()
+    q, dd = Q.double().cpu(), D.double().cpu()
+    sims = torch.einsum("bid,bjd->bij" if pairs else "aid,bjd->abij", q, dd)
+    valid = torch.arange(Ld)[None, :] < lengths.cpu()[:, None]
+    sims = sims.masked_fill(~(valid[:, None, :] if pairs else valid[None, :, None, :]), float("-inf"))
+    top = sims.topk(min(2, Ld), dim=-1)
+    # (a document of one token: its gap is inf, its argmax 0 either way)
+    gap = (top.values[..., 0] - top.values[..., -1]) / sims.masked_fill(sims.isinf(), 0).abs().amax(dim=-1)
+    apart = gap > 2.0**-18  # [B, Lq] (pairs) or [A, B, Lq], as `got`
+    assert apart.float().mean() > 0.9
+    assert torch.equal(got[apart], top.indices[..., 0][apart])
+    if pairs:
+        return
+    # The similarities themselves: float64's, times each query row's scale, to 2^-20 of the row's
+    # largest (a high part alone is off by about 2^-11).
+    parts = _autograd._products(
+        _autograd._split_queries(Q).reshape(A * Lq, 3 * d), _autograd._split_documents(D).reshape(B * Ld, 3 * d).t()
+    )
+    _, e = torch.frexp(q.abs().amax(dim=-1))
+    want = torch.einsum("aid,bjd->aibj", q, dd).reshape(A, Lq, B * Ld) * 2.0 ** (15 - e)[..., None]
+    err = (parts.double().cpu().reshape(A, Lq, B * Ld) - want).abs().amax(dim=-1) / want.abs().amax(dim=-1)
+    assert float(err.max()) < 2.0**-20
+
+
+def test_torch_path_in_chunks_of_one_document_is_the_same(rng, monkeypatch):
+    """The torch path's argmax and gradients (float32: no training kernel) with every document a
+    chunk of its own equal those of one chunk."""
+    from tilemaxsim import _autograd
+
+    Q = normalized(rng, 3, 7, 24).requires_grad_()
+    D = normalized(rng, 5, 11, 24).requires_grad_()
+    lengths = torch.tensor([11, 1, 4, 9, 6], device=DEVICE)
+    g = torch.from_numpy(rng.standard_normal((3, 5))).float().to(DEVICE)
+    whole = torch.autograd.grad(tilemaxsim.maxsim(Q, D, doc_lengths=lengths), (Q, D), g)
+    monkeypatch.setattr(_autograd, "_BLOCK_BYTES", 1)
+    chunked = torch.autograd.grad(tilemaxsim.maxsim(Q, D, doc_lengths=lengths), (Q, D), g)
+    for a, b in zip(whole, chunked):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)

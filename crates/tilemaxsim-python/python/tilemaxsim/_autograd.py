@@ -9,10 +9,12 @@ On CUDA with f16/bf16 inputs of one dtype and d a multiple of 8 up to 128, the e
 kernels do both passes (`_native.train_forward` writes the scores and the argmax in one pass;
 `_native.train_backward` gathers dQ and accumulates dD per document), for padded documents
 (with lengths), packed ones (`cu_seqlens`), pairs and the distillation layout (`group`: document
-b against query b // K). Elsewhere the engine scores, the argmax is found by torch products
-formed as the engine forms its similarities (exact products of the stored values summed in
-float32, TF32 off), and the backward pass gathers and scatters in torch, over chunks of documents
-so the similarity blocks stay small; packed documents are padded there first.
+b against query b // K). Elsewhere (float32, other d, the CPU) the engine scores, the argmax is
+found by torch products formed as the engine forms its similarities (exact products of the
+stored values summed in float32, TF32 off; float32 on CUDA through float16 parts on the tensor
+cores, `_split_queries`), over chunks of documents so the similarity blocks stay small, and the
+backward pass sums the rows each gradient takes with `embedding_bag` (per-sample weights, no
+atomics); packed documents are padded there first.
 `pair_scores` serves gradient-free pairs on CUDA through the same forward kernel.
 """
 
@@ -60,15 +62,61 @@ def _products(a, b):
         return torch.matmul(a.float(), b.float())
 
 
-def _argmax(Q, D, lengths, pairs):
-    """int32 `[A, B, Lq]` (pairs: `[B, Lq]`): each query token's best document token."""
+# float32 similarities for the argmax on the tensor cores (CUDA): each value split into float16
+# parts, the three products hi·hi + lo·hi + hi·lo in one float16 product over 3d with float32
+# sums, as the engine's float32 kernels form them (`maxsim_bulk_split`). Each query row is first
+# scaled by the power of two that brings its largest |q| into [2^14, 2^15) (an argmax is the same
+# for any positive scale of its row), so its parts lose nothing to float16's range; a document's
+# low part is scaled by 2^11 and the query's high part by 2^-11 against it. Documents must lie in
+# the split's range (`_split.split_checked`). The products carry the values to about 2^-22 of the
+# row's largest similarity, the engine's precision, at three times a float16 product's work on
+# the tensor cores instead of IEEE float32 products on the CUDA cores.
+_LOW_SCALE = 11
+
+
+def _split_queries(Q):
+    """`[..., 3d]` float16: the row-scaled query's parts (hi, lo, hi · 2^-11)."""
+    m = Q.abs().amax(dim=-1, keepdim=True)
+    _, e = torch.frexp(m)  # m in [2^(e-1), 2^e)
+    q = torch.ldexp(Q, (15 - e).clamp(-126, 126))
+    hi = q.half()
+    lo = (q - hi.float()).half()
+    return torch.cat([hi, lo, (hi.float() * 2.0**-_LOW_SCALE).half()], dim=-1)
+
+
+def _split_documents(D):
+    """`[..., 3d]` float16: the document tokens' parts (hi, hi, lo · 2^11), against
+    `_split_queries`'s."""
+    hi = D.half()
+    lo = ((D - hi.float()) * 2.0**_LOW_SCALE).half()
+    return torch.cat([hi, hi, lo], dim=-1)
+
+
+def _split_ok(Q, D) -> bool:
+    """Whether the argmax's products go through `_split_queries` / `_split_documents`: float32
+    CUDA inputs, finite queries, documents in the split's range."""
+    if not (Q.is_cuda and Q.dtype == torch.float32 and D.dtype == torch.float32):
+        return False
+    from ._split import split_checked
+
+    return bool(torch.isfinite(Q).all()) and split_checked(D)
+
+
+def _argmax(Q, D, lengths, pairs, split=None):
+    """int32 `[A, B, Lq]` (pairs: `[B, Lq]`): each query token's best document token. `split`:
+    whether the products go through the float16 parts (None: `_split_ok`)."""
     A, Lq, d = Q.shape
     B, Ld, _ = D.shape
+    if split is None:
+        split = _split_ok(Q, D)
+    parts = _split_documents if split else (lambda x: x)  # the documents' side, a chunk at a time
+    if split:
+        Q, d = _split_queries(Q), 3 * d
     valid = None
     if lengths is not None:
         valid = torch.arange(Ld, device=D.device)[None, :] < lengths[:, None]
     if pairs:
-        sims = _products(Q, D.transpose(1, 2))  # [B, Lq, Ld]
+        sims = _products(Q, parts(D).transpose(1, 2))  # [B, Lq, Ld]
         if valid is not None:
             sims = sims.masked_fill(~valid[:, None, :], float("-inf"))
         return sims.argmax(dim=2).to(torch.int32)
@@ -77,7 +125,7 @@ def _argmax(Q, D, lengths, pairs):
     step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4))
     for s in range(0, B, step):
         e = min(B, s + step)
-        sims = _products(rows, D[s:e].reshape((e - s) * Ld, d).t()).view(A, Lq, e - s, Ld)
+        sims = _products(rows, parts(D[s:e]).reshape((e - s) * Ld, d).t()).view(A, Lq, e - s, Ld)
         if valid is not None:
             sims = sims.masked_fill(~valid[None, None, s:e, :], float("-inf"))
         out[:, s:e] = sims.argmax(dim=3).transpose(1, 2).to(torch.int32)
@@ -113,26 +161,54 @@ class MaxSim(torch.autograd.Function):
                 dD.scatter_add_(1, idx[..., None].expand(-1, -1, d), contrib)
                 dD = dD.to(D.dtype)
             return dQ, dD, None, None, None
+        # Both gradients as weighted sums of rows (`embedding_bag`, sum mode, with per-sample
+        # weights): nothing of size [A, B, Lq, d] is formed, no atomics, deterministic. Documents
+        # a chunk at a time, so the index arrays (int64, a few of [A, chunk, Lq]) stay small.
         flat = D.float().reshape(B * Ld, d)
-        rows = idx + (torch.arange(B, device=D.device) * Ld)[None, :, None]  # [A, B, Lq]
+        qrows = Q.float().reshape(A * Lq, d)
         if ctx.needs_input_grad[0]:
-            dQ = torch.zeros((A, Lq, d), dtype=torch.float32, device=Q.device)
-            step = max(1, _BLOCK_BYTES // max(1, A * Lq * d * 4))
-            for s in range(0, B, step):
-                e = min(B, s + step)
-                best = flat[rows[:, s:e]]  # [A, b, Lq, d]
-                dQ += torch.einsum("ab,abid->aid", g[:, s:e], best)
-            dQ = dQ.to(Q.dtype)
+            dQ = torch.zeros((A * Lq, d), dtype=torch.float32, device=Q.device)
         if ctx.needs_input_grad[1]:
-            dflat = torch.zeros((B * Ld, d), dtype=torch.float32, device=D.device)
-            Qf = Q.float()
-            step = max(1, _BLOCK_BYTES // max(1, A * Lq * d * 4))
-            for s in range(0, B, step):
-                e = min(B, s + step)
-                contrib = g[:, s:e, None, None] * Qf[:, None]  # [A, b, Lq, d]
-                dflat.index_add_(0, rows[:, s:e].reshape(-1), contrib.reshape(-1, d))
-            dD = dflat.reshape(B, Ld, d).to(D.dtype)
+            dD = torch.empty((B * Ld, d), dtype=torch.float32, device=D.device)
+        step = max(1, _BLOCK_BYTES // max(1, 32 * A * Lq))
+        for s in range(0, B, step):
+            e = min(B, s + step)
+            local = idx[:, s:e] + (torch.arange(e - s, device=D.device) * Ld)[None, :, None]  # [A, e - s, Lq]
+            if dQ is not None:
+                dQ += _gradient_queries(flat[s * Ld : e * Ld], local, g[:, s:e])
+            if dD is not None:
+                dD[s * Ld : e * Ld] = _gradient_documents(qrows, local, g[:, s:e], (e - s) * Ld)
+        if dQ is not None:
+            dQ = dQ.reshape(A, Lq, d).to(Q.dtype)
+        if dD is not None:
+            dD = dD.reshape(B, Ld, d).to(D.dtype)
         return dQ, dD, None, None, None
+
+
+def _gradient_queries(flat, rows, g):
+    """`[A · Lq, d]`: row (a, i) is sum_b g[a, b] · flat[rows[a, b, i]] (flat: the documents'
+    token rows, float32; rows `[A, B, Lq]` into it)."""
+    A, B, Lq = rows.shape
+    bags = rows.transpose(1, 2).reshape(A * Lq, B)  # bag (a, i): its B rows, one a document
+    weights = g[:, None, :].expand(A, Lq, B).reshape(A * Lq, B)
+    return torch.nn.functional.embedding_bag(bags, flat, mode="sum", per_sample_weights=weights)
+
+
+def _gradient_documents(qrows, rows, g, n):
+    """`[n, d]`: row r is the sum, over every (a, b, i) whose best token is r (rows[a, b, i] =
+    r), of g[a, b] · qrows[a · Lq + i] (qrows: the query rows, float32); 0 where none is."""
+    A, B, Lq = rows.shape
+    target = rows.reshape(-1)
+    order = torch.argsort(target, stable=True)  # the contributions grouped by their row r
+    source = (torch.arange(A, device=rows.device)[:, None, None] * Lq + torch.arange(Lq, device=rows.device)).expand(
+        A, B, Lq
+    )
+    weights = g[:, :, None].expand(A, B, Lq).reshape(-1)
+    counts = torch.bincount(target, minlength=n)
+    offsets = torch.cumsum(counts, 0) - counts
+    return torch.nn.functional.embedding_bag(
+        source.reshape(-1)[order], qrows, offsets, mode="sum", per_sample_weights=weights[order]
+    )
 
 
 def _empty(shape, *, dtype, device):
