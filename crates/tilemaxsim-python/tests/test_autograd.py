@@ -201,36 +201,30 @@ def test_distillation_layout_needs_one_query_per_row(rng):
 def test_float32_argmax_by_float16_parts_is_float64s(rng, pairs):
     """The float32 argmax through float16 parts (`_autograd._split_queries`, on CUDA by default;
     here on either device) picks float64's best token wherever the best two are apart by more
-    than 2^-18 of the row's largest similarity: query rows scaled from 2^-60 to 2^40, document
-    tokens from 2^-10 to 2^10, lengths cut short."""
+    than 2^-18 of |q| times the document's largest |d|, and its best similarities (the scores'
+    terms) are float64's to 2^-19 of that: query rows scaled from 2^-60 to 2^40, document tokens from 2^-10
+    to 2^10, lengths cut short. (A high part alone is off by about 2^-11.)"""
     from tilemaxsim import _autograd
 
     A, Lq, B, Ld, d = (5, 9, 5, 23, 40) if pairs else (3, 9, 6, 23, 40)
     Q = normalized(rng, A, Lq, d) * torch.from_numpy(2.0 ** rng.integers(-60, 41, size=(A, Lq, 1))).float().to(DEVICE)
     D = normalized(rng, B, Ld, d) * torch.from_numpy(2.0 ** rng.integers(-10, 11, size=(B, Ld, 1))).float().to(DEVICE)
     lengths = torch.from_numpy(rng.integers(1, Ld + 1, size=B)).to(DEVICE)
-    got = _autograd._argmax(Q, D, lengths, pairs, split=True).long().cpu()
+    arg, best = _autograd._best(Q, D, lengths, pairs, split=True)
     q, dd = Q.double().cpu(), D.double().cpu()
     sims = torch.einsum("bid,bjd->bij" if pairs else "aid,bjd->abij", q, dd)
     valid = torch.arange(Ld)[None, :] < lengths.cpu()[:, None]
     sims = sims.masked_fill(~(valid[:, None, :] if pairs else valid[None, :, None, :]), float("-inf"))
     top = sims.topk(min(2, Ld), dim=-1)
+    # Each max's natural scale: |q| times the document's largest |d| (Cauchy-Schwarz).
+    qn, dn = q.norm(dim=-1), (dd.norm(dim=-1) * valid).amax(dim=-1)
+    scale = qn * dn[:, None] if pairs else qn[:, None, :] * dn[None, :, None]
     # (a document of one token: its gap is inf, its argmax 0 either way)
-    gap = (top.values[..., 0] - top.values[..., -1]) / sims.masked_fill(sims.isinf(), 0).abs().amax(dim=-1)
-    apart = gap > 2.0**-18  # [B, Lq] (pairs) or [A, B, Lq], as `got`
+    apart = (top.values[..., 0] - top.values[..., -1]) / scale > 2.0**-18  # [B, Lq] or [A, B, Lq]
     assert apart.float().mean() > 0.9
-    assert torch.equal(got[apart], top.indices[..., 0][apart])
-    if pairs:
-        return
-    # The similarities themselves: float64's, times each query row's scale, to 2^-20 of the row's
-    # largest (a high part alone is off by about 2^-11).
-    parts = _autograd._products(
-        _autograd._split_queries(Q).reshape(A * Lq, 3 * d), _autograd._split_documents(D).reshape(B * Ld, 3 * d).t()
-    )
-    _, e = torch.frexp(q.abs().amax(dim=-1))
-    want = torch.einsum("aid,bjd->aibj", q, dd).reshape(A, Lq, B * Ld) * 2.0 ** (15 - e)[..., None]
-    err = (parts.double().cpu().reshape(A, Lq, B * Ld) - want).abs().amax(dim=-1) / want.abs().amax(dim=-1)
-    assert float(err.max()) < 2.0**-20
+    assert torch.equal(arg.long().cpu()[apart], top.indices[..., 0][apart])
+    err = (best.double().cpu() - top.values[..., 0]).abs() / scale
+    assert float(err.max()) < 2.0**-19
 
 
 def test_torch_path_in_chunks_of_one_document_is_the_same(rng, monkeypatch):
@@ -247,3 +241,29 @@ def test_torch_path_in_chunks_of_one_document_is_the_same(rng, monkeypatch):
     chunked = torch.autograd.grad(tilemaxsim.maxsim(Q, D, doc_lengths=lengths), (Q, D), g)
     for a, b in zip(whole, chunked):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["all", "pairs"])
+def test_float32_training_through_float16_parts_matches_float64_autograd(rng, monkeypatch, mode):
+    """float32 scores and gradients with the argmax and scores from the float16 parts (CUDA's
+    torch path for float32; forced here on either device) against float64 autograd."""
+    from tilemaxsim import _autograd
+
+    monkeypatch.setattr(_autograd, "_split_ok", lambda Q, D: True)
+    A, Lq, B, Ld, d = (4, 13, 4, 33, 40) if mode == "pairs" else (3, 13, 6, 33, 40)
+    for _ in range(8):
+        Q = normalized(rng, A, Lq, d).requires_grad_()
+        D = normalized(rng, B, Ld, d).requires_grad_()
+        lengths = torch.from_numpy(rng.integers(1, Ld + 1, size=B)).to(DEVICE)
+        f = tilemaxsim.maxsim_pairs if mode == "pairs" else tilemaxsim.maxsim
+        got = f(Q, D, doc_lengths=lengths)
+        g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).float().to(DEVICE)
+        dQ, dD = torch.autograd.grad(got, (Q, D), g)
+        valid = torch.arange(Ld, device=DEVICE)[None, :] < lengths[:, None]
+        want, wQ, wD, tie = float64_grads(Q, D, g, valid, mode)
+        if tie > TIE:
+            break
+    assert tie > TIE, f"eight draws with a tie (gap {tie:.2g})"
+    assert_close(got, want, "scores", 1e-5 * Lq)
+    assert_close(dQ, wQ, "dQ", 1e-5)
+    assert_close(dD, wD, "dD", 1e-5)

@@ -12,7 +12,8 @@ kernels do both passes (`_native.train_forward` writes the scores and the argmax
 b against query b // K). Elsewhere (float32, other d, the CPU) the engine scores, the argmax is
 found by torch products formed as the engine forms its similarities (exact products of the
 stored values summed in float32, TF32 off; float32 on CUDA through float16 parts on the tensor
-cores, `_split_queries`), over chunks of documents so the similarity blocks stay small, and the
+cores, `_split_queries`, whose best similarities are then the scores too), over chunks of
+documents so the similarity blocks stay small, and the
 backward pass sums the rows each gradient takes with `embedding_bag` (per-sample weights, no
 atomics); packed documents are padded there first.
 `pair_scores` serves gradient-free pairs on CUDA through the same forward kernel.
@@ -25,7 +26,7 @@ import contextlib
 import torch
 
 from . import _native
-from ._arrays import dlpack, stream_of
+from ._arrays import dlpack, same_device, stream_of
 from ._engine import _check_finite, _run
 
 # Bytes of float32 similarities materialized at once while finding the argmax.
@@ -75,13 +76,15 @@ _LOW_SCALE = 11
 
 
 def _split_queries(Q):
-    """`[..., 3d]` float16: the row-scaled query's parts (hi, lo, hi · 2^-11)."""
+    """`[..., 3d]` float16, the row-scaled query's parts (hi, lo, hi · 2^-11), and `[..., 1]`
+    float32, each row's scale undone (a power of two)."""
     m = Q.abs().amax(dim=-1, keepdim=True)
     _, e = torch.frexp(m)  # m in [2^(e-1), 2^e)
-    q = torch.ldexp(Q, (15 - e).clamp(-126, 126))
+    shift = (15 - e).clamp(-126, 126)
+    q = torch.ldexp(Q, shift)
     hi = q.half()
     lo = (q - hi.float()).half()
-    return torch.cat([hi, lo, (hi.float() * 2.0**-_LOW_SCALE).half()], dim=-1)
+    return torch.cat([hi, lo, (hi.float() * 2.0**-_LOW_SCALE).half()], dim=-1), torch.ldexp(torch.ones_like(m), -shift)
 
 
 def _split_documents(D):
@@ -95,23 +98,24 @@ def _split_documents(D):
 def _split_ok(Q, D) -> bool:
     """Whether the argmax's products go through `_split_queries` / `_split_documents`: float32
     CUDA inputs, finite queries, documents in the split's range."""
-    if not (Q.is_cuda and Q.dtype == torch.float32 and D.dtype == torch.float32):
+    if not (Q.is_cuda and Q.dtype == torch.float32 and D.dtype == torch.float32 and D.device == Q.device):
         return False
     from ._split import split_checked
 
     return bool(torch.isfinite(Q).all()) and split_checked(D)
 
 
-def _argmax(Q, D, lengths, pairs, split=None):
-    """int32 `[A, B, Lq]` (pairs: `[B, Lq]`): each query token's best document token. `split`:
-    whether the products go through the float16 parts (None: `_split_ok`)."""
+def _best(Q, D, lengths, pairs, split=False):
+    """Each query token's best document token (int32) and its similarity (float32), each
+    `[A, B, Lq]` (pairs: `[B, Lq]`); `split`: the products through the float16 parts (the
+    similarities scaled back)."""
     A, Lq, d = Q.shape
     B, Ld, _ = D.shape
-    if split is None:
-        split = _split_ok(Q, D)
     parts = _split_documents if split else (lambda x: x)  # the documents' side, a chunk at a time
+    unscale = None
     if split:
-        Q, d = _split_queries(Q), 3 * d
+        Q, unscale = _split_queries(Q)
+        d = 3 * d
     valid = None
     if lengths is not None:
         valid = torch.arange(Ld, device=D.device)[None, :] < lengths[:, None]
@@ -119,8 +123,10 @@ def _argmax(Q, D, lengths, pairs, split=None):
         sims = _products(Q, parts(D).transpose(1, 2))  # [B, Lq, Ld]
         if valid is not None:
             sims = sims.masked_fill(~valid[:, None, :], float("-inf"))
-        return sims.argmax(dim=2).to(torch.int32)
-    out = torch.empty((A, B, Lq), dtype=torch.int32, device=Q.device)
+        best, arg = sims.max(dim=2)
+        return arg.to(torch.int32), best if unscale is None else best * unscale[..., 0]
+    arg_out = torch.empty((A, B, Lq), dtype=torch.int32, device=Q.device)
+    best_out = torch.empty((A, B, Lq), dtype=torch.float32, device=Q.device)
     rows = Q.reshape(A * Lq, d)
     step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4))
     for s in range(0, B, step):
@@ -128,17 +134,26 @@ def _argmax(Q, D, lengths, pairs, split=None):
         sims = _products(rows, parts(D[s:e]).reshape((e - s) * Ld, d).t()).view(A, Lq, e - s, Ld)
         if valid is not None:
             sims = sims.masked_fill(~valid[None, None, s:e, :], float("-inf"))
-        out[:, s:e] = sims.argmax(dim=3).transpose(1, 2).to(torch.int32)
-    return out
+        best, arg = sims.max(dim=3)  # [A, Lq, e - s]
+        if unscale is not None:
+            best = best * unscale
+        arg_out[:, s:e] = arg.transpose(1, 2)
+        best_out[:, s:e] = best.transpose(1, 2)
+    return arg_out, best_out
 
 
 class MaxSim(torch.autograd.Function):
     @staticmethod
     def forward(ctx, Q, D, lengths, pairs, check):
         layout = {} if lengths is None else {"doc_lengths": lengths}
-        scores = _run(Q, D, layout, pairs=pairs, check=check)
+        same_device({"Q": Q, "D": D, **layout})
         with torch.no_grad():
-            argmax = _argmax(Q, D, lengths, pairs)
+            split = _split_ok(Q, D)
+            argmax, best = _best(Q, D, lengths, pairs, split)
+        # Through the float16 parts the scores come from the same products as the argmax (the
+        # engine's float32 scores would be a second pass over the documents); the inputs are
+        # finite there, so `check` has nothing to refuse.
+        scores = best.sum(dim=-1) if split else _run(Q, D, layout, pairs=pairs, check=check)
         ctx.save_for_backward(Q, D, argmax)
         ctx.pairs = pairs
         return scores
