@@ -13,9 +13,9 @@ b against query b // K). Elsewhere (float32, other d, the CPU) the engine scores
 found by torch products formed as the engine forms its similarities (exact products of the
 stored values summed in float32, TF32 off; float32 on CUDA through float16 parts on the tensor
 cores, `_split_queries`, whose best similarities are then the scores too), over chunks of
-documents so the similarity blocks stay small, and the
-backward pass sums the rows each gradient takes with `embedding_bag` (per-sample weights, no
-atomics); packed documents are padded there first.
+documents so the similarity blocks stay small, and the backward pass sums the rows each
+gradient takes with `embedding_bag` (per-sample weights, no atomics); packed documents are
+padded there first.
 `pair_scores` serves gradient-free pairs on CUDA through the same forward kernel.
 """
 
