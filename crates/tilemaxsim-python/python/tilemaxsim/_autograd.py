@@ -29,7 +29,8 @@ from . import _native
 from ._arrays import dlpack, same_device, stream_of
 from ._engine import _check_finite, _run
 
-# Bytes of float32 similarities materialized at once while finding the argmax.
+# Bytes of float32 similarities materialized at once while finding the argmax (and of the
+# backward pass's index arrays).
 _BLOCK_BYTES = 256 << 20
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -147,13 +148,15 @@ class MaxSim(torch.autograd.Function):
     def forward(ctx, Q, D, lengths, pairs, check):
         layout = {} if lengths is None else {"doc_lengths": lengths}
         same_device({"Q": Q, "D": D, **layout})
-        with torch.no_grad():
-            split = _split_ok(Q, D)
-            argmax, best = _best(Q, D, lengths, pairs, split)
         # Through the float16 parts the scores come from the same products as the argmax (the
         # engine's float32 scores would be a second pass over the documents); the inputs are
         # finite there, so `check` has nothing to refuse.
-        scores = best.sum(dim=-1) if split else _run(Q, D, layout, pairs=pairs, check=check)
+        split = _split_ok(Q, D)
+        scores = None if split else _run(Q, D, layout, pairs=pairs, check=check)
+        with torch.no_grad():
+            argmax, best = _best(Q, D, lengths, pairs, split)
+        if scores is None:
+            scores = best.sum(dim=-1)
         ctx.save_for_backward(Q, D, argmax)
         ctx.pairs = pairs
         return scores
