@@ -202,12 +202,13 @@ def test_float32_argmax_by_float16_parts_is_float64s(rng, pairs):
     """The float32 argmax through float16 parts (`_autograd._split_queries`, on CUDA by default;
     here on either device) picks float64's best token wherever the best two are apart by more
     than 2^-18 of |q| times the document's largest |d|, and its best similarities (the scores'
-    terms) are float64's to 2^-19 of that: query rows scaled from 2^-60 to 2^40, document tokens from 2^-10
-    to 2^10, lengths cut short. (A high part alone is off by about 2^-11.)"""
+    terms) are float64's to 2^-19 of that: query rows scaled from 2^-140 to 2^40, document tokens from
+    2^-10 to 2^10, lengths cut short. (A high part alone is off by about 2^-11.)"""
     from tilemaxsim import _autograd
 
     A, Lq, B, Ld, d = (5, 9, 5, 23, 40) if pairs else (3, 9, 6, 23, 40)
-    Q = normalized(rng, A, Lq, d) * torch.from_numpy(2.0 ** rng.integers(-60, 41, size=(A, Lq, 1))).float().to(DEVICE)
+    scale = 2.0 ** rng.integers(-140, 41, size=(A, Lq, 1))  # down to float32's subnormals
+    Q = (torch.from_numpy(normalized(rng, A, Lq, d).double().cpu().numpy() * scale)).float().to(DEVICE)
     D = normalized(rng, B, Ld, d) * torch.from_numpy(2.0 ** rng.integers(-10, 11, size=(B, Ld, 1))).float().to(DEVICE)
     lengths = torch.from_numpy(rng.integers(1, Ld + 1, size=B)).to(DEVICE)
     arg, best = _autograd._best(Q, D, lengths, pairs, split=True)
@@ -221,9 +222,10 @@ def test_float32_argmax_by_float16_parts_is_float64s(rng, pairs):
     scale = qn * dn[:, None] if pairs else qn[:, None, :] * dn[None, :, None]
     # (a document of one token: its gap is inf, its argmax 0 either way)
     apart = (top.values[..., 0] - top.values[..., -1]) / scale > 2.0**-18  # [B, Lq] or [A, B, Lq]
-    assert apart.float().mean() > 0.9
+    assert apart.float().mean() > 0.5  # (subnormal query rows tie often)
     assert torch.equal(arg.long().cpu()[apart], top.indices[..., 0][apart])
-    err = (best.double().cpu() - top.values[..., 0]).abs() / scale
+    # (maxima below float32's normal range are themselves rounded to fewer bits)
+    err = ((best.double().cpu() - top.values[..., 0]).abs() / scale)[scale > 2.0**-100]
     assert float(err.max()) < 2.0**-19
 
 
@@ -249,7 +251,7 @@ def test_float32_training_through_float16_parts_matches_float64_autograd(rng, mo
     torch path for float32; forced here on either device) against float64 autograd."""
     from tilemaxsim import _autograd
 
-    monkeypatch.setattr(_autograd, "_split_ok", lambda Q, D: True)
+    monkeypatch.setattr(_autograd, "_split_ok", lambda Q, D, check: True)
     A, Lq, B, Ld, d = (4, 13, 4, 33, 40) if mode == "pairs" else (3, 13, 6, 33, 40)
     for _ in range(8):
         Q = normalized(rng, A, Lq, d).requires_grad_()
@@ -267,3 +269,20 @@ def test_float32_training_through_float16_parts_matches_float64_autograd(rng, mo
     assert_close(got, want, "scores", 1e-5 * Lq)
     assert_close(dQ, wQ, "dQ", 1e-5)
     assert_close(dD, wD, "dD", 1e-5)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the float16 parts are CUDA's path")
+def test_float32_cuda_training_takes_the_parts_and_check_looks_again(rng):
+    """float32 CUDA tensors in the split's range take the float16 parts; `check=True` checks the
+    documents' range again, so a write the version counter misses (through `.data`) sends them
+    back to the engine's exact path instead of overflowing float16."""
+    from tilemaxsim import _autograd
+
+    Q = normalized(rng, 3, 7, 32).requires_grad_()
+    D = normalized(rng, 4, 9, 32).requires_grad_()
+    assert _autograd._split_ok(Q, D, False)
+    tilemaxsim.maxsim(Q, D)  # the range answer is kept for D
+    D.data[1, 2, 3] = 1e6  # past float16's range; D._version does not move
+    got = tilemaxsim.maxsim(Q, D, check=True)
+    want = torch.einsum("aid,bjd->abij", Q.double(), D.double()).max(dim=-1).values.sum(dim=-1)
+    torch.testing.assert_close(got.double(), want.detach(), rtol=1e-6, atol=1e-4)

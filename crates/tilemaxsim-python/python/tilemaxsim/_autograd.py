@@ -55,11 +55,28 @@ def _ieee_float32():
             matmul.allow_tf32 = old
 
 
+@contextlib.contextmanager
+def _float32_sums():
+    """16-bit matrix products summed in float32, whatever the caller set
+    (`torch.backends.cuda.matmul.allow_fp16_accumulation` would sum them in float16)."""
+    matmul = torch.backends.cuda.matmul
+    old = getattr(matmul, "allow_fp16_accumulation", None)
+    if not old:
+        yield
+        return
+    matmul.allow_fp16_accumulation = False
+    try:
+        yield
+    finally:
+        matmul.allow_fp16_accumulation = old
+
+
 def _products(a, b):
     """`a @ b` (2-D or batched 3-D) in float32: exact products of the values as stored, float32
     sums, as the engine forms its similarities."""
     if a.is_cuda and a.dtype in _HALF and b.dtype == a.dtype:
-        return (torch.bmm if a.ndim == 3 else torch.mm)(a, b, out_dtype=torch.float32)
+        with _float32_sums():
+            return (torch.bmm if a.ndim == 3 else torch.mm)(a, b, out_dtype=torch.float32)
     with _ieee_float32():
         return torch.matmul(a.float(), b.float())
 
@@ -76,16 +93,22 @@ def _products(a, b):
 _LOW_SCALE = 11
 
 
+def _ldexp(x, k):
+    """x · 2^k, exactly where the result is a normal float32, for k up to ±252 (in two steps:
+    2^k alone is not a float32 past ±127)."""
+    half = torch.div(k, 2, rounding_mode="floor")
+    return torch.ldexp(torch.ldexp(x, half), k - half)
+
+
 def _split_queries(Q):
     """`[..., 3d]` float16, the row-scaled query's parts (hi, lo, hi · 2^-11), and `[..., 1]`
-    float32, each row's scale undone (a power of two)."""
-    m = Q.abs().amax(dim=-1, keepdim=True)
-    _, e = torch.frexp(m)  # m in [2^(e-1), 2^e)
-    shift = (15 - e).clamp(-126, 126)
-    q = torch.ldexp(Q, shift)
+    int32, each row's scale as a power of two (`_ldexp(x, -shift)` undoes it)."""
+    _, e = torch.frexp(Q.abs().amax(dim=-1, keepdim=True))  # the largest |q| in [2^(e-1), 2^e)
+    shift = 15 - e
+    q = _ldexp(Q, shift)
     hi = q.half()
     lo = (q - hi.float()).half()
-    return torch.cat([hi, lo, (hi.float() * 2.0**-_LOW_SCALE).half()], dim=-1), torch.ldexp(torch.ones_like(m), -shift)
+    return torch.cat([hi, lo, (hi.float() * 2.0**-_LOW_SCALE).half()], dim=-1), shift
 
 
 def _split_documents(D):
@@ -96,14 +119,14 @@ def _split_documents(D):
     return torch.cat([hi, hi, lo], dim=-1)
 
 
-def _split_ok(Q, D) -> bool:
+def _split_ok(Q, D, check) -> bool:
     """Whether the argmax's products go through `_split_queries` / `_split_documents`: float32
-    CUDA inputs, finite queries, documents in the split's range."""
+    CUDA inputs, finite queries, documents in the split's range (checked again with `check`)."""
     if not (Q.is_cuda and Q.dtype == torch.float32 and D.dtype == torch.float32 and D.device == Q.device):
         return False
     from ._split import split_checked
 
-    return bool(torch.isfinite(Q).all()) and split_checked(D)
+    return bool(torch.isfinite(Q).all()) and split_checked(D, bool(check))
 
 
 def _best(Q, D, lengths, pairs, split=False):
@@ -113,9 +136,9 @@ def _best(Q, D, lengths, pairs, split=False):
     A, Lq, d = Q.shape
     B, Ld, _ = D.shape
     parts = _split_documents if split else (lambda x: x)  # the documents' side, a chunk at a time
-    unscale = None
+    shift = None
     if split:
-        Q, unscale = _split_queries(Q)
+        Q, shift = _split_queries(Q)
         d = 3 * d
     valid = None
     if lengths is not None:
@@ -125,19 +148,21 @@ def _best(Q, D, lengths, pairs, split=False):
         if valid is not None:
             sims = sims.masked_fill(~valid[:, None, :], float("-inf"))
         best, arg = sims.max(dim=2)
-        return arg.to(torch.int32), best if unscale is None else best * unscale[..., 0]
+        return arg.to(torch.int32), best if shift is None else _ldexp(best, -shift[..., 0])
     arg_out = torch.empty((A, B, Lq), dtype=torch.int32, device=Q.device)
     best_out = torch.empty((A, B, Lq), dtype=torch.float32, device=Q.device)
     rows = Q.reshape(A * Lq, d)
-    step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4))
+    # A document's bytes at once: its float32 similarities, and with the split the float16 parts
+    # of its tokens and their float32 temporaries (about 16 bytes a value).
+    step = max(1, _BLOCK_BYTES // max(1, A * Lq * Ld * 4 + (Ld * d * 16 // 3 if split else 0)))
     for s in range(0, B, step):
         e = min(B, s + step)
         sims = _products(rows, parts(D[s:e]).reshape((e - s) * Ld, d).t()).view(A, Lq, e - s, Ld)
         if valid is not None:
             sims = sims.masked_fill(~valid[None, None, s:e, :], float("-inf"))
         best, arg = sims.max(dim=3)  # [A, Lq, e - s]
-        if unscale is not None:
-            best = best * unscale
+        if shift is not None:
+            best = _ldexp(best, -shift)
         arg_out[:, s:e] = arg.transpose(1, 2)
         best_out[:, s:e] = best.transpose(1, 2)
     return arg_out, best_out
@@ -151,7 +176,8 @@ class MaxSim(torch.autograd.Function):
         # Through the float16 parts the scores come from the same products as the argmax (the
         # engine's float32 scores would be a second pass over the documents); the inputs are
         # finite there, so `check` has nothing to refuse.
-        split = _split_ok(Q, D)
+        stream_of(Q)  # refuses a CUDA graph's capture, as `_run` does
+        split = _split_ok(Q, D, check)
         scores = None if split else _run(Q, D, layout, pairs=pairs, check=check)
         with torch.no_grad():
             argmax, best = _best(Q, D, lengths, pairs, split)
@@ -188,7 +214,7 @@ class MaxSim(torch.autograd.Function):
             dQ = torch.zeros((A * Lq, d), dtype=torch.float32, device=Q.device)
         if ctx.needs_input_grad[1]:
             dD = torch.empty((B * Ld, d), dtype=torch.float32, device=D.device)
-        step = max(1, _BLOCK_BYTES // max(1, 32 * A * Lq))
+        step = max(1, _BLOCK_BYTES // max(1, 64 * A * Lq))  # about 60 bytes of indices a (a, b, i)
         for s in range(0, B, step):
             e = min(B, s + step)
             local = idx[:, s:e] + (torch.arange(e - s, device=D.device) * Ld)[None, :, None]  # [A, e - s, Lq]
