@@ -285,4 +285,4 @@ def test_float32_cuda_training_takes_the_parts_and_check_looks_again(rng):
     D.data[1, 2, 3] = 1e6  # past float16's range; D._version does not move
     got = tilemaxsim.maxsim(Q, D, check=True)
     want = torch.einsum("aid,bjd->abij", Q.double(), D.double()).max(dim=-1).values.sum(dim=-1)
-    torch.testing.assert_close(got.double(), want.detach(), rtol=1e-6, atol=1e-4)
+    torch.testing.assert_close(got.detach().double(), want.detach(), rtol=1e-6, atol=1e-4)
