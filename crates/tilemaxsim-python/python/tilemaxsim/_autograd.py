@@ -36,48 +36,30 @@ _HALF = (torch.float16, torch.bfloat16)
 
 
 @contextlib.contextmanager
-def _ieee_float32():
-    """float32 matrix products in full float32 (not TF32, whatever the caller set)."""
+def _exact_sums():
+    """Matrix products in full float32 whatever the caller set: float32 inputs not as TF32
+    (`fp32_precision`, `allow_tf32` before torch 2.9), 16-bit inputs not summed in float16
+    (`allow_fp16_accumulation`)."""
     matmul = torch.backends.cuda.matmul
-    if hasattr(matmul, "fp32_precision"):
-        old = matmul.fp32_precision
-        matmul.fp32_precision = "ieee"
-        try:
-            yield
-        finally:
-            matmul.fp32_precision = old
-    else:  # torch before 2.9
-        old = matmul.allow_tf32
-        matmul.allow_tf32 = False
-        try:
-            yield
-        finally:
-            matmul.allow_tf32 = old
-
-
-@contextlib.contextmanager
-def _float32_sums():
-    """16-bit matrix products summed in float32, whatever the caller set
-    (`torch.backends.cuda.matmul.allow_fp16_accumulation` would sum them in float16)."""
-    matmul = torch.backends.cuda.matmul
-    old = getattr(matmul, "allow_fp16_accumulation", None)
-    if not old:
-        yield
-        return
-    matmul.allow_fp16_accumulation = False
+    want: dict[str, object] = {"fp32_precision": "ieee"} if hasattr(matmul, "fp32_precision") else {"allow_tf32": False}
+    if getattr(matmul, "allow_fp16_accumulation", False):
+        want["allow_fp16_accumulation"] = False
+    old = {k: getattr(matmul, k) for k in want}
+    for k, v in want.items():
+        setattr(matmul, k, v)
     try:
         yield
     finally:
-        matmul.allow_fp16_accumulation = old
+        for k, v in old.items():
+            setattr(matmul, k, v)
 
 
 def _products(a, b):
     """`a @ b` (2-D or batched 3-D) in float32: exact products of the values as stored, float32
     sums, as the engine forms its similarities."""
-    if a.is_cuda and a.dtype in _HALF and b.dtype == a.dtype:
-        with _float32_sums():
+    with _exact_sums():
+        if a.is_cuda and a.dtype in _HALF and b.dtype == a.dtype:
             return (torch.bmm if a.ndim == 3 else torch.mm)(a, b, out_dtype=torch.float32)
-    with _ieee_float32():
         return torch.matmul(a.float(), b.float())
 
 
@@ -173,10 +155,10 @@ class MaxSim(torch.autograd.Function):
     def forward(ctx, Q, D, lengths, pairs, check):
         layout = {} if lengths is None else {"doc_lengths": lengths}
         same_device({"Q": Q, "D": D, **layout})
+        stream_of(Q)  # refuses a CUDA graph's capture, as `_run` does
         # Through the float16 parts the scores come from the same products as the argmax (the
         # engine's float32 scores would be a second pass over the documents); the inputs are
         # finite there, so `check` has nothing to refuse.
-        stream_of(Q)  # refuses a CUDA graph's capture, as `_run` does
         split = _split_ok(Q, D, check)
         scores = None if split else _run(Q, D, layout, pairs=pairs, check=check)
         with torch.no_grad():
@@ -244,9 +226,7 @@ def _gradient_documents(qrows, rows, g, n):
     A, B, Lq = rows.shape
     target = rows.reshape(-1)
     order = torch.argsort(target, stable=True)  # the contributions grouped by their row r
-    source = (torch.arange(A, device=rows.device)[:, None, None] * Lq + torch.arange(Lq, device=rows.device)).expand(
-        A, B, Lq
-    )
+    source = torch.arange(A * Lq, device=rows.device).view(A, 1, Lq).expand(A, B, Lq)  # a · Lq + i
     weights = g[:, :, None].expand(A, B, Lq).reshape(-1)
     counts = torch.bincount(target, minlength=n)
     offsets = torch.cumsum(counts, 0) - counts
