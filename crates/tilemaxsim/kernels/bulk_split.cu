@@ -122,18 +122,6 @@ __device__ __forceinline__ int split_k(int ch, int kb, int c) {
     return SplitKind<DOC>::LOW ? ch * 32 + kb * 16 + c * 4 : ch * 32 + c * 8 + kb * 4;
 }
 
-// The power of two c that brings a query's largest magnitude `m` into [2^14, 2^15), and 1/c.
-// Its exponent is clamped to f32's normal range: a query whose largest |q| is subnormal (below
-// 2^-126) keeps about 17 bits of it, not 23. An all-zero query gets 2^14 (it scores 0 either
-// way). An infinite value scores NaN (the engine leaves infinities' scores unspecified;
-// `check=True` in Python refuses them).
-__device__ __forceinline__ void query_scale(float m, float& c, float& inv) {
-    const int e = m > 0.f ? (int)((__float_as_uint(m) >> 23) & 0xff) - 127 : 0;
-    const int k = min(max(14 - e, -126), 126);
-    c = __uint_as_float((unsigned)(127 + k) << 23);
-    inv = __uint_as_float((unsigned)(127 - k) << 23);
-}
-
 // A query's parts in the order maxsim_bulk_split_impl takes them, made once a call by
 // maxsim_split_parts (one block a query) rather than by every block that reaches the query:
 // first part 0's A fragments, V4 j = (mt * KCH + ch) * 2 + kb of lane l at [j * 32 + l], then

@@ -58,3 +58,16 @@ __device__ __forceinline__ void split3_bf16x2(float x0, float x1, unsigned (&p)[
         x1 -= bf16_hi(p[k]);
     }
 }
+
+// The power of two c that brings a query's (or a query row's) largest magnitude `m` into
+// [2^14, 2^15), and 1/c (maxsim_bulk_split, and the training kernels' float32 forward).
+// Its exponent is clamped to f32's normal range: a query whose largest |q| is subnormal (below
+// 2^-126) keeps about 17 bits of it, not 23. An all-zero query gets 2^14 (it scores 0 either
+// way). An infinite value scores NaN (the engine leaves infinities' scores unspecified;
+// `check=True` in Python refuses them).
+__device__ __forceinline__ void query_scale(float m, float& c, float& inv) {
+    const int e = m > 0.f ? (int)((__float_as_uint(m) >> 23) & 0xff) - 127 : 0;
+    const int k = min(max(14 - e, -126), 126);
+    c = __uint_as_float((unsigned)(127 + k) << 23);
+    inv = __uint_as_float((unsigned)(127 - k) << 23);
+}

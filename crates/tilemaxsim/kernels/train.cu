@@ -1,4 +1,4 @@
-// Training kernels (f16/bf16, d a multiple of 8 up to 128): the forward pass that writes each
+// Training kernels (f16/bf16/f32, d a multiple of 8 up to 128): the forward pass that writes each
 // query token's best document token (its argmax, int32) beside the score, and the two backward
 // passes that route a score's gradient through those tokens only:
 //   maxsim_train_fwd: score[a, b] = sum_i max_j <q_ai, d_bj>, argmax[a, b, i] = that j;
@@ -14,8 +14,12 @@
 // `num_docs` of them. Queries: `[A, Lq, d]`, any strides whose
 // rows are contiguous and 16-byte aligned; a warp takes 32 query rows at a time. The similarity
 // is the exact product of the stored values summed in f32 on the tensor cores (m16n8k16),
-// the same as the scoring kernels'. A document of no tokens scores -inf, its argmax is -1 and
-// it gets no gradient.
+// the same as the scoring kernels'. f32 (SPLIT): the documents are split once a call into f16
+// planes (maxsim_train_split), each query row is scaled by a power of two and split into two
+// f16 parts in registers, and three products a tile (hi·hi + lo·hi, hi·lo) carry the
+// similarity to about 2^-22 of the row's largest, as maxsim_bulk_split does; the backward
+// passes read and write f32. A document of no tokens scores -inf, its argmax is -1 and it gets
+// no gradient.
 #pragma once
 #include "mma_frag.cuh"
 #include "split.cuh"
@@ -64,6 +68,66 @@ __device__ __forceinline__ void train_load_a(unsigned (&a)[2][KCH][2][4], const 
         }
 }
 
+// float32 queries (the SPLIT forward): 32 query rows (row stride `rs` floats, the first
+// `valid` real) each scaled by the power of two c that brings its largest |q| into [2^14, 2^15)
+// (query_scale; an argmax is the same for any positive scale of its row, and `inv` = 1/c
+// scales its maximum back), then split into f16 parts hi = f16(c q) and lo = f16(c q - hi), as
+// maxsim_bulk_split splits its queries. Fragments in the order the documents' planes hold a
+// 32-dimension chunk (`maxsim_train_split`: lane c's eight halves are dimensions c*4 .. +3 and
+// 16 + c*4 .. +3); zeros past `dim` and past the valid rows.
+template <int KCH>
+__device__ __forceinline__ void train_load_a_split(unsigned (&hi)[2][KCH][2][4], unsigned (&lo)[2][KCH][2][4],
+                                                   float (&inv)[2][2], const float* q, i64 rs, int valid, int dim,
+                                                   int g, int c) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = mt * 16 + h * 8 + g;
+            float4 f[KCH][2];
+            float m = 0.f;
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int k = ch * 32 + half * 16 + c * 4;
+                    f[ch][half] = r < valid && k < dim ? *(const float4*)(q + r * rs + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    m = fmaxf(m, fmaxf(fmaxf(fabsf(f[ch][half].x), fabsf(f[ch][half].y)),
+                                       fmaxf(fabsf(f[ch][half].z), fabsf(f[ch][half].w))));
+                }
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+            float s;
+            query_scale(m, s, inv[mt][h]);
+#pragma unroll
+            for (int ch = 0; ch < KCH; ++ch)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const float4 y = make_float4(f[ch][half].x * s, f[ch][half].y * s, f[ch][half].z * s, f[ch][half].w * s);
+                    const unsigned h01 = f16x2_of(y.x, y.y), h23 = f16x2_of(y.z, y.w);
+                    float a0, a1, a2, a3;
+                    f32_of_f16x2(h01, a0, a1);
+                    f32_of_f16x2(h23, a2, a3);
+                    hi[mt][ch][half][h] = h01;
+                    hi[mt][ch][half][h + 2] = h23;
+                    lo[mt][ch][half][h] = f16x2_of(y.x - a0, y.y - a1);
+                    lo[mt][ch][half][h + 2] = f16x2_of(y.z - a2, y.w - a3);
+                }
+        }
+}
+
+// A task's query rows (`q` + `at` elements) as A fragments: 16-bit rows as they are, or f32
+// rows scaled and split (SPLIT: `lo`, `inv` too).
+template <int KCH, bool SPLIT>
+__device__ __forceinline__ void train_load_query(unsigned (&hi)[2][KCH][2][4], unsigned (&lo)[2][KCH][2][4],
+                                                 float (&inv)[2][2], const void* q, i64 at, i64 rs, int valid, int dim,
+                                                 int g, int c) {
+    if constexpr (SPLIT)
+        train_load_a_split<KCH>(hi, lo, inv, (const float*)q + at, rs, valid, dim, g, c);
+    else
+        train_load_a<KCH>(hi, (const u16*)q + at, rs, valid, dim, g, c);
+}
+
 // One similarity into a row's running (max, argmax): the first of equal maxima is kept, and
 // a NaN sticks (max.NaN), so the score carries it.
 __device__ __forceinline__ void train_take(float& best, int& arg, float v, int col, int len) {
@@ -108,6 +172,53 @@ __device__ __forceinline__ void train_fold(const unsigned (&a)[2][KCH][2][4], co
             train_take(best[mt][1], arg[mt][1], acc[t][mt][2], col, len);
             train_take(best[mt][1], arg[mt][1], acc[t][mt][3], col + 1, len);
         }
+}
+
+// The SPLIT forward's documents are f16 planes (`maxsim_train_split`): each 32-dimension chunk
+// of a token as 32 high parts, then 32 low parts scaled by 2^11 (SPLIT_SCALE), 64 halves a
+// chunk. One 8-row half tile of them (this thread's row n0 + g: `vh` the high parts, `vl` the
+// low, at its eight halves of each chunk) multiplied by a warp's 32 scaled query rows as
+// maxsim_bulk_split multiplies its f32 corpora: hi·dhi + lo·dhi into one accumulator, hi·dlo
+// into a second scaled back by 2^-11; folded into the running maxima and argmaxima.
+template <int KCH>
+__device__ __forceinline__ void train_fold_split(const unsigned (&hi)[2][KCH][2][4], const unsigned (&lo)[2][KCH][2][4],
+                                                 const V4 (&vh)[KCH], const V4 (&vl)[KCH], int n0, int len, int c,
+                                                 float (&best)[2][2], int (&arg)[2][2]) {
+    float acc[2][4], low[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][e] = low[mt][e] = 0.f;
+    tile_products<false, KCH>(acc, hi, vh);
+    tile_products<false, KCH>(acc, lo, vh);
+    tile_products<false, KCH>(low, hi, vl);
+    const int col = n0 + 2 * c;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+        train_take(best[mt][0], arg[mt][0], fmaf(low[mt][0], 1.f / SPLIT_SCALE, acc[mt][0]), col, len);
+        train_take(best[mt][0], arg[mt][0], fmaf(low[mt][1], 1.f / SPLIT_SCALE, acc[mt][1]), col + 1, len);
+        train_take(best[mt][1], arg[mt][1], fmaf(low[mt][2], 1.f / SPLIT_SCALE, acc[mt][2]), col, len);
+        train_take(best[mt][1], arg[mt][1], fmaf(low[mt][3], 1.f / SPLIT_SCALE, acc[mt][3]), col + 1, len);
+    }
+}
+
+// A planes row's B fragments (p: this thread's halves of the row's first chunk; zeros for a
+// row past the document).
+template <int KCH>
+__device__ __forceinline__ void train_load_planes(V4 (&vh)[KCH], V4 (&vl)[KCH], const u16* p, bool row_in) {
+#pragma unroll
+    for (int ch = 0; ch < KCH; ++ch) {
+        vh[ch] = row_in ? *(const V4*)(p + ch * 64) : V4{0u, 0u, 0u, 0u};
+        vl[ch] = row_in ? *(const V4*)(p + ch * 64 + 32) : V4{0u, 0u, 0u, 0u};
+    }
+}
+
+// The maxima of a warp's split rows scaled back by 1/c (each row's `inv`).
+__device__ __forceinline__ void train_unscale(float (&best)[2][2], const float (&inv)[2][2]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) best[mt][h] *= inv[mt][h];
 }
 
 // Rows n0 + g and n0 + 8 + g of a document (p: row n0 + g, at this thread's 8 dimensions of the
@@ -159,6 +270,19 @@ __device__ __forceinline__ void train_doc(const unsigned (&a)[2][KCH][2][4], con
 #else
         train_load_b<KCH>(v, p + (n0 + 16) / 8 * tile, n0 + 16, len, dim, g, c, tile);
 #endif
+    }
+}
+
+// train_doc for the SPLIT forward: a document's planes rows (`rs` halves apart), 8 at a time.
+template <int KCH>
+__device__ __forceinline__ void train_doc_split(const unsigned (&hi)[2][KCH][2][4], const unsigned (&lo)[2][KCH][2][4],
+                                                const u16* doc, i64 rs, int len, int g, int c, float (&best)[2][2],
+                                                int (&arg)[2][2]) {
+    train_reset(best, arg);
+    for (int n0 = 0; n0 < len; n0 += 8) {
+        V4 vh[KCH], vl[KCH];
+        train_load_planes<KCH>(vh, vl, doc + (n0 + g) * rs + c * 8, n0 + g < len);
+        train_fold_split<KCH>(hi, lo, vh, vl, n0, len, c, best, arg);
     }
 }
 
@@ -249,6 +373,21 @@ __device__ __forceinline__ void train_tile(const unsigned (&a)[2][KCH][2][4], co
     }
 }
 
+// train_tile for the SPLIT forward: a stage of planes rows (TrainPitch<2 KCH>), 8 at a time.
+template <int KCH>
+__device__ __forceinline__ void train_tile_split(const unsigned (&hi)[2][KCH][2][4], const unsigned (&lo)[2][KCH][2][4],
+                                                 const u16* stage, int n0, int len, int g, int c, float (&best)[2][2],
+                                                 int (&arg)[2][2]) {
+#pragma unroll
+    for (int s = 0; s < TRAIN_TILE / 8; ++s) {
+        const int n = n0 + s * 8;
+        if (n >= len) break;
+        V4 vh[KCH], vl[KCH];
+        train_load_planes<KCH>(vh, vl, stage + (s * 8 + g) * TrainPitch<2 * KCH>::HALVES + c * 8, n + g < len);
+        train_fold_split<KCH>(hi, lo, vh, vl, n, len, c, best, arg);
+    }
+}
+
 // The quad's (max, argmax) of each row (ties: the lower index), the score of the first `valid`
 // rows, and their argmax written to `arg_out` (null: not kept).
 __device__ __forceinline__ float train_finish(float (&best)[2][2], int (&arg)[2][2], int valid, int g, int c,
@@ -296,25 +435,29 @@ __device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2
 
 // group = 0 through shared memory (TRAIN_SMEM): the block's documents b0 .. b1 in tiles
 // through a ring of TRAIN_STAGES, each tile copied once and multiplied by every warp's query
-// chunk (task `task`; a warp past the last task copies and waits only).
-template <bool BF, int KCH>
-__device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
+// chunk (task `task`; a warp past the last task copies and waits only). SPLIT: f32 queries,
+// the documents as f16 planes rows of 2 KCH chunks (`docs` describes the planes).
+template <bool BF, int KCH, bool SPLIT>
+__device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch, i64 q_row, int num_q, int lq,
                                                       DocRows docs, int num_docs, int dim, int b0, int b1, i64 task,
                                                       float* out, int* argmax) {
     extern __shared__ __align__(16) u16 train_ring[];
-    constexpr int STAGE = TRAIN_TILE * TrainPitch<KCH>::HALVES;
+    constexpr int CH = SPLIT ? 2 * KCH : KCH;  // 32-half chunks a ring row
+    constexpr int STAGE = TRAIN_TILE * TrainPitch<CH>::HALVES;
+    const int copy = SPLIT ? CH * 32 : dim;  // halves of a row copied
     const int lane = threadIdx.x & 31;
     const int g = lane >> 2, c = lane & 3;
     const int chunks = (lq + 31) >> 5;
     const bool active = task < (i64)num_q * chunks;
     const int qi = active ? (int)(task / chunks) : 0, chunk = active ? (int)(task % chunks) : 0;
     const int valid = min(32, lq - chunk * 32);
-    unsigned a[2][KCH][2][4];
-    if (active) train_load_a<KCH>(a, q + qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
+    unsigned a[2][KCH][2][4], al[2][KCH][2][4];  // al, inv: the SPLIT query's low parts and 1/c
+    float inv[2][2];
+    if (active) train_load_query<KCH, SPLIT>(a, al, inv, q, qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
     TrainTiles tiles(docs, b0, b1);
 #pragma unroll
     for (int s = 0; s < TRAIN_STAGES - 1; ++s) {
-        tiles.copy_next<KCH>(docs, train_ring + s * STAGE, dim);
+        tiles.copy_next<CH>(docs, train_ring + s * STAGE, copy);
         cp_async_commit();
     }
     int stage = 0;
@@ -328,16 +471,23 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch,
         for (int n0 = 0; n0 < len; n0 += TRAIN_TILE) {
             // The stage refilled here was multiplied in the last round (the barrier below).
             const int fill = stage + TRAIN_STAGES - 1 < TRAIN_STAGES ? stage + TRAIN_STAGES - 1 : stage - 1;
-            tiles.copy_next<KCH>(docs, train_ring + fill * STAGE, dim);
+            tiles.copy_next<CH>(docs, train_ring + fill * STAGE, copy);
             cp_async_commit();
             cp_async_wait<TRAIN_STAGES - 1>();
             __syncthreads();
-            if (active) train_tile<BF, KCH>(a, train_ring + stage * STAGE, n0, len, dim, g, c, best, arg);
+            if (active) {
+                if constexpr (SPLIT)
+                    train_tile_split<KCH>(a, al, train_ring + stage * STAGE, n0, len, g, c, best, arg);
+                else
+                    train_tile<BF, KCH>(a, train_ring + stage * STAGE, n0, len, dim, g, c, best, arg);
+            }
             __syncthreads();
             stage = stage + 1 < TRAIN_STAGES ? stage + 1 : 0;
         }
-        if (active)
+        if (active) {
+            if constexpr (SPLIT) train_unscale(best, inv);
             train_store(best, arg, valid, g, c, lane, (i64)qi * num_docs + b, lq, chunk, chunks, len, out, argmax);
+        }
     }
     cp_async_wait<0>();
 }
@@ -346,8 +496,8 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const u16* q, i64 q_batch,
 // (query, 32-row chunk) tasks, a warp per task walking the block's documents; group > 0: x over
 // sets of TRAIN_WARPS (document, chunk) tasks. `out`: [A, B] or [B] f32, pre-zeroed where
 // Lq > 32 (the chunks add into it); `argmax`: [A, B, Lq] or [B, Lq] int32, or null.
-template <bool BF, int KCH>
-__device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
+template <bool BF, int KCH, bool SPLIT>
+__device__ __forceinline__ void maxsim_train_fwd_impl(const void* q, i64 q_batch, i64 q_row, int num_q, int lq,
                                                       DocRows docs, int num_docs, int dim, int group, int per_block, float* out,
                                                       int* argmax) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -366,7 +516,7 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
         b1 = min(num_docs, b0 + per_block);
 #if TRAIN_SMEM
         // Every warp of the block copies and waits, those past the last task included.
-        maxsim_train_fwd_ring<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, b0, b1, task, out, argmax);
+        maxsim_train_fwd_ring<BF, KCH, SPLIT>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, b0, b1, task, out, argmax);
         return;
 #endif
         if (task >= (i64)num_q * chunks) return;
@@ -375,26 +525,59 @@ __device__ __forceinline__ void maxsim_train_fwd_impl(const u16* q, i64 q_batch,
     }
     if (qi >= num_q) return;
     const int valid = min(32, lq - chunk * 32);
-    unsigned a[2][KCH][2][4];
-    train_load_a<KCH>(a, q + qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
+    unsigned a[2][KCH][2][4], al[2][KCH][2][4];
+    float inv[2][2];
+    train_load_query<KCH, SPLIT>(a, al, inv, q, qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
     for (int b = b0; b < b1; ++b) {
         i64 base;
         int len;
         docs.extent(b, base, len);
         float best[2][2];
         int arg[2][2];
-        train_doc<BF, KCH>(a, (const u16*)docs.tokens + base, docs.row_stride, len, dim, g, c, best, arg);
+        if constexpr (SPLIT) {
+            train_doc_split<KCH>(a, al, (const u16*)docs.tokens + base, docs.row_stride, len, g, c, best, arg);
+            train_unscale(best, inv);
+        } else {
+            train_doc<BF, KCH>(a, (const u16*)docs.tokens + base, docs.row_stride, len, dim, g, c, best, arg);
+        }
         const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
         train_store(best, arg, valid, g, c, lane, pair, lq, chunk, chunks, len, out, argmax);
     }
 }
 
+// The backward passes' element types: E 0 f16, 1 bf16 (16-bit, four values a uint2), 2 f32
+// (a float4): loads of four values, their f32 values, and stores of f32 results.
+template <int E> struct TrainEl {
+    using T = u16;
+    using Raw = uint2;
+    static __device__ __forceinline__ Raw load(const T* p) { return __ldg((const uint2*)p); }
+    static __device__ __forceinline__ Raw zero() { return make_uint2(0u, 0u); }
+    static __device__ __forceinline__ float4 f4(Raw u) {
+        return make_float4(half_lo<E == 1>(u.x), half_hi<E == 1>(u.x), half_lo<E == 1>(u.y), half_hi<E == 1>(u.y));
+    }
+    static __device__ __forceinline__ void store4(T* p, float4 v) {
+        *(uint2*)p = make_uint2(pack2<E == 1>(v.x, v.y), pack2<E == 1>(v.z, v.w));
+    }
+    static __device__ __forceinline__ void store2(T* p, float a, float b) { *(unsigned*)p = pack2<E == 1>(a, b); }
+};
+template <> struct TrainEl<2> {
+    using T = float;
+    using Raw = float4;
+    static __device__ __forceinline__ Raw load(const T* p) { return __ldg((const float4*)p); }
+    static __device__ __forceinline__ Raw zero() { return make_float4(0.f, 0.f, 0.f, 0.f); }
+    static __device__ __forceinline__ float4 f4(Raw u) { return u; }
+    static __device__ __forceinline__ void store4(T* p, float4 v) { *(float4*)p = v; }
+    static __device__ __forceinline__ void store2(T* p, float a, float b) { *(float2*)p = make_float2(a, b); }
+};
+
 // dQ: a warp per query row (a, i), its lanes over d (four values each); `g`: the scores'
 // gradient, f32 laid out as `out`; `dq`: [A, Lq, d] contiguous, every element written. The
 // rows of 32 documents are gathered eight at a time (independent loads in flight).
-template <bool BF>
+template <int E>
 __device__ __forceinline__ void maxsim_train_dq_impl(DocRows docs, int num_docs, int dim, int group, int num_q, int lq,
-                                                     const int* argmax, const float* grad, u16* dq) {
+                                                     const int* argmax, const float* grad, typename TrainEl<E>::T* dq) {
+    using El = TrainEl<E>;
+    using T = typename El::T;
     const int lane = threadIdx.x & 31;
     const i64 row = (i64)blockIdx.x * TRAIN_WARPS + (threadIdx.x >> 5);
     if (row >= (i64)num_q * lq) return;
@@ -407,7 +590,7 @@ __device__ __forceinline__ void maxsim_train_dq_impl(DocRows docs, int num_docs,
     for (int b0 = first; b0 < last; b0 += 32) {
         const int b = b0 + lane;
         float gb = 0.f;
-        const u16* src = (const u16*)docs.tokens;  // lane b's best row (any valid address where none)
+        const T* src = (const T*)docs.tokens;  // lane b's best row (any valid address where none)
         if (b < last) {
             const i64 pair = group ? (i64)b : (i64)qi * num_docs + b;
             i64 base;
@@ -416,36 +599,32 @@ __device__ __forceinline__ void maxsim_train_dq_impl(DocRows docs, int num_docs,
             const int j = argmax[pair * lq + i];
             if (j >= 0) {
                 gb = grad[pair];
-                src = (const u16*)docs.tokens + base + j * docs.row_stride;
+                src = (const T*)docs.tokens + base + j * docs.row_stride;
             }
         }
         const int n = min(32, last - b0);
         for (int t0 = 0; t0 < n; t0 += 8) {
-            uint2 u[8];
+            typename El::Raw u[8];
             float gt[8];
 #pragma unroll
             for (int s = 0; s < 8; ++s) {
                 const int t = (t0 + s) & 31;
                 gt[s] = __shfl_sync(0xffffffffu, gb, t);
-                const u16* p = (const u16*)__shfl_sync(0xffffffffu, (unsigned long long)src, t);
+                const T* p = (const T*)__shfl_sync(0xffffffffu, (unsigned long long)src, t);
                 const bool ok = t0 + s < n && gt[s] != 0.f && lane_in;
-                u[s] = ok ? __ldg((const uint2*)(p + k0)) : make_uint2(0u, 0u);
+                u[s] = ok ? El::load(p + k0) : El::zero();
             }
 #pragma unroll
             for (int s = 0; s < 8; ++s) {
-                acc[0] += gt[s] * half_lo<BF>(u[s].x);
-                acc[1] += gt[s] * half_hi<BF>(u[s].x);
-                acc[2] += gt[s] * half_lo<BF>(u[s].y);
-                acc[3] += gt[s] * half_hi<BF>(u[s].y);
+                const float4 x = El::f4(u[s]);
+                acc[0] += gt[s] * x.x;
+                acc[1] += gt[s] * x.y;
+                acc[2] += gt[s] * x.z;
+                acc[3] += gt[s] * x.w;
             }
         }
     }
-    if (lane_in) {
-        uint2 o;
-        o.x = pack2<BF>(acc[0], acc[1]);
-        o.y = pack2<BF>(acc[2], acc[3]);
-        *(uint2*)(dq + row * dim + k0) = o;
-    }
+    if (lane_in) El::store4(dq + row * dim + k0, make_float4(acc[0], acc[1], acc[2], acc[3]));
 }
 
 // dD: a block per document, its rows in chunks of `rows_smem` accumulated in shared memory
@@ -455,10 +634,12 @@ __device__ __forceinline__ void maxsim_train_dq_impl(DocRows docs, int num_docs,
 // runs in item order, so dD is deterministic. `dd`: the documents' shape, contiguous: every row
 // of a padded document written (zeros past its length), a packed document's rows only.
 #define DD_BATCH 16
-template <bool BF>
-__device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, i64 q_row, int num_q, int lq,
-                                                     DocRows docs, int num_docs, int dim, int group, const int* argmax,
-                                                     const float* grad, u16* dd, int rows_smem) {
+template <int E>
+__device__ __forceinline__ void maxsim_train_dd_impl(const typename TrainEl<E>::T* q, i64 q_batch, i64 q_row, int num_q,
+                                                     int lq, DocRows docs, int num_docs, int dim, int group,
+                                                     const int* argmax, const float* grad, typename TrainEl<E>::T* dd,
+                                                     int rows_smem) {
+    using El = TrainEl<E>;
     extern __shared__ float acc[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int b = blockIdx.x;
@@ -508,7 +689,7 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
             // The window's items for this warp, DD_BATCH at a time, in item order: their query
             // rows loaded first, then added to their rows (float4 in shared memory).
             while (left > 0) {
-                uint2 v[DD_BATCH];
+                typename El::Raw v[DD_BATCH];
                 int jb[DD_BATCH];
                 float wb[DD_BATCH];
 #pragma unroll
@@ -526,7 +707,7 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
                     jb[s] = u < 0 ? -1 : __shfl_sync(0xffffffffu, jl, src);
                     wb[s] = __shfl_sync(0xffffffffu, wl, src);
                     const i64 off = __shfl_sync(0xffffffffu, ol, src);
-                    v[s] = u >= 0 && lane_in ? __ldg((const uint2*)(q + off + k0)) : make_uint2(0u, 0u);
+                    v[s] = u >= 0 && lane_in ? El::load(q + off + k0) : El::zero();
                 }
                 left -= DD_BATCH;
 #pragma unroll
@@ -535,53 +716,90 @@ __device__ __forceinline__ void maxsim_train_dd_impl(const u16* q, i64 q_batch, 
                     if (lane_in) {
                         float4* r = (float4*)(acc + jb[s] * dim + k0);
                         float4 a = *r;
-                        a.x += wb[s] * half_lo<BF>(v[s].x);
-                        a.y += wb[s] * half_hi<BF>(v[s].x);
-                        a.z += wb[s] * half_lo<BF>(v[s].y);
-                        a.w += wb[s] * half_hi<BF>(v[s].y);
+                        const float4 x = El::f4(v[s]);
+                        a.x += wb[s] * x.x;
+                        a.y += wb[s] * x.y;
+                        a.z += wb[s] * x.z;
+                        a.w += wb[s] * x.w;
                         *r = a;
                     }
                 }
             }
         }
         __syncthreads();
-        u16* o = dd + out_base + (i64)j0 * dim;
-        for (int e = threadIdx.x * 2; e < rows * dim; e += blockDim.x * 2)
-            *(unsigned*)(o + e) = pack2<BF>(acc[e], acc[e + 1]);
+        typename El::T* o = dd + out_base + (i64)j0 * dim;
+        for (int e = threadIdx.x * 2; e < rows * dim; e += blockDim.x * 2) El::store2(o + e, acc[e], acc[e + 1]);
         __syncthreads();
     }
 }
 
-#define INSTANTIATE_TRAIN_FWD(NAME, BF, KCH)                                                    \
-    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32, TRAIN_FWD_MIN_BLOCKS) NAME(  \
-        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,       \
+// The f32 forward (SPLIT) holds both parts of its query rows (128 registers at d = 128): one
+// block a SM.
+#ifndef TRAIN_FWD_SPLIT_MIN_BLOCKS
+#define TRAIN_FWD_SPLIT_MIN_BLOCKS 1
+#endif
+
+#define INSTANTIATE_TRAIN_FWD(NAME, T, BF, KCH, SPLIT, MIN_BLOCKS)                              \
+    extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32, MIN_BLOCKS) NAME(            \
+        const T* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,         \
         int group, int per_block, float* out, int* argmax)                                      \
     {                                                                                           \
-        maxsim_train_fwd_impl<BF, KCH>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, per_block, out, argmax); \
+        maxsim_train_fwd_impl<BF, KCH, SPLIT>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, per_block, out, argmax); \
     }
 
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k1, false, 1)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k2, false, 2)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k3, false, 3)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k4, false, 4)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k1, true, 1)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k2, true, 2)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k3, true, 3)
-INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k4, true, 4)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k1, u16, false, 1, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k2, u16, false, 2, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k3, u16, false, 3, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f16_k4, u16, false, 4, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k1, u16, true, 1, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k2, u16, true, 2, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k3, u16, true, 3, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_bf16_k4, u16, true, 4, false, TRAIN_FWD_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f32_k1, float, false, 1, true, TRAIN_FWD_SPLIT_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f32_k2, float, false, 2, true, TRAIN_FWD_SPLIT_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f32_k3, float, false, 3, true, TRAIN_FWD_SPLIT_MIN_BLOCKS)
+INSTANTIATE_TRAIN_FWD(maxsim_train_fwd_f32_k4, float, false, 4, true, TRAIN_FWD_SPLIT_MIN_BLOCKS)
 
-#define INSTANTIATE_TRAIN_BWD(SUFFIX, BF)                                                       \
+// The f32 forward's documents as f16 planes (see train_fold_split): a block a document, its
+// `len` rows (DocRows `docs` of f32 tokens) written at `planes` rows of 64 kch halves laid out
+// as `planes_docs` (the same layout, planes strides). Dimensions past `dim` are zeros.
+extern "C" __global__ void __launch_bounds__(256) maxsim_train_split(DocRows docs, int num_docs, int dim, int kch,
+                                                                     DocRows planes_docs, u16* planes) {
+    const int b = blockIdx.x;
+    if (b >= num_docs) return;
+    i64 base, out;
+    int len, len2;
+    docs.extent(b, base, len);
+    planes_docs.extent(b, out, len2);
+    const float* src = (const float*)docs.tokens + base;
+    const int width = kch * 32;
+    for (int e = threadIdx.x; e < len * width; e += blockDim.x) {
+        const int r = e / width, k = e % width;
+        const float x = k < dim ? src[(i64)r * docs.row_stride + k] : 0.f;
+        unsigned h, l;
+        split_f32x2(x, 0.f, h, l);  // the low halves: x's parts
+        // Dimension k of chunk k / 32 at lane c = (k % 16) / 4's halves: c * 8 + (k % 32) / 16 * 4 + k % 4.
+        const int p = (k >> 5) * 64 + ((k & 15) >> 2) * 8 + ((k & 31) >> 4) * 4 + (k & 3);
+        u16* row = planes + out + (i64)r * planes_docs.row_stride;
+        row[p] = (u16)(h & 0xffffu);
+        row[p + 32] = (u16)(l & 0xffffu);
+    }
+}
+
+#define INSTANTIATE_TRAIN_BWD(SUFFIX, E)                                                        \
     extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dq_##SUFFIX(    \
         DocRows docs, int num_docs, int dim, int group, int num_q, int lq, const int* argmax,               \
-        const float* grad, u16* dq)                                                             \
+        const float* grad, TrainEl<E>::T* dq)                                                   \
     {                                                                                           \
-        maxsim_train_dq_impl<BF>(docs, num_docs, dim, group, num_q, lq, argmax, grad, dq);                \
+        maxsim_train_dq_impl<E>(docs, num_docs, dim, group, num_q, lq, argmax, grad, dq);                 \
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(TRAIN_WARPS * 32) maxsim_train_dd_##SUFFIX(    \
-        const u16* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs, int dim,       \
-        int group, const int* argmax, const float* grad, u16* dd, int rows_smem)                \
+        const TrainEl<E>::T* q, i64 q_batch, i64 q_row, int num_q, int lq, DocRows docs, int num_docs,      \
+        int dim, int group, const int* argmax, const float* grad, TrainEl<E>::T* dd, int rows_smem) \
     {                                                                                           \
-        maxsim_train_dd_impl<BF>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, argmax, grad, dd, rows_smem); \
+        maxsim_train_dd_impl<E>(q, q_batch, q_row, num_q, lq, docs, num_docs, dim, group, argmax, grad, dd, rows_smem); \
     }
 
-INSTANTIATE_TRAIN_BWD(f16, false)
-INSTANTIATE_TRAIN_BWD(bf16, true)
+INSTANTIATE_TRAIN_BWD(f16, 0)
+INSTANTIATE_TRAIN_BWD(bf16, 1)
+INSTANTIATE_TRAIN_BWD(f32, 2)

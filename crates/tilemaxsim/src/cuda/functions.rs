@@ -84,6 +84,8 @@ pub(super) struct Kernels {
     pub(super) train_fwd: Vec<((DType, usize), CudaFunction)>,
     /// dtype → `maxsim_train_dq` and `maxsim_train_dd`.
     pub(super) train_bwd: Vec<(DType, CudaFunction, CudaFunction)>,
+    /// `maxsim_train_split`: f32 documents as the f32 forward's f16 planes.
+    pub(super) train_split: CudaFunction,
     /// kernels/ivf.cu: IVF search's probe, candidates and centroid interaction.
     pub(super) ivf: IvfKernels,
 }
@@ -243,18 +245,19 @@ impl Kernels {
             residual_pair_table: f("residual_pair_table")?,
             codec_pack_queries: f("codec_pack_queries")?,
             compress: CompressKernels::load(&f, arch)?,
-            train_fwd: [DType::F16, DType::BF16]
+            train_fwd: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
                 .flat_map(|t| (1..=MMA_DIMS.len()).map(move |k| (t, k)))
                 .map(|(t, k)| Ok(((t, k), f(&format!("maxsim_train_fwd_{t}_k{k}"))?)))
                 .collect::<Result<_>>()?,
-            train_bwd: [DType::F16, DType::BF16]
+            train_bwd: [DType::F16, DType::BF16, DType::F32]
                 .into_iter()
                 .map(|t| {
                     let dq = f(&format!("maxsim_train_dq_{t}"))?;
                     Ok((t, dq, f(&format!("maxsim_train_dd_{t}"))?))
                 })
                 .collect::<Result<_>>()?,
+            train_split: f("maxsim_train_split")?,
             ivf: IvfKernels {
                 probe: IVF_PROBE_LISTS
                     .iter()

@@ -2,18 +2,21 @@
 //! each query token's best document token (int32) beside the score (every query against every
 //! document through a ring of document rows in shared memory), and the backward passes,
 //! which route the scores' gradient through those tokens (dQ by gathers, dD accumulated per
-//! document in shared memory). f16/bf16, queries and documents of one dtype, d a multiple of 8
-//! up to 128, rows contiguous and 16-byte aligned; [`train_supported`] says whether a shape
-//! qualifies. Used by [`CudaScorer::train_forward`](super::CudaScorer::train_forward) and
+//! document in shared memory). f16/bf16/f32, queries and documents of one dtype, d a multiple
+//! of 8 up to 128, rows contiguous and 16-byte aligned; f32 documents checked by the caller to
+//! lie in the split range (`RawDocs::split_ok`: the forward multiplies f16 parts of both sides
+//! on the tensor cores, as the f32 scoring kernels do, after splitting the documents once a
+//! call into a temporary buffer); [`train_supported`] says whether a shape qualifies. Used by [`CudaScorer::train_forward`](super::CudaScorer::train_forward) and
 //! [`CudaScorer::train_backward`](super::CudaScorer::train_backward).
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 
 use super::context::GpuContext;
 use super::device::drv;
 use super::functions::kernel_in;
+use super::launch::DocRows;
 use super::raw::{RawDocs, RawLayout, doc_rows};
 use crate::error::{Error, Result};
 use crate::matrix::DType;
@@ -27,10 +30,11 @@ const DD_SMEM_BYTES: usize = 96 << 10;
 const FWD_RING_ROWS: usize = 192;
 
 /// Dynamic shared bytes of a `maxsim_train_fwd` block scoring every query against every
-/// document at `kch` 32-wide chunks of d: its ring, rows `(kch | 1) × 32` halves apart
+/// document at `chunks` 32-half chunks a ring row (d's 32-wide chunks; twice as many for f32,
+/// whose rows are f16 planes): its ring, rows `(chunks | 1) × 32` halves apart
 /// (kernels/train.cu: TrainPitch).
-fn fwd_smem(kch: usize) -> usize {
-    FWD_RING_ROWS * (kch | 1) * 32 * 2
+fn fwd_smem(chunks: usize) -> usize {
+    FWD_RING_ROWS * (chunks | 1) * 32 * 2
 }
 
 /// Padded queries `[num, len, dim]` in device memory: query a's row i at element
@@ -78,8 +82,12 @@ pub fn train_supported(args: &TrainArgs) -> Option<String> {
     if q.dtype != d.dtype {
         return Some(format!("queries are {}, documents {}", q.dtype, d.dtype));
     }
-    if q.dtype == DType::F32 {
-        return Some("f32 tensors (the training kernels take f16 and bf16)".into());
+    if q.dtype == DType::F32 && !d.split_ok {
+        return Some(
+            "f32 documents not checked to lie in the split range (|x| ≤ 32768, each row all \
+             zeros or with a largest |x| ≥ 2^-12)"
+                .into(),
+        );
     }
     if q.dim != d.dim || q.dim == 0 || q.dim % 8 != 0 || q.dim > 128 {
         return Some(format!(
@@ -87,8 +95,9 @@ pub fn train_supported(args: &TrainArgs) -> Option<String> {
             q.dim
         ));
     }
+    let unit = 16 / q.dtype.size(); // elements in 16 bytes
     let aligned = |ptr: u64, strides: &[usize]| {
-        ptr.is_multiple_of(16) && strides.iter().all(|s| s.is_multiple_of(8))
+        ptr.is_multiple_of(16) && strides.iter().all(|s| s.is_multiple_of(unit))
     };
     let doc_strides = match d.layout {
         RawLayout::Packed { .. } => vec![d.row_stride],
@@ -159,11 +168,18 @@ pub(super) unsafe fn forward(
         ));
     }
     let q = &args.queries;
-    let (docs, num_docs) = (doc_rows(&args.docs), i32_of(args.docs.len(), "documents")?);
+    let num_docs = i32_of(args.docs.len(), "documents")?;
     if num_docs == 0 {
         return Ok(());
     }
     let kch = q.dim.div_ceil(32);
+    // f32: the documents split into planes first (freed in stream order once the forward ran).
+    let (docs, _planes) = if q.dtype == DType::F32 {
+        let (rows, planes) = split_planes(gpu, stream, args, kch)?;
+        (rows, Some(planes))
+    } else {
+        (doc_rows(&args.docs), None)
+    };
     let f = kernel_in(&gpu.kernels.train_fwd, (q.dtype, kch), "training forward")?;
     let tasks = if args.group == 0 {
         q.num
@@ -190,7 +206,8 @@ pub(super) unsafe fn forward(
     };
     // Every query against every document reads the block's documents through a ring in
     // shared memory; the other layouts, a document a warp, do not.
-    let smem = if args.group == 0 { fwd_smem(kch) } else { 0 };
+    let chunks = if q.dtype == DType::F32 { 2 * kch } else { kch };
+    let smem = if args.group == 0 { fwd_smem(chunks) } else { 0 };
     // Raises the function's dynamic shared memory allowance where needed.
     gpu.blocks_per_sm(f, WARPS * 32, smem)?;
     let cfg = LaunchConfig {
@@ -214,10 +231,64 @@ pub(super) unsafe fn forward(
         .arg(&per_block)
         .arg(&out)
         .arg(&argmax);
-    // SAFETY: the kernel's signature is (u16*, i64, i64, int, int, DocRows, int, int, int, int,
-    // float*, int*), pushed in order; the memory is the caller's (this function's contract).
+    // SAFETY: the kernel's signature is (u16* or float*, i64, i64, int, int, DocRows, int, int,
+    // int, int, float*, int*), pushed in order; the memory is the caller's (this function's
+    // contract) or the planes, alive until after the launch and freed in stream order.
     unsafe { b.launch(cfg) }.map_err(drv("training forward launch"))?;
     Ok(())
+}
+
+/// f32 documents as the f32 forward's f16 planes (`maxsim_train_split`): a buffer holding each
+/// document row as 64 × `kch` halves (each 32-dimension chunk's high parts, then its low parts
+/// scaled by 2^11), laid out as the documents are (packed rows by the same offsets, or the
+/// padded batch's rows, padding included), and the `DocRows` that reads it.
+fn split_planes(
+    gpu: &GpuContext,
+    stream: &Arc<CudaStream>,
+    args: &TrainArgs,
+    kch: usize,
+) -> Result<(DocRows, CudaSlice<u16>)> {
+    let src = doc_rows(&args.docs);
+    let width = 64 * kch;
+    let (rows, batch_stride) = match args.docs.layout {
+        RawLayout::Packed { rows, .. } => (rows, 0),
+        RawLayout::Padded { docs, max_len, .. } => (docs * max_len, max_len * width),
+    };
+    let n = rows
+        .checked_mul(width)
+        .ok_or_else(|| Error::Argument(format!("{rows} document rows to split")))?;
+    // SAFETY: the split writes every row a document has; the forward reads no other row.
+    let planes = unsafe { stream.alloc::<u16>(n.max(1)) }.map_err(drv("f32 training planes"))?;
+    let rows_of = DocRows {
+        tokens: {
+            let (ptr, _sync) = planes.device_ptr(stream);
+            ptr
+        },
+        row_stride: width as i64,
+        batch_stride: batch_stride as i64,
+        ..src
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (grid_x(args.docs.len())?, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (num_docs, dim, kch_i) = (
+        i32_of(args.docs.len(), "documents")?,
+        args.queries.dim as i32,
+        kch as i32,
+    );
+    let mut b = stream.launch_builder(&gpu.kernels.train_split);
+    b.arg(&src)
+        .arg(&num_docs)
+        .arg(&dim)
+        .arg(&kch_i)
+        .arg(&rows_of)
+        .arg(&planes);
+    // SAFETY: (DocRows, int, int, int, DocRows, u16*), in order; the documents are the caller's
+    // (`forward`'s contract), the planes hold `rows × width` halves.
+    unsafe { b.launch(cfg) }.map_err(drv("f32 training split launch"))?;
+    Ok((rows_of, planes))
 }
 
 /// Enqueue the backward pass for the scores' gradient `grad` (f32, laid out as `forward`'s
