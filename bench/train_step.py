@@ -5,7 +5,7 @@ colbert.py:188-201, written out here), timed in one process on the same tensors.
 
 Shapes: PyLate's in-batch contrastive step (64 queries × 512 documents, Lq 32, Ld 180, d 128,
 bf16, cross-entropy over the score matrix), the same in f16 and in f32 (a model trained without
-autocast; ours then runs the engine's exact scores with torch's argmax and gradients), the distillation layout (D
+autocast; ours then splits both sides into float16 parts on the tensor cores), the distillation layout (D
 `[64, 32, 180, 128]`, KL against teacher scores) and, for ours, the forward and backward passes
 alone. Each step's dQ and dD are compared with float64 autograd of the same inputs (max |error|
 relative to the largest gradient). Timing: CUDA events around each step, median of 30 after
@@ -169,8 +169,7 @@ def in_batch(dtype, A=64, B=512, Lq=32, Ld=180, d=128):
         {"case": case, "impl": "tilemaxsim fwd (argmax) + bwd, no loss", "ms": ms}
     )
     print(f"{case:58s} {'ours: fwd+argmax+bwd, no loss':34s} {ms:8.3f} ms", flush=True)
-    # Each kernel alone (f32 has none: it takes the engine's scores and torch's argmax and
-    # gradients, `_autograd.MaxSim`).
+    # Each kernel alone (f32: the forward splits the documents into float16 planes first).
     Qd, Dd = Q.detach(), D.detach()
     if not _autograd.fused_ok(Qd, Dd):
         return
@@ -187,6 +186,7 @@ def in_batch(dtype, A=64, B=512, Lq=32, Ld=180, d=128):
             dlpack(dq) if want_q else None,
             dlpack(dd) if want_d else None,
             group=0,
+            split_checked=Qd.dtype == torch.float32,
             stream=stream,
         )
 

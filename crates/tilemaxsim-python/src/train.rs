@@ -31,6 +31,7 @@ fn inputs(
     cu_seqlens: Option<&Bound<'_, PyAny>>,
     doc_lengths: Option<&Bound<'_, PyAny>>,
     group: usize,
+    split_checked: bool,
 ) -> PyResult<Inputs> {
     let q = Tensor::import(queries, "queries")?;
     let d = Tensor::import(docs, "documents")?;
@@ -107,7 +108,7 @@ fn inputs(
             dim,
             row_stride,
             layout,
-            split_ok: false,
+            split_ok: split_checked,
         },
         group,
     };
@@ -162,9 +163,10 @@ fn output(
 /// Scores into `out` (float32, `[A, B]`, or `[B]` with `group`) and, given `argmax` (int32,
 /// `[A, B, Lq]` or `[B, Lq]`), each query token's best document token. With `group` = K > 0
 /// document b is scored against query b // K only. Queries past 32 tokens add into `out`,
-/// which must then hold zeros.
+/// which must then hold zeros. float32 tensors need `split_checked`: the caller has checked
+/// that the documents lie in the split range (`_split.split_checked`).
 #[pyfunction]
-#[pyo3(signature = (queries, docs, out, argmax=None, *, cu_seqlens=None, doc_lengths=None, group=0, stream=0))]
+#[pyo3(signature = (queries, docs, out, argmax=None, *, cu_seqlens=None, doc_lengths=None, group=0, split_checked=false, stream=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_forward(
     py: Python<'_>,
@@ -175,9 +177,10 @@ pub fn train_forward(
     cu_seqlens: Option<&Bound<'_, PyAny>>,
     doc_lengths: Option<&Bound<'_, PyAny>>,
     group: usize,
+    split_checked: bool,
     stream: usize,
 ) -> PyResult<()> {
-    let inp = inputs(queries, docs, cu_seqlens, doc_lengths, group)?;
+    let inp = inputs(queries, docs, cu_seqlens, doc_lengths, group, split_checked)?;
     let pairs = inp.args.pairs();
     let out = output(out, "out", Elem::Float(DType::F32), pairs, inp.ordinal)?;
     let argmax = argmax
@@ -214,7 +217,7 @@ pub fn train_forward(
 /// `grad` (float32, shaped as the scores) and `train_forward`'s `argmax`. A padded `dd` is
 /// written whole (zeros past each length); a packed one only at its documents' rows.
 #[pyfunction]
-#[pyo3(signature = (queries, docs, argmax, grad, dq=None, dd=None, *, cu_seqlens=None, doc_lengths=None, group=0, stream=0))]
+#[pyo3(signature = (queries, docs, argmax, grad, dq=None, dd=None, *, cu_seqlens=None, doc_lengths=None, group=0, split_checked=false, stream=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn train_backward(
     py: Python<'_>,
@@ -227,9 +230,10 @@ pub fn train_backward(
     cu_seqlens: Option<&Bound<'_, PyAny>>,
     doc_lengths: Option<&Bound<'_, PyAny>>,
     group: usize,
+    split_checked: bool,
     stream: usize,
 ) -> PyResult<()> {
-    let inp = inputs(queries, docs, cu_seqlens, doc_lengths, group)?;
+    let inp = inputs(queries, docs, cu_seqlens, doc_lengths, group, split_checked)?;
     let (pairs, q, d) = (inp.args.pairs(), inp.args.queries, inp.args.docs);
     let argmax = output(argmax, "argmax", Elem::I32, pairs * q.len, inp.ordinal)?;
     let grad = output(grad, "grad", Elem::Float(DType::F32), pairs, inp.ordinal)?;

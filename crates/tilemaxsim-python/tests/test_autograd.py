@@ -271,11 +271,59 @@ def test_float32_training_through_float16_parts_matches_float64_autograd(rng, mo
     assert_close(dD, wD, "dD", 1e-5)
 
 
+def powers_of_two(rng, shape, lo, hi):
+    """float32 `shape` of powers of two 2^lo .. 2^hi on DEVICE."""
+    return torch.from_numpy(2.0 ** rng.integers(lo, hi + 1, size=shape)).float().to(DEVICE)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the training kernels are CUDA's")
+@pytest.mark.parametrize("mode", ["all", "pairs", "kd", "packed_all"])
+def test_float32_training_kernels_with_rows_of_every_scale(rng, poisoned, monkeypatch, mode):
+    """float32 on the training kernels (each query row scaled by its own power of two, then both
+    sides split into float16 parts; never the torch path here) with query rows scaled 2^-120 to
+    2^40 and document tokens 2^-8 to 2^10 (rows in the split range), against float64 autograd:
+    the argmax of every row, tiny ones included, shows in dQ, whose rows are document tokens."""
+    from tilemaxsim import _autograd
+
+    def torch_path(*args):
+        raise AssertionError("float32 took the torch path")
+
+    monkeypatch.setattr(_autograd.MaxSim, "apply", torch_path)
+    A, Lq, Ld, d = 3, 37, 45, 72
+    B, K = (A, 1) if mode == "pairs" else (6, 2)
+    shape = {"kd": (A, K, Ld, d), "packed_all": (B * Ld, d)}.get(mode, (B, Ld, d))
+    ref_mode = {"packed_all": "all"}.get(mode, mode)
+    for _ in range(8):
+        Q = (normalized(rng, A, Lq, d) * powers_of_two(rng, (A, Lq, 1), -120, 40)).requires_grad_()
+        D = (normalized(rng, *shape) * powers_of_two(rng, shape[:-1] + (1,), -8, 10)).requires_grad_()
+        if mode == "packed_all":
+            got = tilemaxsim.maxsim(Q, D, cu_seqlens=torch.arange(B + 1, device=DEVICE) * Ld)
+        else:
+            got = (tilemaxsim.maxsim_pairs if mode == "pairs" else tilemaxsim.maxsim)(Q, D)
+        Dref = D.view(B, Ld, d) if mode == "packed_all" else D
+        g = torch.from_numpy(rng.standard_normal(tuple(got.shape))).float().to(DEVICE)
+        dQ, dD = torch.autograd.grad(got, (Q, D), g)
+        valid = torch.ones(Dref.shape[:-1], dtype=torch.bool, device=DEVICE)
+        want, wQ, wD, _ = float64_grads(Q, Dref, g, valid, ref_mode)
+        # Ties relative to each max's own size (the rows' scales differ by 2^160).
+        eq = {"all": "aid,bjd->abij", "pairs": "bid,bjd->bij", "kd": "aid,akjd->akij"}[ref_mode]
+        top = torch.einsum(eq, Q.detach().double(), Dref.detach().double()).topk(2, dim=-1).values
+        if float(((top[..., 0] - top[..., 1]) / top[..., 0].abs()).min()) > 1e-5:
+            break
+    else:
+        pytest.fail("eight draws with a relative tie")
+    assert dQ.dtype == torch.float32 and dD.dtype == torch.float32
+    torch.testing.assert_close(got.detach().double(), want.detach(), rtol=1e-5, atol=0)
+    torch.testing.assert_close(dQ.double(), wQ, rtol=1e-5, atol=1e-5 * float(wQ.abs().max()))
+    torch.testing.assert_close(dD.double().view(wD.shape), wD, rtol=1e-5, atol=1e-5 * float(wD.abs().max()))
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="the float16 parts are CUDA's path")
 def test_float32_cuda_training_takes_the_parts_and_check_looks_again(rng):
-    """float32 CUDA tensors in the split's range take the float16 parts; `check=True` checks the
-    documents' range again, so a write the version counter misses (through `.data`) sends them
-    back to the engine's exact path instead of overflowing float16."""
+    """float32 CUDA tensors in the split's range take the training kernels' float16 parts;
+    `check=True` checks the documents' range again, so a write the version counter misses
+    (through `.data`) sends them back to the engine's exact path instead of overflowing
+    float16."""
     from tilemaxsim import _autograd
 
     Q = normalized(rng, 3, 7, 32).requires_grad_()

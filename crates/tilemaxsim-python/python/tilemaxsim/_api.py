@@ -116,7 +116,7 @@ def _by_group(Q, D, layout, group, check):
         raise ValueError(f"{what}: {Q.shape[0]} queries for {b} documents")
     if _needs_grad(Q, D):
         return maxsim_with_grad(Q, D, layout, pairs=True, check=check, group=group)
-    if is_torch(Q) and is_torch(D) and fused_ok(Q, D):
+    if is_torch(Q) and is_torch(D) and fused_ok(Q, D, check):
         if check:
             _check_finite(Q, D, layout)
         return pair_scores(Q, D, layout, group)

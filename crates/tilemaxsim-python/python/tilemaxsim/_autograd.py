@@ -5,16 +5,18 @@ through those tokens only:
     dQ[a, i]      = sum_b  g[a, b] * D[b, argmax[a, b, i]]
     dD[b, argmax] += sum_a g[a, b] * Q[a, i]
 
-On CUDA with f16/bf16 inputs of one dtype and d a multiple of 8 up to 128, the engine's training
+On CUDA with f16/bf16/f32 inputs of one dtype and d a multiple of 8 up to 128 (float32: the
+documents in the split range, `_split.split_checked`; the forward multiplies float16 parts of
+both sides on the tensor cores, as the engine's float32 kernels do), the engine's training
 kernels do both passes (`_native.train_forward` writes the scores and the argmax in one pass;
-`_native.train_backward` gathers dQ and accumulates dD per document), for padded documents
-(with lengths), packed ones (`cu_seqlens`), pairs and the distillation layout (`group`: document
-b against query b // K). Elsewhere (float32, other d, the CPU) the engine scores, the argmax is
-found by torch products formed as the engine forms its similarities (exact products of the
-stored values summed in float32, TF32 off; float32 on CUDA through float16 parts on the tensor
-cores, `_split_queries`, whose best similarities are then the scores too), over chunks of
-documents so the similarity blocks stay small, and the backward pass sums the rows each
-gradient takes with `embedding_bag` (per-sample weights, no atomics); packed documents are
+`_native.train_backward` gathers dQ and accumulates dD per document), for padded documents (with
+lengths), packed ones (`cu_seqlens`), pairs and the distillation layout (`group`: document b
+against query b // K). Elsewhere (other d, float32 out of the split range, the CPU) the engine
+scores, the argmax is found by torch products formed as the engine forms its similarities (exact
+products of the stored values summed in float32, TF32 off; float32 on CUDA through float16 parts
+on the tensor cores, `_split_queries`, whose best similarities are then the scores too), over
+chunks of documents so the similarity blocks stay small, and the backward pass sums the rows
+each gradient takes with `embedding_bag` (per-sample weights, no atomics); packed documents are
 padded there first.
 `pair_scores` serves gradient-free pairs on CUDA through the same forward kernel.
 """
@@ -33,6 +35,7 @@ from ._engine import _check_finite, _run
 # backward pass's index arrays).
 _BLOCK_BYTES = 256 << 20
 _HALF = (torch.float16, torch.bfloat16)
+_FUSED = (*_HALF, torch.float32)  # the training kernels' dtypes
 
 
 @contextlib.contextmanager
@@ -240,25 +243,32 @@ def _empty(shape, *, dtype, device):
     return torch.empty(shape, dtype=dtype, device=device)
 
 
-def fused_ok(Q, D) -> bool:
-    """Whether the training kernels take these inputs."""
-    return (
+def fused_ok(Q, D, check=False) -> bool:
+    """Whether the training kernels take these inputs (float32: the documents in the split
+    range, checked again with `check`)."""
+    shape_ok = (
         Q.is_cuda
         and D.is_cuda
         and Q.device == D.device
         and Q.dtype == D.dtype
-        and Q.dtype in _HALF
+        and Q.dtype in _FUSED
         and Q.ndim == 3
         and Q.shape[2] % 8 == 0
         and 0 < Q.shape[2] <= 128
         and Q.shape[0] > 0
         and Q.shape[1] > 0
     )
+    if not shape_ok or Q.dtype != torch.float32:
+        return shape_ok
+    from ._split import split_checked
+
+    return split_checked(D, bool(check))
 
 
 def _aligned(t):
     """`t` with contiguous, 16-byte aligned token rows (a copy where they are not)."""
-    if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all(s % 8 == 0 for s in t.stride()[:-1]):
+    unit = 16 // t.element_size()
+    if t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all(s % unit == 0 for s in t.stride()[:-1]):
         return t
     t = t.contiguous()
     return t if t.data_ptr() % 16 == 0 else t.clone()
@@ -283,6 +293,7 @@ def _forward(Q, D, layout, group, keep_argmax):
         dlpack(out),
         None if argmax is None else dlpack(argmax),
         group=group,
+        split_checked=Q.dtype == torch.float32,  # fused_ok checked them
         stream=stream_of(Q),
         **_layout_kwargs(layout),
     )
@@ -326,6 +337,7 @@ class FusedMaxSim(torch.autograd.Function):
             None if dQ is None else dlpack(dQ),
             None if dD is None else dlpack(dD),
             group=ctx.group,
+            split_checked=Q.dtype == torch.float32,  # as in the forward
             stream=stream_of(Q),
             **_layout_kwargs(ctx.layout),
         )
@@ -346,7 +358,7 @@ def maxsim_with_grad(Q, D, layout, *, pairs, check, group=None):
     """Differentiable scores: every query against every document, pairs (`[B]`), or with
     `group` = K document b against query b // K (`[B]`)."""
     group = group or (1 if pairs else 0)
-    if fused_ok(Q, D):
+    if fused_ok(Q, D, check):
         return FusedMaxSim.apply(Q, D, layout.get("doc_lengths"), layout.get("cu_seqlens"), group, check)
     if "cu_seqlens" in layout:
         D, lengths = _padded(D, layout["cu_seqlens"])

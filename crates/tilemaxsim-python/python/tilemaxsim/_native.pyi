@@ -37,9 +37,11 @@ def train_forward(
     cu_seqlens: Any | None = None,
     doc_lengths: Any | None = None,
     group: int = 0,
+    split_checked: bool = False,
     stream: int = 0,
 ) -> None:
-    """Training forward pass on CUDA tensors: scores into `out`, each query token's argmax (int32)."""
+    """Training forward pass on CUDA tensors: scores into `out`, each query token's argmax (int32).
+    float32 tensors need `split_checked` (the documents checked to lie in the split range)."""
 
 def train_backward(
     queries: Any,
@@ -52,6 +54,7 @@ def train_backward(
     cu_seqlens: Any | None = None,
     doc_lengths: Any | None = None,
     group: int = 0,
+    split_checked: bool = False,
     stream: int = 0,
 ) -> None:
     """Training backward pass: dQ and dD from the scores' gradient and the forward pass's argmax."""
