@@ -70,7 +70,7 @@ tmp="$OUT/gpu_check_parts"; mkdir -p "$tmp"
       echo "top-k racecheck exit: ${PIPESTATUS[0]}"
       TILEMAXSIM_GPU_CASES=3 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_f32 --test-threads 1 2>&1 | tail -3
       echo "f32 racecheck exit: ${PIPESTATUS[0]}"
-      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3
+      TILEMAXSIM_GPU_CASES=9 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 .dev/test-gpu_any_dim 2>&1 | tail -3
       echo "any-d racecheck exit: ${PIPESTATUS[0]}"
     fi
     if one 2; then
