@@ -1,12 +1,13 @@
-//! Training on tensors the engine borrows (kernels/train.cu): the forward pass, which writes
-//! each query token's best document token (int32) beside the score (every query against every
-//! document through a ring of document rows in shared memory), and the backward passes,
-//! which route the scores' gradient through those tokens (dQ by gathers, dD accumulated per
-//! document in shared memory). f16/bf16/f32, queries and documents of one dtype, d a multiple
-//! of 8 up to 128, rows contiguous and 16-byte aligned; f32 documents checked by the caller to
-//! lie in the split range (`RawDocs::split_ok`: the forward multiplies f16 parts of both sides
-//! on the tensor cores, as the f32 scoring kernels do, after splitting the documents once a
-//! call into a temporary buffer); [`train_supported`] says whether a shape qualifies. Used by [`CudaScorer::train_forward`](super::CudaScorer::train_forward) and
+//! Training on tensors the engine borrows (kernels/train.cu): the forward pass, which writes each
+//! query token's best document token (int32) beside the score (every query against every document
+//! through a ring of document rows in shared memory), and the backward passes, which route the
+//! scores' gradient through those tokens (dQ by gathers, dD accumulated per document in shared
+//! memory). f16/bf16/f32, queries and documents of one dtype, d a multiple of 8 up to 128, rows
+//! contiguous and 16-byte aligned; f32 documents checked by the caller to lie in the split range
+//! (`RawDocs::split_ok`: the forward multiplies f16 parts of both sides on the tensor cores, as the
+//! f32 scoring kernels do, after splitting the documents once a call into a temporary buffer);
+//! [`train_supported`] says whether a shape qualifies. Used by
+//! [`CudaScorer::train_forward`](super::CudaScorer::train_forward) and
 //! [`CudaScorer::train_backward`](super::CudaScorer::train_backward).
 
 use std::sync::Arc;
