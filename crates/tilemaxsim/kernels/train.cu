@@ -300,8 +300,11 @@ __device__ __forceinline__ void train_doc_split(const unsigned (&hi)[2][KCH][2][
 #ifndef TRAIN_STAGES
 #define TRAIN_STAGES 3
 #endif
-// The ring's rows the host sizes a block's shared memory for (src/cuda/train.rs: FWD_RING_ROWS).
+// The ring's rows the host sizes a block's shared memory for (src/cuda/train.rs: FWD_RING_ROWS),
+// within TRAIN_SMEM_BUDGET bytes: the shared memory a block may opt into on every GPU the
+// kernels run on (sm_86, sm_89 and sm_120 allow 99 KB; sm_80 163 KB, sm_90 227 KB).
 #define TRAIN_RING_ROWS 192
+#define TRAIN_SMEM_BUDGET 101376
 static_assert(TRAIN_TILE % 16 == 0 && TRAIN_TILE * TRAIN_STAGES <= TRAIN_RING_ROWS, "the ring outgrows its shared memory");
 // Blocks a SM the forward's registers must leave room for (__launch_bounds__'s second argument):
 // two hold it to 128 registers, 16 warps a SM. H200, PyLate's in-batch step (64 queries × 512
@@ -319,6 +322,16 @@ static_assert(TRAIN_TILE % 16 == 0 && TRAIN_TILE * TRAIN_STAGES <= TRAIN_RING_RO
 // the two halves of the banks. src/cuda/train.rs (`fwd_smem`) sizes the ring alike.
 template <int KCH> struct TrainPitch {
     static constexpr int HALVES = (KCH | 1) * 32;
+};
+
+// The ring's stages at CH 32-half chunks a row: TRAIN_STAGES where they fit TRAIN_SMEM_BUDGET,
+// else as many as fit (the f32 forward at d > 96, whose 8-chunk planes rows would take 108 KB
+// in three stages, runs two: 72 KB). src/cuda/train.rs (`fwd_smem`) sizes the ring alike.
+template <int CH> struct TrainRing {
+    static constexpr int STAGE = TRAIN_TILE * TrainPitch<CH>::HALVES;  // halves a stage
+    static constexpr int FIT = TRAIN_SMEM_BUDGET / (STAGE * 2);
+    static constexpr int STAGES = TRAIN_STAGES < FIT ? TRAIN_STAGES : FIT;
+    static_assert(STAGES >= 2, "the ring needs two stages");
 };
 
 // The documents b0 .. b1 as a sequence of TRAIN_TILE-row tiles (documents of no rows give none),
@@ -434,7 +447,7 @@ __device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2
 }
 
 // group = 0 through shared memory (TRAIN_SMEM): the block's documents b0 .. b1 in tiles
-// through a ring of TRAIN_STAGES, each tile copied once and multiplied by every warp's query
+// through a ring (TrainRing: three stages, two for the f32 forward past d = 96), each tile copied once and multiplied by every warp's query
 // chunk (task `task`; a warp past the last task copies and waits only). SPLIT: f32 queries,
 // the documents as f16 planes rows of 2 KCH chunks (`docs` describes the planes).
 template <bool BF, int KCH, bool SPLIT>
@@ -443,7 +456,7 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch
                                                       float* out, int* argmax) {
     extern __shared__ __align__(16) u16 train_ring[];
     constexpr int CH = SPLIT ? 2 * KCH : KCH;  // 32-half chunks a ring row
-    constexpr int STAGE = TRAIN_TILE * TrainPitch<CH>::HALVES;
+    constexpr int STAGE = TrainRing<CH>::STAGE, STAGES = TrainRing<CH>::STAGES;
     const int copy = SPLIT ? CH * 32 : dim;  // halves of a row copied
     const int lane = threadIdx.x & 31;
     const int g = lane >> 2, c = lane & 3;
@@ -456,7 +469,7 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch
     if (active) train_load_query<KCH, SPLIT>(a, al, inv, q, qi * q_batch + (i64)chunk * 32 * q_row, q_row, valid, dim, g, c);
     TrainTiles tiles(docs, b0, b1);
 #pragma unroll
-    for (int s = 0; s < TRAIN_STAGES - 1; ++s) {
+    for (int s = 0; s < STAGES - 1; ++s) {
         tiles.copy_next<CH>(docs, train_ring + s * STAGE, copy);
         cp_async_commit();
     }
@@ -470,10 +483,10 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch
         train_reset(best, arg);
         for (int n0 = 0; n0 < len; n0 += TRAIN_TILE) {
             // The stage refilled here was multiplied in the last round (the barrier below).
-            const int fill = stage + TRAIN_STAGES - 1 < TRAIN_STAGES ? stage + TRAIN_STAGES - 1 : stage - 1;
+            const int fill = stage + STAGES - 1 < STAGES ? stage + STAGES - 1 : stage - 1;
             tiles.copy_next<CH>(docs, train_ring + fill * STAGE, copy);
             cp_async_commit();
-            cp_async_wait<TRAIN_STAGES - 1>();
+            cp_async_wait<STAGES - 1>();
             __syncthreads();
             if (active) {
                 if constexpr (SPLIT)
@@ -482,7 +495,7 @@ __device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch
                     train_tile<BF, KCH>(a, train_ring + stage * STAGE, n0, len, dim, g, c, best, arg);
             }
             __syncthreads();
-            stage = stage + 1 < TRAIN_STAGES ? stage + 1 : 0;
+            stage = stage + 1 < STAGES ? stage + 1 : 0;
         }
         if (active) {
             if constexpr (SPLIT) train_unscale(best, inv);

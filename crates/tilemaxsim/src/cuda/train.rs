@@ -29,13 +29,21 @@ const DD_SMEM_BYTES: usize = 96 << 10;
 /// Document rows of `maxsim_train_fwd`'s ring at group 0 (kernels/train.cu: TRAIN_RING_ROWS,
 /// room for its TRAIN_STAGES stages of TRAIN_TILE rows).
 const FWD_RING_ROWS: usize = 192;
+/// Rows a stage of that ring (kernels/train.cu: TRAIN_TILE).
+const FWD_TILE: usize = 64;
+/// Shared bytes a block may opt into on every GPU the kernels run on (kernels/train.cu:
+/// TRAIN_SMEM_BUDGET; sm_86, sm_89 and sm_120 allow 99 KB).
+const FWD_SMEM_BUDGET: usize = 101_376;
 
 /// Dynamic shared bytes of a `maxsim_train_fwd` block scoring every query against every
 /// document at `chunks` 32-half chunks a ring row (d's 32-wide chunks; twice as many for f32,
 /// whose rows are f16 planes): its ring, rows `(chunks | 1) × 32` halves apart
-/// (kernels/train.cu: TrainPitch).
+/// (kernels/train.cu: TrainPitch), FWD_RING_ROWS of them, or as many whole stages as fit
+/// FWD_SMEM_BUDGET (TrainRing: the f32 forward at d > 96 runs two stages, not three).
 fn fwd_smem(chunks: usize) -> usize {
-    FWD_RING_ROWS * (chunks | 1) * 32 * 2
+    let row = (chunks | 1) * 32 * 2;
+    let stage = FWD_TILE * row;
+    (FWD_RING_ROWS * row).min(FWD_SMEM_BUDGET / stage * stage)
 }
 
 /// Padded queries `[num, len, dim]` in device memory: query a's row i at element
@@ -209,6 +217,12 @@ pub(super) unsafe fn forward(
     // shared memory; the other layouts, a document a warp, do not.
     let chunks = if q.dtype == DType::F32 { 2 * kch } else { kch };
     let smem = if args.group == 0 { fwd_smem(chunks) } else { 0 };
+    if smem > gpu.info.smem_per_block {
+        return Err(Error::Argument(format!(
+            "the training forward needs {smem} bytes of shared memory a block; this GPU allows {}",
+            gpu.info.smem_per_block
+        )));
+    }
     // Raises the function's dynamic shared memory allowance where needed.
     gpu.blocks_per_sm(f, WARPS * 32, smem)?;
     let cfg = LaunchConfig {
@@ -374,4 +388,26 @@ pub(super) unsafe fn backward(
         unsafe { b.launch(cfg) }.map_err(drv("training dD launch"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forward's ring fits the smallest opt-in shared memory of the GPUs the kernels run on
+    /// (sm_86/89/120: 99 KB) in whole stages, at least two, at every d up to 128 in either
+    /// dtype family; three stages where they fit (kernels/train.cu: TrainRing).
+    #[test]
+    fn the_forward_ring_fits_every_gpu_in_whole_stages() {
+        for chunks in 1..=8 {
+            let bytes = fwd_smem(chunks);
+            let stage = FWD_TILE * (chunks | 1) * 32 * 2;
+            assert!(bytes <= FWD_SMEM_BUDGET, "{chunks} chunks: {bytes} bytes");
+            assert_eq!(bytes % stage, 0, "{chunks} chunks: a part stage");
+            assert!(bytes / stage >= 2, "{chunks} chunks: fewer than two stages");
+        }
+        assert_eq!(fwd_smem(4), 3 * 64 * 5 * 64, "16-bit at d = 128: three stages");
+        assert_eq!(fwd_smem(6), 3 * 64 * 7 * 64, "f32 at d = 96: three stages");
+        assert_eq!(fwd_smem(8), 2 * 64 * 9 * 64, "f32 at d = 128: two stages");
+    }
 }
