@@ -318,6 +318,34 @@ def test_float32_training_kernels_with_rows_of_every_scale(rng, poisoned, monkey
     torch.testing.assert_close(dD.double().view(wD.shape), wD, rtol=1e-5, atol=1e-5 * float(wD.abs().max()))
 
 
+@pytest.mark.skipif(DEVICE != "cuda", reason="the training kernels are CUDA's")
+@pytest.mark.parametrize("mode", ["pairs", "kd"])
+def test_float32_gradient_free_pairs_take_the_training_forward(rng, monkeypatch, mode):
+    """float32 pairs and the distillation layout with no gradient are scored by the training
+    forward over float16 parts (`_api._by_group` -> `pair_scores`; the engine's pairs path
+    patched to fail), to the split's precision against float64, with query rows scaled 2^-60 to
+    2^30 and document tokens 2^-8 to 2^10."""
+    from tilemaxsim import _api
+
+    def engine(*args, **kwargs):
+        raise AssertionError("float32 took the engine's pairs path")
+
+    monkeypatch.setattr(_api, "_run", engine)
+    A, K, Lq, Ld, d = 4, 3, 37, 45, 104
+    Q = normalized(rng, A, Lq, d) * powers_of_two(rng, (A, Lq, 1), -60, 30)
+    if mode == "pairs":
+        D = normalized(rng, A, Ld, d) * powers_of_two(rng, (A, Ld, 1), -8, 10)
+        got = tilemaxsim.maxsim_pairs(Q, D)
+        sims = torch.einsum("bid,bjd->bij", Q.double(), D.double())
+    else:
+        D = normalized(rng, A, K, Ld, d) * powers_of_two(rng, (A, K, Ld, 1), -8, 10)
+        got = tilemaxsim.maxsim(Q, D)
+        sims = torch.einsum("aid,akjd->akij", Q.double(), D.double())
+    want = sims.max(-1).values.sum(-1)
+    assert got.dtype == torch.float32 and tuple(got.shape) == tuple(want.shape)
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=0)
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="the float16 parts are CUDA's path")
 def test_float32_cuda_training_takes_the_parts_and_check_looks_again(rng):
     """float32 CUDA tensors in the split's range take the training kernels' float16 parts;
