@@ -406,7 +406,11 @@ mod tests {
             assert_eq!(bytes % stage, 0, "{chunks} chunks: a part stage");
             assert!(bytes / stage >= 2, "{chunks} chunks: fewer than two stages");
         }
-        assert_eq!(fwd_smem(4), 3 * 64 * 5 * 64, "16-bit at d = 128: three stages");
+        assert_eq!(
+            fwd_smem(4),
+            3 * 64 * 5 * 64,
+            "16-bit at d = 128: three stages"
+        );
         assert_eq!(fwd_smem(6), 3 * 64 * 7 * 64, "f32 at d = 96: three stages");
         assert_eq!(fwd_smem(8), 2 * 64 * 9 * 64, "f32 at d = 128: two stages");
     }
