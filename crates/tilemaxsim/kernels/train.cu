@@ -301,10 +301,15 @@ __device__ __forceinline__ void train_doc_split(const unsigned (&hi)[2][KCH][2][
 #define TRAIN_STAGES 3
 #endif
 // The ring's rows the host sizes a block's shared memory for (src/cuda/train.rs: FWD_RING_ROWS),
-// within TRAIN_SMEM_BUDGET bytes: the shared memory a block may opt into on every GPU the
-// kernels run on (sm_86, sm_89 and sm_120 allow 99 KB; sm_80 163 KB, sm_90 227 KB).
+// within TRAIN_SMEM_BUDGET bytes, the shared memory a block may opt into on the architecture
+// compiled for: 99 KB on sm_86, sm_89 and sm_120+, 163 KB on sm_80 and sm_87, more on sm_90+
+// (train.rs: `fwd_smem_budget`, the same rule by compute capability).
 #define TRAIN_RING_ROWS 192
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
 #define TRAIN_SMEM_BUDGET 101376
+#else
+#define TRAIN_SMEM_BUDGET 166912
+#endif
 static_assert(TRAIN_TILE % 16 == 0 && TRAIN_TILE * TRAIN_STAGES <= TRAIN_RING_ROWS, "the ring outgrows its shared memory");
 // Blocks a SM the forward's registers must leave room for (__launch_bounds__'s second argument):
 // two hold it to 128 registers, 16 warps a SM. H200, PyLate's in-batch step (64 queries × 512
@@ -325,8 +330,9 @@ template <int KCH> struct TrainPitch {
 };
 
 // The ring's stages at CH 32-half chunks a row: TRAIN_STAGES where they fit TRAIN_SMEM_BUDGET,
-// else as many as fit (the f32 forward at d > 96, whose 8-chunk planes rows would take 108 KB
-// in three stages, runs two: 72 KB). src/cuda/train.rs (`fwd_smem`) sizes the ring alike.
+// else as many as fit (on the 99 KB architectures the f32 forward at d > 96, whose 8-chunk
+// planes rows would take 108 KB in three stages, runs two: 72 KB). src/cuda/train.rs
+// (`fwd_smem`) sizes the ring alike.
 template <int CH> struct TrainRing {
     static constexpr int STAGE = TRAIN_TILE * TrainPitch<CH>::HALVES;  // halves a stage
     static constexpr int FIT = TRAIN_SMEM_BUDGET / (STAGE * 2);
@@ -447,7 +453,7 @@ __device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2
 }
 
 // group = 0 through shared memory (TRAIN_SMEM): the block's documents b0 .. b1 in tiles
-// through a ring (TrainRing: three stages, two for the f32 forward past d = 96), each tile copied once and multiplied by every warp's query
+// through a ring (TrainRing: three stages; two for the f32 forward past d = 96 on 99 KB GPUs), each tile copied once and multiplied by every warp's query
 // chunk (task `task`; a warp past the last task copies and waits only). SPLIT: f32 queries,
 // the documents as f16 planes rows of 2 KCH chunks (`docs` describes the planes).
 template <bool BF, int KCH, bool SPLIT>

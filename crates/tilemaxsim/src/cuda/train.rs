@@ -31,19 +31,26 @@ const DD_SMEM_BYTES: usize = 96 << 10;
 const FWD_RING_ROWS: usize = 192;
 /// Rows a stage of that ring (kernels/train.cu: TRAIN_TILE).
 const FWD_TILE: usize = 64;
-/// Shared bytes a block may opt into on every GPU the kernels run on (kernels/train.cu:
-/// TRAIN_SMEM_BUDGET; sm_86, sm_89 and sm_120 allow 99 KB).
-const FWD_SMEM_BUDGET: usize = 101_376;
+/// Shared bytes a block may opt into, as kernels/train.cu's TRAIN_SMEM_BUDGET takes them by
+/// architecture: 99 KB on sm_86, sm_89 and sm_120+, else 163 KB (sm_80's and sm_87's; sm_90+
+/// allow more).
+fn fwd_smem_budget(compute_capability: (i32, i32)) -> usize {
+    match compute_capability {
+        (8, 6) | (8, 9) => 101_376,
+        (major, _) if major >= 12 => 101_376,
+        _ => 166_912,
+    }
+}
 
 /// Dynamic shared bytes of a `maxsim_train_fwd` block scoring every query against every
 /// document at `chunks` 32-half chunks a ring row (d's 32-wide chunks; twice as many for f32,
 /// whose rows are f16 planes): its ring, rows `(chunks | 1) × 32` halves apart
 /// (kernels/train.cu: TrainPitch), FWD_RING_ROWS of them, or as many whole stages as fit
-/// FWD_SMEM_BUDGET (TrainRing: the f32 forward at d > 96 runs two stages, not three).
-fn fwd_smem(chunks: usize) -> usize {
+/// `budget` (TrainRing: on 99 KB GPUs the f32 forward at d > 96 runs two stages, not three).
+fn fwd_smem(chunks: usize, budget: usize) -> usize {
     let row = (chunks | 1) * 32 * 2;
     let stage = FWD_TILE * row;
-    (FWD_RING_ROWS * row).min(FWD_SMEM_BUDGET / stage * stage)
+    (FWD_RING_ROWS * row).min(budget / stage * stage)
 }
 
 /// Padded queries `[num, len, dim]` in device memory: query a's row i at element
@@ -216,7 +223,11 @@ pub(super) unsafe fn forward(
     // Every query against every document reads the block's documents through a ring in
     // shared memory; the other layouts, a document a warp, do not.
     let chunks = if q.dtype == DType::F32 { 2 * kch } else { kch };
-    let smem = if args.group == 0 { fwd_smem(chunks) } else { 0 };
+    let smem = if args.group == 0 {
+        fwd_smem(chunks, fwd_smem_budget(gpu.info.compute_capability))
+    } else {
+        0
+    };
     if smem > gpu.info.smem_per_block {
         return Err(Error::Argument(format!(
             "the training forward needs {smem} bytes of shared memory a block; this GPU allows {}",
@@ -394,24 +405,44 @@ pub(super) unsafe fn backward(
 mod tests {
     use super::*;
 
-    /// The forward's ring fits the smallest opt-in shared memory of the GPUs the kernels run on
-    /// (sm_86/89/120: 99 KB) in whole stages, at least two, at every d up to 128 in either
-    /// dtype family; three stages where they fit (kernels/train.cu: TrainRing).
+    /// The forward's ring fits each architecture's opt-in shared memory in whole stages, at
+    /// least two, at every d up to 128 in either dtype family; three stages where they fit
+    /// (kernels/train.cu: TrainRing, TRAIN_SMEM_BUDGET).
     #[test]
     fn the_forward_ring_fits_every_gpu_in_whole_stages() {
-        for chunks in 1..=8 {
-            let bytes = fwd_smem(chunks);
-            let stage = FWD_TILE * (chunks | 1) * 32 * 2;
-            assert!(bytes <= FWD_SMEM_BUDGET, "{chunks} chunks: {bytes} bytes");
-            assert_eq!(bytes % stage, 0, "{chunks} chunks: a part stage");
-            assert!(bytes / stage >= 2, "{chunks} chunks: fewer than two stages");
+        for cc in [(8, 0), (8, 6), (8, 7), (8, 9), (9, 0), (10, 0), (12, 0)] {
+            let budget = fwd_smem_budget(cc);
+            for chunks in 1..=8 {
+                let bytes = fwd_smem(chunks, budget);
+                let stage = FWD_TILE * (chunks | 1) * 32 * 2;
+                assert!(bytes <= budget, "{cc:?}, {chunks} chunks: {bytes} bytes");
+                assert_eq!(bytes % stage, 0, "{cc:?}, {chunks} chunks: a part stage");
+                assert!(
+                    bytes / stage >= 2,
+                    "{cc:?}, {chunks} chunks: fewer than two stages"
+                );
+            }
         }
+        let (h200, rtx) = (fwd_smem_budget((9, 0)), fwd_smem_budget((8, 9)));
         assert_eq!(
-            fwd_smem(4),
+            fwd_smem(4, rtx),
             3 * 64 * 5 * 64,
             "16-bit at d = 128: three stages"
         );
-        assert_eq!(fwd_smem(6), 3 * 64 * 7 * 64, "f32 at d = 96: three stages");
-        assert_eq!(fwd_smem(8), 2 * 64 * 9 * 64, "f32 at d = 128: two stages");
+        assert_eq!(
+            fwd_smem(6, rtx),
+            3 * 64 * 7 * 64,
+            "f32 at d = 96: three stages"
+        );
+        assert_eq!(
+            fwd_smem(8, rtx),
+            2 * 64 * 9 * 64,
+            "f32 at d = 128 on 99 KB: two"
+        );
+        assert_eq!(
+            fwd_smem(8, h200),
+            3 * 64 * 9 * 64,
+            "f32 at d = 128 on sm_90: three"
+        );
     }
 }
