@@ -424,25 +424,14 @@ mod tests {
             }
         }
         let (h200, rtx) = (fwd_smem_budget((9, 0)), fwd_smem_budget((8, 9)));
-        assert_eq!(
-            fwd_smem(4, rtx),
-            3 * 64 * 5 * 64,
-            "16-bit at d = 128: three stages"
-        );
-        assert_eq!(
-            fwd_smem(6, rtx),
-            3 * 64 * 7 * 64,
-            "f32 at d = 96: three stages"
-        );
-        assert_eq!(
-            fwd_smem(8, rtx),
-            2 * 64 * 9 * 64,
-            "f32 at d = 128 on 99 KB: two"
-        );
-        assert_eq!(
-            fwd_smem(8, h200),
-            3 * 64 * 9 * 64,
-            "f32 at d = 128 on sm_90: three"
-        );
+        for (chunks, budget, stages, what) in [
+            (4, rtx, 3, "16-bit at d = 128"),
+            (6, rtx, 3, "f32 at d = 96"),
+            (8, rtx, 2, "f32 at d = 128 on 99 KB"),
+            (8, h200, 3, "f32 at d = 128 on sm_90"),
+        ] {
+            let stage = FWD_TILE * (chunks | 1) * 32 * 2;
+            assert_eq!(fwd_smem(chunks, budget), stages * stage, "{what}");
+        }
     }
 }
