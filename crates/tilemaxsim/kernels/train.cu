@@ -453,9 +453,10 @@ __device__ __forceinline__ void train_store(float (&best)[2][2], int (&arg)[2][2
 }
 
 // group = 0 through shared memory (TRAIN_SMEM): the block's documents b0 .. b1 in tiles
-// through a ring (TrainRing: three stages; two for the f32 forward past d = 96 on 99 KB GPUs), each tile copied once and multiplied by every warp's query
-// chunk (task `task`; a warp past the last task copies and waits only). SPLIT: f32 queries,
-// the documents as f16 planes rows of 2 KCH chunks (`docs` describes the planes).
+// through a ring (TrainRing: three stages; two for the f32 forward past d = 96 on 99 KB GPUs),
+// each tile copied once and multiplied by every warp's query chunk (task `task`; a warp past
+// the last task copies and waits only). SPLIT: f32 queries, the documents as f16 planes rows
+// of 2 KCH chunks (`docs` describes the planes).
 template <bool BF, int KCH, bool SPLIT>
 __device__ __forceinline__ void maxsim_train_fwd_ring(const void* q, i64 q_batch, i64 q_row, int num_q, int lq,
                                                       DocRows docs, int num_docs, int dim, int b0, int b1, i64 task,
