@@ -19,5 +19,6 @@
 #include "codec_wgmma.cu"
 #include "codec_lut.cu"
 #include "codec_bulk.cu"
+#include "codec_quad.cu"
 #include "train.cu"
 #include "ivf.cu"

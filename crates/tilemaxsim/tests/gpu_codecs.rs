@@ -228,6 +228,78 @@ fn batched_bulk_and_one_warp_kernels_all_match() {
 }
 
 #[test]
+fn quad_kernel_scores_every_document_in_its_grouped_order() {
+    use tilemaxsim::cuda::Kernel;
+    let Some(gpu) = gpu() else { return };
+    // The four-documents-a-warpgroup kernel (kernels/codec_quad.cu, sm_90a): the residual at
+    // nbits 1 and 2, d 64 and 128, over every document, by default in place of the one-warp
+    // kernel. 2,003 documents of 1 to 300 tokens (16-token tiles from 1 to 19, groups of four
+    // across the tile boundaries, a last group of three) and a 1-token corpus; queries of one
+    // to three 32-row blocks (1, 31 and 70 tokens; 1 and 33 together), checked against the
+    // float64 reference and the one-warp kernel's scores.
+    let sm90a = gpu.info().compute_capability == (9, 0);
+    let warp = CudaScorer::new(0)
+        .unwrap()
+        .force_kernel(Some(Kernel::Mma))
+        .codec_quad(Some(false));
+    let lens: Vec<usize> = (0..2003).map(|i| 1 + (i * 37 + i / 7) % 300).collect();
+    for (s, (dim, lens)) in [(128, &lens[..]), (64, &lens[..601]), (128, &[1][..])]
+        .into_iter()
+        .enumerate()
+    {
+        let corpus = unit_corpus(1000 + s as u64, lens, dim, DType::F32);
+        let mut r = rng(1100 + s as u64);
+        let qs: Vec<OwnedElements> = [1usize, 31, 70, 33]
+            .iter()
+            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+            .collect();
+        let queries = matrices(&qs, dim);
+        for spec in specs(16).into_iter().take(cases(2)) {
+            let c = f16_exact(&compress(&corpus, &spec, 9, &|_, _, _| {}).unwrap());
+            let label = format!("d={dim} {} documents {}", c.len(), c.codec().describe());
+            if sm90a {
+                let want = format!(
+                    "maxsim_codec_q4_{}_d{dim}",
+                    match c.codec() {
+                        Codec::Residual(r) => format!("residual{}", r.nbits()),
+                        _ => unreachable!(),
+                    }
+                );
+                for nq in [1, 70] {
+                    assert_eq!(
+                        gpu.compressed_kernel(&c, nq).as_deref(),
+                        Some(&want[..]),
+                        "{label}"
+                    );
+                }
+                assert_eq!(
+                    warp.compressed_kernel(&c, 1).map(|n| n.contains("_q4_")),
+                    Some(false)
+                );
+            }
+            for q in [
+                &queries[..1],
+                &queries[1..2],
+                &queries[2..3],
+                &[queries[0], queries[3]][..],
+            ] {
+                check(&gpu, &label, &c, q, Docs::All);
+                let mut ours = vec![f32::NAN; q.len() * c.len()];
+                let mut theirs = vec![f32::NAN; q.len() * c.len()];
+                gpu.score_into(q, &c, Docs::All, &mut ours).unwrap();
+                warp.score_into(q, &c, Docs::All, &mut theirs).unwrap();
+                for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-4 * (1.0 + b.abs()),
+                        "{label}: score {i} {a} against the one-warp kernel's {b}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn one_warp_kernels_claim_runs_of_many_documents() {
     use tilemaxsim::cuda::Kernel;
     let Some(gpu) = gpu() else { return };

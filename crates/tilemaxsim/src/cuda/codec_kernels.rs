@@ -1,8 +1,9 @@
 //! Which compressed-corpus kernel scores a call, and their names: the fused one-warp kernels
 //! (kernels/codec.cu), the batched ones (kernels/codec_wgmma.cu, each twice: a document's own
-//! tiles and runs of documents), the bulk-copy ones (kernels/codec_bulk.cu) and the paper's
-//! lookup-table one (kernels/codec_lut.cu); and the properties of a corpus's document lengths
-//! that the choice reads (`whole_blocks`, `pack_pays`).
+//! tiles and runs of documents), the bulk-copy ones (kernels/codec_bulk.cu), the
+//! four-documents-a-warpgroup ones (kernels/codec_quad.cu) and the paper's lookup-table one
+//! (kernels/codec_lut.cu); and the properties of a corpus's document lengths that the choice
+//! reads (`whole_blocks`, `pack_pays`, `quad_order`).
 
 use super::plan::{Kernel, WG_BN, WG_DIMS};
 use crate::codec::Codec;
@@ -84,8 +85,9 @@ pub(super) fn runs_kernel_of(name: &str) -> String {
     name.replacen("maxsim_codec_wg_", "maxsim_codec_wgp_", 1)
 }
 
-/// Every batched kernel's name (each twice: `runs_kernel_of`), and the bulk-copy kernels'
-/// (`bulk_kernel_of`): all are built for sm_90a only.
+/// Every batched kernel's name (each twice: `runs_kernel_of`), the bulk-copy kernels'
+/// (`bulk_kernel_of`) and the four-documents-a-warpgroup ones (`quad_kernel_of`): all are
+/// built for sm_90a only.
 pub(super) fn batched_kernel_names() -> Vec<String> {
     let batched = fused_kernel_names()
         .into_iter()
@@ -96,7 +98,68 @@ pub(super) fn batched_kernel_names() -> Vec<String> {
         .into_iter()
         .flat_map(|d| BULK_CODECS.map(|(tag, param)| bulk_kernel_of(tag, param, d)))
         .flatten();
-    batched.chain(bulk).collect()
+    let quad = WG_DIMS
+        .into_iter()
+        .flat_map(|d| [1, 2].map(|n| quad_kernel_of(0, n, d)))
+        .flatten();
+    batched.chain(bulk).chain(quad).collect()
+}
+
+/// The four-documents-a-warpgroup kernel of a codec at d (kernels/codec_quad.cu, sm_90a): the
+/// residual at nbits 1 and 2 (its step table), d ∈ `WG_DIMS`.
+pub(super) fn quad_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String> {
+    (tag == 0 && matches!(param, 1 | 2) && WG_DIMS.contains(&dim))
+        .then(|| format!("maxsim_codec_q4_residual{param}_d{dim}"))
+}
+
+/// The kernel of a call over every document of an upload that holds the grouped order
+/// (`quad_order`), where the four-documents-a-warpgroup kernel is loaded (`loaded`): it
+/// replaces the one-warp kernel by default (`prefer` `None`), the one-warp and bulk-copy
+/// kernels when asked for (`Some(true)`), neither when turned off (`Some(false)`); a forced
+/// kernel (`force`) keeps its choice unless `prefer` asks for this one.
+pub(super) fn quad_or(
+    kernel: CodecKernel,
+    (tag, param, dim): (i32, i32, usize),
+    loaded: bool,
+    prefer: Option<bool>,
+    force: Option<Kernel>,
+) -> CodecKernel {
+    let Some(name) = quad_kernel_of(tag, param, dim).filter(|_| loaded) else {
+        return kernel;
+    };
+    match (&kernel, prefer, force) {
+        (_, Some(false), _) => kernel,
+        (CodecKernel::Warp(_), None, None) => CodecKernel::Quad(name),
+        (CodecKernel::Warp(_) | CodecKernel::Bulk(_), Some(true), _) => CodecKernel::Quad(name),
+        _ => kernel,
+    }
+}
+
+/// Tiles of 16 tokens the four-documents-a-warpgroup kernel takes for a document.
+const QUAD_TILE: usize = 16;
+
+/// The documents of `offsets` in the order the four-documents-a-warpgroup kernel walks them:
+/// grouped by their tiles of 16 tokens (a stable counting sort), so each warpgroup's four
+/// take the same tiles, as few as the longest needs.
+pub(super) fn quad_order(offsets: &[usize]) -> Vec<i64> {
+    let tiles: Vec<usize> = offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]).div_ceil(QUAD_TILE))
+        .collect();
+    let most = tiles.iter().copied().max().unwrap_or(0);
+    let mut start = vec![0usize; most + 2];
+    for &t in &tiles {
+        start[t + 1] += 1;
+    }
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut order = vec![0i64; tiles.len()];
+    for (doc, &t) in tiles.iter().enumerate() {
+        order[start[t]] = doc as i64;
+        start[t] += 1;
+    }
+    order
 }
 
 /// The codecs with a bulk-copy kernel (tag, nbits): int8, fp8, and the residual where a token's
@@ -136,6 +199,9 @@ pub(super) enum CodecKernel {
     Batched(String),
     /// `maxsim_codec_bk_*` (kernels/codec_bulk.cu): below `BATCHED_MIN_BLOCKS`.
     Bulk(String),
+    /// `maxsim_codec_q4_*` (kernels/codec_quad.cu): every document of an upload, in its
+    /// grouped order (`quad_or`).
+    Quad(String),
     /// `maxsim_pq_lut_m*` (kernels/codec_lut.cu): the paper's lookup-table kernel, pq only,
     /// when forced (`Kernel::Lut`), for the ablation.
     Lut(String),
@@ -275,7 +341,15 @@ mod tests {
         // (a document's own tiles, runs); then the bulk-copy kernels (int8 and fp8 at d 64 and
         // 128; the residual at nbits 2, 4 at d 64 and 1, 2, 4 at d 128).
         let names = batched_kernel_names();
-        assert_eq!(names.len(), 2 * (2 * 5 + 7) + 4 + 5);
+        assert_eq!(names.len(), 2 * (2 * 5 + 7) + 4 + 5 + 4);
+        let (names, quad) = names.split_at(names.len() - 4);
+        let quad_src = include_str!("../../kernels/codec_quad.cu");
+        for name in quad {
+            assert!(
+                quad_src.contains(&format!("INSTANTIATE_CODEC_QUAD({name},")),
+                "{name}"
+            );
+        }
         let (batched, bulk) = names.split_at(2 * (2 * 5 + 7));
         let bulk_src = include_str!("../../kernels/codec_bulk.cu");
         for name in bulk {
@@ -304,6 +378,38 @@ mod tests {
                 .filter(|n| n.starts_with("maxsim_codec_wgp_"))
                 .count(),
             2 * 5 + 7
+        );
+    }
+
+    #[test]
+    fn quad_order_groups_documents_by_their_tiles() {
+        // Lengths 20, 5, 0, 16, 17, 33, 1: tiles 2, 1, 0, 1, 2, 3, 1.
+        let order = quad_order(&[0, 20, 25, 25, 41, 58, 91, 92]);
+        assert_eq!(order, vec![2, 1, 3, 6, 0, 4, 5]);
+        assert!(quad_order(&[0]).is_empty());
+        let r2 = (0, 2, 128);
+        let warp = || CodecKernel::Warp("maxsim_codec_residual2_d128".into());
+        let bulk = || CodecKernel::Bulk("maxsim_codec_bk_residual2_d128".into());
+        let quad = || CodecKernel::Quad("maxsim_codec_q4_residual2_d128".into());
+        assert_eq!(quad_or(warp(), r2, true, None, None), quad());
+        assert_eq!(quad_or(warp(), r2, false, None, None), warp(), "not loaded");
+        assert_eq!(quad_or(warp(), r2, true, Some(false), None), warp());
+        assert_eq!(quad_or(bulk(), r2, true, None, None), bulk());
+        assert_eq!(quad_or(bulk(), r2, true, Some(true), None), quad());
+        assert_eq!(quad_or(warp(), r2, true, None, Some(Kernel::Mma)), warp());
+        assert_eq!(
+            quad_or(warp(), r2, true, Some(true), Some(Kernel::Mma)),
+            quad()
+        );
+        // nbits 4 and d = 96: none built.
+        let w4 = CodecKernel::Warp("maxsim_codec_residual4_d128".into());
+        assert_eq!(quad_or(w4.clone(), (0, 4, 128), true, None, None), w4);
+        assert_eq!(quad_kernel_of(0, 1, 96), None);
+        assert_eq!(quad_kernel_of(2, 0, 128), None);
+        let batched = CodecKernel::Batched("maxsim_codec_wg_residual2_d128".into());
+        assert_eq!(
+            quad_or(batched.clone(), r2, true, Some(true), None),
+            batched
         );
     }
 
@@ -364,6 +470,7 @@ mod tests {
             Some(CodecKernel::Bulk(_)) => "bulk",
             Some(CodecKernel::Batched(_)) => "batched",
             Some(CodecKernel::Lut(_)) => "lut",
+            Some(CodecKernel::Quad(_)) => "quad",
             None => "none",
         };
         for (shape, blocks, force, want) in [

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use half::f16;
 
-use super::codec_kernels::{codec_tag, pack_pays, whole_blocks};
+use super::codec_kernels::{codec_tag, pack_pays, quad_kernel_of, quad_order, whole_blocks};
 use super::device::drv;
 use super::memory::{DeviceCorpus, DeviceQueries, block_layout};
 use crate::codec::{Codec, CodecKind, CompressedCorpus};
@@ -32,6 +32,9 @@ pub struct DeviceCodes {
     /// Centroid ids (residual) or f32 scale bits (int8, fp8); one word for PQ (unused).
     pub(super) aux: CudaSlice<u32>,
     pub(super) offsets: CudaSlice<i64>,
+    /// The documents grouped by their 16-token tiles ([`quad_order`]), where a
+    /// four-documents-a-warpgroup kernel reads this codec at this d.
+    pub(super) quad_order: Option<CudaSlice<i64>>,
     /// Residual: each token's inverse reconstruction norm (filled by `residual_inv_norms`).
     pub(super) inv_norm: Option<CudaSlice<f32>>,
     pub(super) tables: Arc<CodecTables>,
@@ -95,6 +98,8 @@ pub(super) struct CodesView {
     pub codes: u64,
     pub aux: u64,
     pub offsets: u64,
+    /// The upload's grouped order of its documents (`DeviceCodes::quad_order`); 0 if none.
+    pub order: u64,
     /// Residual: f32 inverse norms (`tokens`), f16 centroids `[K][d]`; 0 otherwise.
     pub inv_norm: u64,
     pub centroids: u64,
@@ -121,6 +126,7 @@ impl DeviceCodes {
             codes: self.codes.device_ptr(stream).0,
             aux: self.aux.device_ptr(stream).0,
             offsets: self.offsets.device_ptr(stream).0,
+            order: opt(self.quad_order.as_ref().map(|o| o.device_ptr(stream).0)),
             inv_norm: opt(self.inv_norm.as_ref().map(|c| c.device_ptr(stream).0)),
             centroids: opt(self
                 .tables
@@ -192,7 +198,16 @@ impl DeviceCodes {
             Some(t) => Arc::clone(t),
             None => CodecTables::upload(stream, &codec)?,
         };
+        let (tag, param) = codec_tag(&codec);
+        let quad_order = match quad_kernel_of(tag, param, dim) {
+            Some(_) if !docs.is_empty() => {
+                let order = quad_order(&corpus.offsets()[docs.start..=docs.end]);
+                Some(stream.clone_htod(&order).map_err(up("code upload"))?)
+            }
+            _ => None,
+        };
         Ok(DeviceCodes {
+            quad_order,
             whole_blocks: whole_blocks(&corpus.offsets()[docs.start..=docs.end]),
             pack_pays: pack_pays(&corpus.offsets()[docs.start..=docs.end]),
             dim,

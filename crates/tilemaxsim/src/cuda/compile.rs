@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// Every file of `kernels/`, embedded: the kernel families (`*.cu`), their shared helpers
 /// (`*.cuh`), and `all.cu`, the program's root, which includes the families in order.
-const FILES: [(&str, &str); 27] = [
+const FILES: [(&str, &str); 28] = [
     ("all.cu", include_str!("../../kernels/all.cu")),
     ("common.cuh", include_str!("../../kernels/common.cuh")),
     ("mma_frag.cuh", include_str!("../../kernels/mma_frag.cuh")),
@@ -51,6 +51,7 @@ const FILES: [(&str, &str); 27] = [
     ),
     ("codec_lut.cu", include_str!("../../kernels/codec_lut.cu")),
     ("codec_bulk.cu", include_str!("../../kernels/codec_bulk.cu")),
+    ("codec_quad.cu", include_str!("../../kernels/codec_quad.cu")),
     ("train.cu", include_str!("../../kernels/train.cu")),
     ("ivf.cu", include_str!("../../kernels/ivf.cu")),
 ];

@@ -141,6 +141,7 @@ impl HeldCodes {
                 codes: 0,
                 aux: s.aux.device_ptr(stream).0,
                 offsets: s.offsets.device_ptr(stream).0,
+                order: 0,
                 inv_norm: 0,
                 centroids: s
                     .tables

@@ -60,6 +60,7 @@ fn view_of(a: &RawResidual<'_>) -> CodesView {
         codes: a.residuals,
         aux: a.ids,
         offsets: a.offsets,
+        order: 0,
         inv_norm: 0,
         centroids: a.centroids,
         table: 0,

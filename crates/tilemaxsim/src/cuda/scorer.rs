@@ -18,7 +18,9 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
-use super::codec_kernels::{CodecKernel, codec_kernel, codec_tag, fused_kernel};
+use super::codec_kernels::{
+    CodecKernel, codec_kernel, codec_tag, fused_kernel, quad_kernel_of, quad_or, whole_blocks,
+};
 use super::codes::{CodecQueries, CodecTables, DeviceCodes};
 use super::compile::arch_name;
 use super::context::GpuContext;
@@ -65,6 +67,10 @@ pub struct CudaScorer {
     /// Whether `maxsim_bulk` launches over every document cut tiles across documents
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
+    /// Whether calls over every document of a residual upload take the
+    /// four-documents-a-warpgroup kernel (`codec_quad`, TILEMAXSIM_QUAD=0/1; `None`: in place
+    /// of the one-warp kernel, `codec_kernels::quad_or`).
+    quad: Option<bool>,
     /// Whether launches over every document at small d stream the documents through
     /// registers (`maxsim_stream`) when fixed (`bulk_stream`, TILEMAXSIM_STREAM=0/1); `None`:
     /// the engine's choice.
@@ -106,6 +112,7 @@ impl CudaScorer {
             ),
             span: env_choice("TILEMAXSIM_SPAN", &[("0", false), ("1", true)]),
             stream: env_choice("TILEMAXSIM_STREAM", &[("0", false), ("1", true)]),
+            quad: env_choice("TILEMAXSIM_QUAD", &[("0", false), ("1", true)]),
             f32_planes: std::env::var("TILEMAXSIM_F32_PLANES").as_deref() != Ok("0"),
             pad: std::env::var("TILEMAXSIM_PAD").as_deref() != Ok("0"),
             rows: env_choice("TILEMAXSIM_ROWS", &[("0", 0), ("32", 32), ("64", 64)]),

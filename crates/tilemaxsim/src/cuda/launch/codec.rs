@@ -34,6 +34,17 @@ const CBK_THREADS: u32 = 128;
 const CBK_TILE: usize = 128;
 const CBK_SCALES: usize = CBK_TILE + 4;
 
+/// Dynamic shared bytes of a four-documents-a-warpgroup block (kernels/codec_quad.cu) of
+/// `threads` threads: 1 KB of alignment, the query block and the identity block (4 KB arrays of
+/// 64 dimensions: d / 64 + 1), the step table (2^(4·nbits) entries of 32 copies at nbits 2, 16
+/// at nbits 1, 8 bytes each), each warp's two 1 KB stages of centroid scores.
+fn codec_quad_smem(v: &CodesView, threads: u32) -> usize {
+    let copies = if v.param == 2 { 32 } else { 16 };
+    1024 + (v.dim / 64 + 1) * 4096
+        + (1usize << (4 * v.param)) * copies * 8
+        + threads as usize / 32 * 2048
+}
+
 /// A bulk-copy kernel's tiles in flight a block unless `TILEMAXSIM_BULK` sets them: the
 /// residual's tiles are small (36 bytes a token at nbits 2), so more of them.
 fn codec_bulk_stages(tag: i32) -> usize {
@@ -418,6 +429,53 @@ pub(in crate::cuda) unsafe fn fused(
             // (`codec_bulk_smem`, allowed by resident_blocks); the grid covers every task in
             // runs of `group`; candidates and output the caller's.
             unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_bk launch"))?;
+        }
+        CodecKernel::Quad(name) => {
+            let func = find(&gpu.kernels.codec_wg, name)?;
+            if cs.is_none() || v.order == 0 || t.doc_index != 0 || t.n != v.docs {
+                return Err(Error::Argument(
+                    "the four-documents-a-warpgroup kernel scores every document of an upload \
+                     in its grouped order, with the centroid scores"
+                        .into(),
+                ));
+            }
+            // The block's threads: its launch bound (CQ4_THREADS, warpgroups of 128).
+            let threads = func
+                .max_threads_per_block()
+                .map_err(drv("maxsim_codec_q4 threads"))? as u32;
+            let smem = codec_quad_smem(v, threads);
+            // A row of blocks a query block (blockIdx.y), each warpgroup taking every
+            // (grid · warpgroups)-th group of four documents; as many blocks as fit at once.
+            let resident = gpu.resident_blocks(func, threads, smem)?;
+            let groups = (t.n as u64).div_ceil(4);
+            let per_row = (resident / queries.blocks as u64)
+                .min(groups.div_ceil(threads as u64 / 128))
+                .max(1);
+            if queries.blocks > 65535 {
+                return Err(Error::Argument(format!(
+                    "{} query blocks in one launch of the four-documents-a-warpgroup kernel \
+                     (at most 65,535)",
+                    queries.blocks
+                )));
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (per_row as u32, queries.blocks as u32, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: smem as u32,
+            };
+            let args = FusedArgs {
+                tail: [v.table, v.offsets, v.order],
+                ..shared
+            };
+            let mut b = s.launch_builder(func);
+            args.push(&mut b);
+            // SAFETY: the arguments match `maxsim_codec_q4_*` in kernels/codec_quad.cu: the query
+            // blocks and rows, the codes, ids, inverse norms (filled by `upload_codes`), the
+            // centroid scores and step table as for the one-warp kernel, the offsets and the
+            // upload's grouped order (a permutation of its `t.n` documents, checked above);
+            // `smem` bytes (`codec_quad_smem`, allowed by persistent_grid); the output holds
+            // blocks × n floats.
+            unsafe { b.launch(cfg) }.map_err(drv("maxsim_codec_q4 launch"))?;
         }
         CodecKernel::Lut(name) => {
             // SAFETY: as this function's (the pq codebooks in `v.table`), `out` holding blocks ×

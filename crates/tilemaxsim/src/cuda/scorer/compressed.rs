@@ -119,6 +119,50 @@ impl CudaScorer {
         self.score_codes_at(queries, codes, list, target, table)
     }
 
+    /// The name of the kernel that scores every document of `corpus` uploaded to this GPU for
+    /// one query of `query_tokens` tokens (`None`: no fused kernel reads this codec at this d;
+    /// its tokens are decoded at upload and scored by the exact kernels).
+    pub fn compressed_kernel(
+        &self,
+        corpus: &CompressedCorpus,
+        query_tokens: usize,
+    ) -> Option<String> {
+        let (tag, param) = codec_tag(corpus.codec());
+        let shape = (tag, param, corpus.dim());
+        let all = !corpus.is_empty() && quad_kernel_of(tag, param, corpus.dim()).is_some();
+        let blocks = query_tokens.div_ceil(32).max(1);
+        Some(
+            match self.codes_kernel(shape, blocks, whole_blocks(corpus.offsets()), all)? {
+                CodecKernel::Warp(n)
+                | CodecKernel::Batched(n)
+                | CodecKernel::Bulk(n)
+                | CodecKernel::Quad(n)
+                | CodecKernel::Lut(n) => n,
+            },
+        )
+    }
+
+    /// The fused kernel of a call with `blocks` query blocks over an upload of this codec shape
+    /// (`codec_kernel`), then `quad_or`'s where the call takes every document of an upload
+    /// that holds the grouped order (`all`).
+    fn codes_kernel(
+        &self,
+        shape: (i32, i32, usize),
+        blocks: usize,
+        whole_blocks: bool,
+        all: bool,
+    ) -> Option<CodecKernel> {
+        let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
+        let kernel = codec_kernel(shape, blocks, batched_ok, (true, whole_blocks), self.force)?;
+        Some(quad_or(
+            kernel,
+            shape,
+            batched_ok && all,
+            self.quad,
+            self.force,
+        ))
+    }
+
     /// The fused kernels' launch for a candidate list `(address, length)` (`None`: every
     /// document) into `out` `(address, floats)`; `table`: the residual's centroid scores where
     /// the caller has them (else computed here where the kernel reads them).
@@ -148,22 +192,27 @@ impl CudaScorer {
         if n == 0 || queries.len == 0 {
             return Ok(());
         }
-        let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
         let (tag, param) = codec_tag(&codes.codec);
-        let kernel = codec_kernel(
-            (tag, param, codes.dim),
-            queries.blocks,
-            batched_ok,
-            (true, codes.whole_blocks),
-            self.force,
-        )
-        .ok_or_else(|| {
-            Error::Argument("queries were uploaded for the fused kernels of another corpus".into())
-        })?;
+        let all = docs.is_none() && codes.quad_order.is_some();
+        let kernel = self
+            .codes_kernel(
+                (tag, param, codes.dim),
+                queries.blocks,
+                codes.whole_blocks,
+                all,
+            )
+            .ok_or_else(|| {
+                Error::Argument(
+                    "queries were uploaded for the fused kernels of another corpus".into(),
+                )
+            })?;
         let stream = &self.gpu.stream;
         let view = codes.view(stream);
-        let reads_table =
-            view.tag == 0 && matches!(kernel, CodecKernel::Warp(_) | CodecKernel::Bulk(_));
+        let reads_table = view.tag == 0
+            && matches!(
+                kernel,
+                CodecKernel::Warp(_) | CodecKernel::Bulk(_) | CodecKernel::Quad(_)
+            );
         // (`made` lives to the end of the function: its free is ordered on `stream` after the
         // kernel.)
         let made = if reads_table && table.is_none() {

@@ -1,7 +1,7 @@
 //! The switches that fix [`CudaScorer`]'s kernel choice and launch shapes instead of the
 //! engine's own, for experiments and tests: the builder methods, and the environment variables
 //! `CudaScorer::new` reads for them (TILEMAXSIM_BULK, _PACK, _BULK_GRID, _SPAN, _STREAM,
-//! _STREAM_WARPS, _ROWS, _TAIL, _F32_PLANES, _PAD).
+//! _STREAM_WARPS, _ROWS, _TAIL, _F32_PLANES, _PAD, _QUAD).
 
 use super::*;
 
@@ -61,6 +61,16 @@ impl CudaScorer {
         }
         self.pack = run;
         Ok(self)
+    }
+
+    /// Fix whether calls over every document of a residual upload (nbits 1 or 2, d 64 or 128)
+    /// take the four-documents-a-warpgroup kernel (`maxsim_codec_q4_*`, sm_90a): `Some(true)` in
+    /// place of the one-warp and bulk-copy kernels, even when another kernel is forced;
+    /// `Some(false)` never; `None`: the engine's choice (in place of the one-warp kernel). For
+    /// experiments and tests; also TILEMAXSIM_QUAD=0/1.
+    pub fn codec_quad(mut self, quad: Option<bool>) -> Self {
+        self.quad = quad;
+        self
     }
 
     /// Fix whether `maxsim_bulk`, scoring every document of a packed corpus, cuts its tiles
