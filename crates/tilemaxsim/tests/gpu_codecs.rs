@@ -230,14 +230,35 @@ fn batched_bulk_and_one_warp_kernels_all_match() {
 #[test]
 fn quad_kernel_scores_every_document_in_its_grouped_order() {
     use tilemaxsim::cuda::Kernel;
-    let Some(gpu) = gpu() else { return };
+    let Some(plain) = gpu() else { return };
+    let plain = plain.codec_quad(None); // the default, whatever TILEMAXSIM_QUAD says
     // The four-documents-a-warpgroup kernel (kernels/codec_quad.cu, sm_90a): the residual at
-    // nbits 1 and 2, d 64 and 128, over every document, by default in place of the one-warp
-    // kernel. 2,003 documents of 1 to 300 tokens (16-token tiles from 1 to 19, groups of four
-    // across the tile boundaries, a last group of three) and a 1-token corpus; queries of one
-    // to three 32-row blocks (1, 31 and 70 tokens; 1 and 33 together), checked against the
-    // float64 reference and the one-warp kernel's scores.
-    let sm90a = gpu.info().compute_capability == (9, 0);
+    // nbits 1 and 2, d 64 and 128, over every document, when asked for (`codec_quad`; not by
+    // default until it has run on a GPU). 2,003 documents of 1 to 300 tokens (16-token tiles
+    // from 1 to 19, groups of four across the tile boundaries, a last group of three) and a
+    // 1-token corpus; queries of one to three 32-row blocks (1, 31 and 70 tokens; 1 and 33
+    // together), checked against the float64 reference and the one-warp kernel's scores.
+    let sm90a = plain.info().compute_capability == (9, 0);
+    let gpu = CudaScorer::new(0).unwrap().codec_quad(Some(true));
+    assert_eq!(
+        plain
+            .compressed_kernel(
+                &f16_exact(
+                    &compress(
+                        &unit_corpus(999, &[20, 3], 128, DType::F32),
+                        &specs(16)[1],
+                        1,
+                        &|_, _, _| {}
+                    )
+                    .unwrap()
+                ),
+                1
+            )
+            .map(|n| n.contains("_q4_")),
+        Some(false),
+        "off by default"
+    );
+    drop(plain);
     let warp = CudaScorer::new(0)
         .unwrap()
         .force_kernel(Some(Kernel::Mma))

@@ -114,23 +114,20 @@ pub(super) fn quad_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String>
 
 /// The kernel of a call over every document of an upload that holds the grouped order
 /// (`quad_order`), where the four-documents-a-warpgroup kernel is loaded (`loaded`): it
-/// replaces the one-warp kernel by default (`prefer` `None`), the one-warp and bulk-copy
-/// kernels when asked for (`Some(true)`), neither when turned off (`Some(false)`); a forced
-/// kernel (`force`) keeps its choice unless `prefer` asks for this one.
+/// replaces the one-warp and bulk-copy kernels when asked for (`prefer` `Some(true)`), even
+/// where one of them was forced. Not by default (`None`, as `Some(false)`): it has not yet
+/// run on a GPU (BENCHMARKS.md, twenty-eighth session).
 pub(super) fn quad_or(
     kernel: CodecKernel,
     (tag, param, dim): (i32, i32, usize),
     loaded: bool,
     prefer: Option<bool>,
-    force: Option<Kernel>,
 ) -> CodecKernel {
     let Some(name) = quad_kernel_of(tag, param, dim).filter(|_| loaded) else {
         return kernel;
     };
-    match (&kernel, prefer, force) {
-        (_, Some(false), _) => kernel,
-        (CodecKernel::Warp(_), None, None) => CodecKernel::Quad(name),
-        (CodecKernel::Warp(_) | CodecKernel::Bulk(_), Some(true), _) => CodecKernel::Quad(name),
+    match (&kernel, prefer) {
+        (CodecKernel::Warp(_) | CodecKernel::Bulk(_), Some(true)) => CodecKernel::Quad(name),
         _ => kernel,
     }
 }
@@ -391,26 +388,19 @@ mod tests {
         let warp = || CodecKernel::Warp("maxsim_codec_residual2_d128".into());
         let bulk = || CodecKernel::Bulk("maxsim_codec_bk_residual2_d128".into());
         let quad = || CodecKernel::Quad("maxsim_codec_q4_residual2_d128".into());
-        assert_eq!(quad_or(warp(), r2, true, None, None), quad());
-        assert_eq!(quad_or(warp(), r2, false, None, None), warp(), "not loaded");
-        assert_eq!(quad_or(warp(), r2, true, Some(false), None), warp());
-        assert_eq!(quad_or(bulk(), r2, true, None, None), bulk());
-        assert_eq!(quad_or(bulk(), r2, true, Some(true), None), quad());
-        assert_eq!(quad_or(warp(), r2, true, None, Some(Kernel::Mma)), warp());
-        assert_eq!(
-            quad_or(warp(), r2, true, Some(true), Some(Kernel::Mma)),
-            quad()
-        );
+        assert_eq!(quad_or(warp(), r2, true, None), warp(), "off by default");
+        assert_eq!(quad_or(warp(), r2, true, Some(true)), quad());
+        assert_eq!(quad_or(warp(), r2, false, Some(true)), warp(), "not loaded");
+        assert_eq!(quad_or(warp(), r2, true, Some(false)), warp());
+        assert_eq!(quad_or(bulk(), r2, true, None), bulk());
+        assert_eq!(quad_or(bulk(), r2, true, Some(true)), quad());
         // nbits 4 and d = 96: none built.
         let w4 = CodecKernel::Warp("maxsim_codec_residual4_d128".into());
-        assert_eq!(quad_or(w4.clone(), (0, 4, 128), true, None, None), w4);
+        assert_eq!(quad_or(w4.clone(), (0, 4, 128), true, Some(true)), w4);
         assert_eq!(quad_kernel_of(0, 1, 96), None);
         assert_eq!(quad_kernel_of(2, 0, 128), None);
         let batched = CodecKernel::Batched("maxsim_codec_wg_residual2_d128".into());
-        assert_eq!(
-            quad_or(batched.clone(), r2, true, Some(true), None),
-            batched
-        );
+        assert_eq!(quad_or(batched.clone(), r2, true, Some(true)), batched);
     }
 
     #[test]

@@ -68,8 +68,8 @@ pub struct CudaScorer {
     /// (`maxsim_span`) when fixed (`bulk_spans`, TILEMAXSIM_SPAN=0/1); `None`: `DocLengths::spans_pay`.
     span: Option<bool>,
     /// Whether calls over every document of a residual upload take the
-    /// four-documents-a-warpgroup kernel (`codec_quad`, TILEMAXSIM_QUAD=0/1; `None`: in place
-    /// of the one-warp kernel, `codec_kernels::quad_or`).
+    /// four-documents-a-warpgroup kernel (`codec_quad`, TILEMAXSIM_QUAD=0/1; `None`: not,
+    /// `codec_kernels::quad_or`).
     quad: Option<bool>,
     /// Whether launches over every document at small d stream the documents through
     /// registers (`maxsim_stream`) when fixed (`bulk_stream`, TILEMAXSIM_STREAM=0/1); `None`:

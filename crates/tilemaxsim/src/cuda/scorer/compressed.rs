@@ -154,13 +154,7 @@ impl CudaScorer {
     ) -> Option<CodecKernel> {
         let batched_ok = !self.gpu.kernels.codec_wg.is_empty();
         let kernel = codec_kernel(shape, blocks, batched_ok, (true, whole_blocks), self.force)?;
-        Some(quad_or(
-            kernel,
-            shape,
-            batched_ok && all,
-            self.quad,
-            self.force,
-        ))
+        Some(quad_or(kernel, shape, batched_ok && all, self.quad))
     }
 
     /// The fused kernels' launch for a candidate list `(address, length)` (`None`: every
