@@ -234,7 +234,7 @@ fn quad_kernel_scores_every_document_in_its_grouped_order() {
     let plain = plain.codec_quad(None); // the default, whatever TILEMAXSIM_QUAD says
     // The four-documents-a-warpgroup kernel (kernels/codec_quad.cu, sm_90a): the residual at
     // nbits 1 and 2, d 64 and 128, over every document, when asked for (`codec_quad`; not by
-    // default until it has run on a GPU). 2,003 documents of 1 to 300 tokens (16-token tiles
+    // default: slower there). 2,003 documents of 1 to 300 tokens (16-token tiles
     // from 1 to 19, groups of four across the tile boundaries, a last group of three) and a
     // 1-token corpus; queries of one to three 32-row blocks (1, 31 and 70 tokens; 1 and 33
     // together), checked against the float64 reference and the one-warp kernel's scores.

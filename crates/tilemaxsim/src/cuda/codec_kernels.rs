@@ -115,8 +115,8 @@ pub(super) fn quad_kernel_of(tag: i32, param: i32, dim: usize) -> Option<String>
 /// The kernel of a call over every document of an upload that holds the grouped order
 /// (`quad_order`), where the four-documents-a-warpgroup kernel is loaded (`loaded`): it
 /// replaces the one-warp and bulk-copy kernels when asked for (`prefer` `Some(true)`), even
-/// where one of them was forced. Not by default (`None`, as `Some(false)`): it has not yet
-/// run on a GPU (BENCHMARKS.md, twenty-eighth session).
+/// where one of them was forced. Not by default (`None`, as `Some(false)`): 0.84x the one-warp
+/// kernel on the H200 (BENCHMARKS.md, twenty-eighth session).
 pub(super) fn quad_or(
     kernel: CodecKernel,
     (tag, param, dim): (i32, i32, usize),
