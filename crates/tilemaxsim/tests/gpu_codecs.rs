@@ -81,6 +81,14 @@ fn specs(m: usize) -> Vec<CodecSpec> {
     v
 }
 
+/// Queries of `rows` tokens each (f32, from `seed`).
+fn unit_queries(seed: u64, rows: &[usize], dim: usize) -> Vec<OwnedElements> {
+    let mut r = rng(seed);
+    rows.iter()
+        .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
+        .collect()
+}
+
 /// GPU scores of `docs` (poisoned output) against the float64 reference of the decoded corpus
 /// with f16-rounded queries, and against the CPU twin.
 fn check(
@@ -165,11 +173,7 @@ fn every_codec_on_the_gpu_matches_its_decoding() {
     let limit = cases(shapes.len());
     for (s, &(dim, m, lens)) in shapes.iter().take(limit).enumerate() {
         let corpus = unit_corpus(300 + s as u64, lens, dim, DType::F32);
-        let mut r = rng(400 + s as u64);
-        let qs: Vec<OwnedElements> = [1usize, 5, 32, 33, 70]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-            .collect();
+        let qs = unit_queries(400 + s as u64, &[1usize, 5, 32, 33, 70], dim);
         let queries = matrices(&qs, dim);
         for spec in specs(m) {
             let c = f16_exact(&compress(&corpus, &spec, 7, &|_, _, _| {}).unwrap());
@@ -208,11 +212,7 @@ fn batched_bulk_and_one_warp_kernels_all_match() {
     ];
     for (s, &(dim, m, lens)) in shapes.iter().take(cases(shapes.len())).enumerate() {
         let corpus = unit_corpus(700 + s as u64, lens, dim, DType::F32);
-        let mut r = rng(800 + s as u64);
-        let qs: Vec<OwnedElements> = [1usize, 45, 32, 70, 200, 33]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-            .collect();
+        let qs = unit_queries(800 + s as u64, &[1usize, 45, 32, 70, 200, 33], dim);
         let queries = matrices(&qs, dim);
         for spec in specs(m) {
             let c = f16_exact(&compress(&corpus, &spec, 3, &|_, _, _| {}).unwrap());
@@ -269,11 +269,7 @@ fn quad_kernel_scores_every_document_in_its_grouped_order() {
         .enumerate()
     {
         let corpus = unit_corpus(1000 + s as u64, lens, dim, DType::F32);
-        let mut r = rng(1100 + s as u64);
-        let qs: Vec<OwnedElements> = [1usize, 31, 70, 33]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-            .collect();
+        let qs = unit_queries(1100 + s as u64, &[1usize, 31, 70, 33], dim);
         let queries = matrices(&qs, dim);
         for spec in specs(16).into_iter().take(cases(2)) {
             let c = f16_exact(&compress(&corpus, &spec, 9, &|_, _, _| {}).unwrap());
@@ -339,11 +335,7 @@ fn quad_kernel_walks_many_groups_a_warpgroup() {
     let lens: Vec<usize> = (0..12_011).map(|i| 1 + (i * 13 + i / 5) % 80).collect();
     let dim = 128;
     let corpus = unit_corpus(1200, &lens, dim, DType::F32);
-    let mut r = rng(1201);
-    let qs: Vec<OwnedElements> = [32usize, 70]
-        .iter()
-        .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-        .collect();
+    let qs = unit_queries(1201, &[32usize, 70], dim);
     let queries = matrices(&qs, dim);
     for spec in specs(16).into_iter().take(cases(2)) {
         let c = f16_exact(&compress(&corpus, &spec, 9, &|_, _, _| {}).unwrap());
@@ -372,11 +364,7 @@ fn one_warp_kernels_claim_runs_of_many_documents() {
     let lens: Vec<usize> = (0..40_001).map(|i| 1 + (i * 7) % 23).collect();
     let dim = 64;
     let corpus = unit_corpus(900, &lens, dim, DType::F32);
-    let mut r = rng(901);
-    let qs: Vec<OwnedElements> = [1usize, 33]
-        .iter()
-        .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-        .collect();
+    let qs = unit_queries(901, &[1usize, 33], dim);
     let queries = matrices(&qs, dim);
     let list: Vec<usize> = (0..corpus.len()).rev().step_by(3).collect();
     for spec in specs(16).into_iter().take(cases(6)) {
@@ -479,11 +467,7 @@ fn lookup_table_kernel_matches_on_pq() {
             dim,
             DType::F32,
         );
-        let mut r = rng(950 + s as u64);
-        let qs: Vec<OwnedElements> = [1usize, 45, 32, 70, 9]
-            .iter()
-            .map(|&nq| random_query(&mut r, nq, dim, DType::F32, 1.0))
-            .collect();
+        let qs = unit_queries(950 + s as u64, &[1usize, 45, 32, 70, 9], dim);
         let queries = matrices(&qs, dim);
         let spec = CodecSpec::Pq(PqOptions {
             m,
@@ -584,11 +568,7 @@ fn compressed_search_resident_streamed_and_sharded_agree() {
         CodecSpec::Int8,
         CodecSpec::Fp8,
     ];
-    let mut r = rng(22);
-    let qs: Vec<OwnedElements> = [1usize, 32, 45]
-        .iter()
-        .map(|&nq| random_query(&mut r, nq, 128, DType::F32, 1.0))
-        .collect();
+    let qs = unit_queries(22, &[1usize, 32, 45], 128);
     let queries = matrices(&qs, 128);
     let k = 40;
     for spec in specs {
