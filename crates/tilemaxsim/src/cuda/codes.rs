@@ -33,7 +33,8 @@ pub struct DeviceCodes {
     pub(super) aux: CudaSlice<u32>,
     pub(super) offsets: CudaSlice<i64>,
     /// The documents grouped by their 16-token tiles ([`quad_order`]), where a
-    /// four-documents-a-warpgroup kernel reads this codec at this d.
+    /// four-documents-a-warpgroup kernel reads this codec at this d and the scorer asked for it
+    /// (`add_quad_order`); `None` otherwise.
     pub(super) quad_order: Option<CudaSlice<i64>>,
     /// Residual: each token's inverse reconstruction norm (filled by `residual_inv_norms`).
     pub(super) inv_norm: Option<CudaSlice<f32>>,
@@ -198,16 +199,8 @@ impl DeviceCodes {
             Some(t) => Arc::clone(t),
             None => CodecTables::upload(stream, &codec)?,
         };
-        let (tag, param) = codec_tag(&codec);
-        let quad_order = match quad_kernel_of(tag, param, dim) {
-            Some(_) if !docs.is_empty() => {
-                let order = quad_order(&corpus.offsets()[docs.start..=docs.end]);
-                Some(stream.clone_htod(&order).map_err(up("code upload"))?)
-            }
-            _ => None,
-        };
         Ok(DeviceCodes {
-            quad_order,
+            quad_order: None,
             whole_blocks: whole_blocks(&corpus.offsets()[docs.start..=docs.end]),
             pack_pays: pack_pays(&corpus.offsets()[docs.start..=docs.end]),
             dim,
@@ -227,6 +220,22 @@ impl DeviceCodes {
                 },
             codec,
         })
+    }
+
+    /// The grouped order of documents `docs` of `corpus` (this upload's), uploaded where a
+    /// four-documents-a-warpgroup kernel reads its codec at its d and it has documents.
+    pub(super) fn add_quad_order(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        corpus: &CompressedCorpus,
+        docs: Range<usize>,
+    ) -> Result<()> {
+        let (tag, param) = codec_tag(&self.codec);
+        if quad_kernel_of(tag, param, self.dim).is_some() && !docs.is_empty() {
+            let order = quad_order(&corpus.offsets()[docs.start..=docs.end]);
+            self.quad_order = Some(stream.clone_htod(&order).map_err(drv("code upload"))?);
+        }
+        Ok(())
     }
 }
 

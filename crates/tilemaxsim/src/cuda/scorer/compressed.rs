@@ -32,6 +32,11 @@ impl CudaScorer {
             unsafe { codec_launch::inv_norms(&self.gpu, stream, &codes.view(stream), out) }?;
         }
         let mut codes = codes;
+        // Only a scorer asked for the four-documents-a-warpgroup kernel (`codec_quad`) pays for
+        // its order (8 bytes a document on the device); without it a call takes the others.
+        if self.quad == Some(true) {
+            codes.add_quad_order(stream, corpus, docs.clone())?;
+        }
         if fused_kernel(&codes.codec, codes.dim).is_none() {
             let offsets = &corpus.offsets()[docs.start..=docs.end];
             codes.decoded = Some(codec_launch::decode_f32(
