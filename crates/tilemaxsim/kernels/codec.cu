@@ -20,8 +20,9 @@
 //   4·nbits code bits to its two f16 pairs (one 8-byte load; a half warp's loads on distinct
 //   banks; 32 copies at nbits 2 on sm_90+, so one PRMT makes the address, else 16), at nbits 4 from 2·nbits bits to one pair (one copy per lane); the
 //   centroid's part ⟨q_i, centroid⟩ is not decoded but
-//   read from a per-call table CS[id][32 rows] (f16, `codec_centroid_scores`) and added on the
-//   tensor cores as one more k16 step per m-tile against an identity A fragment; the product
+//   read from a per-call table CS[id][32 rows] (f16, `codec_centroid_scores`; a group's rows
+//   gathered when its product starts, from ids loaded a group before: CODEC_LATE_GATHER) and
+//   added on the tensor cores as one more k16 step per m-tile against an identity A fragment; the product
 //   is then scaled by the token's inverse norm (`residual_inv_norms`, once per upload).
 // - pq (M sub-spaces, 256 centroids): the codebook in shared memory as f16; each code picks
 //   its sub-space centroid's f16 pairs.
@@ -54,6 +55,35 @@
 // (BENCHMARKS.md, 2026-11-29 eighth): residual +2.5%, int8 +6%, fp8 +8%, pq -20%.
 #ifndef CODEC_ILP
 #define CODEC_ILP 1
+#endif
+// Not kept: each tile's products in two accumulator sets by k16 step (even, odd; the centroid
+// step in the odd set), summed before the fold, four chains of products a tile instead of two,
+// interleaved at both product sites in the SASS. H200, one query, 1M x U[8,124], K = 262,144,
+// two rounds (M docs/s): residual nbits 2 350.5 -> 329.1, nbits 1 345.0 -> 329.8, nbits 4
+// 281.4 -> 267.4; exhaustive search at 8.8M documents, batch 1, 41.1 -> 38.8 queries/s
+// (bench/results/h200/2026-12-03d/call1.log). The chains' latency is not what holds the kernel;
+// the 16 sums a group and the registers (168, 16 bytes of spills at nbits 2) cost more.
+// Whether a residual group's load reads only its tokens' ids, nothing computed from them there,
+// its centroid scores gathered when the group's product starts (and added at its end): the ids
+// have the product before it to land before the gather's address needs them, and the group
+// holds an id a tile until then instead of 16 bytes of scores. H200, one query, 1M x U[8,124],
+// K = 262,144 (M docs/s, one round, bench/results/h200/2026-12-03d/call3.log): residual nbits 2
+// 353.0 -> 380.6, nbits 1 345.0 -> 392.0, nbits 4 281.7 -> 297.3 (its 108 bytes of spills
+// gone); exhaustive search at 8.8M documents, batch 1, 41.0 / 41.1 -> 44.6 / 44.4 queries/s, the
+// same run file. (Its first form added the query block's row to each id in the load, and that
+// add waited on the load: 23% of ncu's stall samples, +2% only; call2.log.)
+#ifndef CODEC_LATE_GATHER
+#define CODEC_LATE_GATHER 1
+#endif
+// Whether a group's load is one call from a selected source (this document's next group, else
+// the next task's first; ptxas then has no join of two loads' registers to copy at, about 20
+// moves a group): 1 for the residual at nbits 4 only, 2 for every codec loaded ahead, 0 never.
+// H200, one query, 1M x U[8,124], K = 262,144, with CODEC_LATE_GATHER (M docs/s, one round,
+// bench/results/h200/2026-12-03d/call3.log), every codec against none: residual nbits 4 297.3
+// -> 311.2, but nbits 2 380.6 -> 373.7, nbits 1 392.0 -> 379.1, and the search 44.5 -> 43.6
+// queries/s. (Without the late gather, the thirteenth session's try, it had been 3% slower.)
+#ifndef CODEC_ONE_LOAD
+#define CODEC_ONE_LOAD 1
 #endif
 // Whether the next task's document is prefetched into L2 (prefetch_l2) at each task's start.
 // Measured on the H200 with CODEC_L2_HINTS (BENCHMARKS.md, 2026-11-29 ninth): residual +5% at
@@ -290,6 +320,8 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // L2: not for pq (not measured with them; it has no per-token words to prefetch).
     constexpr bool HINTS = CODEC_L2_HINTS && TAG != PQ;
     constexpr bool L2_AHEAD = CODEC_L2_AHEAD && TAG != PQ;
+    constexpr bool LATE = CODEC_LATE_GATHER && TAG == RESIDUAL;
+    constexpr bool ONE_LOAD = CODEC_ONE_LOAD == 2 || (CODEC_ONE_LOAD == 1 && TAG == RESIDUAL && P == 4);
     extern __shared__ unsigned smem[];
 
     // Tables into shared memory: the residual's step table (nbits 1, 2: step_pairs) or pair
@@ -362,10 +394,13 @@ __device__ __forceinline__ void maxsim_codec_impl(
         return t < tasks ? t : tasks;
     };
     // One group of CODEC_TILES n-tiles: the codes of each tile's token g (this thread's part),
-    // the residual's centroid scores of that token, the scales of columns 2c, 2c + 1.
+    // the residual's centroid scores of that token (or its row of them, until gathered), the
+    // scales of columns 2c, 2c + 1.
     struct Group {
         unsigned raw[CODEC_TILES][Shape::WORDS];
         U4 cen[CODEC_TILES];
+        unsigned id[CODEC_TILES];  // CODEC_LATE_GATHER: the tokens' ids, not yet gathered,
+        unsigned qrow;             // and their query block's first row of CS
         float sc[CODEC_TILES][2];
     };
     // Where a document's arrays start for this thread: its codes (token g's part), ids or
@@ -375,6 +410,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
         const unsigned* ap;
         const float* np;
         const u16* csb;
+        unsigned qrow;  // CODEC_LATE_GATHER: the query block's first row of CS
     };
     auto source = [&](i64 first, int qb) {
         Src r;
@@ -382,6 +418,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
         r.ap = aux + first;
         r.np = inv_norm + first;
         r.csb = TAG == RESIDUAL ? opaque(cs + (i64)qb * num_centroids * 32 + c * 8) : nullptr;
+        r.qrow = (unsigned)qb * (unsigned)num_centroids;
         return r;
     };
     // The group of a document from its token t1 on, `rem` (> 0 but for an empty document)
@@ -394,6 +431,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
         const unsigned* ip = opaque(src.ap + t1 + g);       // residual ids
         const unsigned* sp = opaque(src.ap + t1 + 2 * c);   // int8 / fp8 scales
         const float* np = opaque(src.np + t1 + 2 * c);      // residual inverse norms
+        if constexpr (LATE) G.qrow = src.qrow;
 #pragma unroll
         for (int tt = 0; tt < CODEC_TILES; ++tt) {
             const int tok = tt * 8 + g;
@@ -402,8 +440,12 @@ __device__ __forceinline__ void maxsim_codec_impl(
             if (tok < rem) load_codes<PB, HINTS>(G.raw[tt], cp + tt * 8 * ROW);
             if constexpr (TAG == RESIDUAL) {
                 const unsigned id = tok < rem ? __ldg(ip + tt * 8) : 0u;
-                const u16* row = src.csb + (size_t)id * 32;
-                G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
+                if constexpr (LATE) {
+                    G.id[tt] = id;  // nothing computed from it here: that would wait on the load
+                } else {
+                    const u16* row = src.csb + (size_t)id * 32;
+                    G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
+                }
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
@@ -492,6 +534,17 @@ __device__ __forceinline__ void maxsim_codec_impl(
             for (int mt = 0; mt < 2; ++mt) fold_max(best[mt], acc[mt], col, nd);
         }
     };
+    // CODEC_LATE_GATHER: the group's centroid-score rows gathered (at its product's start).
+    const u16* cs_lane = opaque(cs + c * 8);
+    auto gather = [&](Group& G) {
+        if constexpr (LATE) {
+#pragma unroll
+            for (int tt = 0; tt < CODEC_TILES; ++tt) {
+                const u16* row = cs_lane + ((size_t)G.qrow + G.id[tt]) * 32;
+                G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
+            }
+        }
+    };
     // The group of tokens t0 .. t0 + 8·CODEC_TILES of a document of nd tokens into `best`.
     auto multiply = [&](const Group& G, int t0, int nd) {
         if constexpr (CODEC_ILP && CODEC_TILES == 2 && TAG != PQ) {
@@ -557,14 +610,30 @@ __device__ __forceinline__ void maxsim_codec_impl(
             // nbits 4 282.0 -> 265.9, pq 519.7 -> 414.8; exhaustive search at 8.8M documents,
             // batch 1, 41.3 -> 38.0 queries/s (bench/results/h200/2026-12-01/call1.log).
             auto ahead = [&](Group& G, int t1) {
-                if (t1 < nd) load_group(G, src, t1, nd - t1);
-                else if (next < tasks) load_group(G, source(nd0, nqi), 0, nnd);
+                if constexpr (ONE_LOAD) {
+                    // One load from a selected source (no join of two loads' registers): this
+                    // document's group, else the next task's first, else nothing (rem 0).
+                    const bool same = t1 < nd;
+                    const Src nsrc = source(nd0, nqi);
+                    Src from;
+                    from.cp = same ? src.cp : nsrc.cp;
+                    from.ap = same ? src.ap : nsrc.ap;
+                    from.np = same ? src.np : nsrc.np;
+                    from.csb = same ? src.csb : nsrc.csb;
+                    from.qrow = same ? src.qrow : nsrc.qrow;
+                    load_group(G, from, same ? t1 : 0, same ? nd - t1 : next < tasks ? nnd : 0);
+                } else {
+                    if (t1 < nd) load_group(G, src, t1, nd - t1);
+                    else if (next < tasks) load_group(G, source(nd0, nqi), 0, nnd);
+                }
             };
             for (int t0 = 0;; ) {
+                gather(g0);
                 ahead(g1, t0 + GT);
                 multiply(g0, t0, nd);
                 t0 += GT;
                 if (t0 >= nd) { g0 = g1; break; }
+                gather(g1);
                 ahead(g0, t0 + GT);
                 multiply(g1, t0, nd);
                 t0 += GT;
