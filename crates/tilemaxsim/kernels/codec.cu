@@ -410,7 +410,9 @@ __device__ __forceinline__ void maxsim_codec_impl(
         const unsigned* ap;
         const float* np;
         const u16* csb;
-        unsigned qrow;  // CODEC_LATE_GATHER: the query block's first row of CS
+        // CODEC_LATE_GATHER: the query block's first row of CS (under 2^32: CS holds 64 bytes a
+        // row on the device, so its rows fit in far less than 2^32 · 64 bytes)
+        unsigned qrow;
     };
     auto source = [&](i64 first, int qb) {
         Src r;
