@@ -72,6 +72,9 @@
 // gone); exhaustive search at 8.8M documents, batch 1, 41.0 / 41.1 -> 44.6 / 44.4 queries/s, the
 // same run file. (Its first form added the query block's row to each id in the load, and that
 // add waited on the load: 23% of ncu's stall samples, +2% only; call2.log.)
+// Not kept: each group's gather issued halfway through the product before it (its ids loaded
+// just before that product): residual nbits 2 376.2 -> 345.7, nbits 1 397.4 -> 345.3, nbits 4
+// 302.7 -> 290.7, the search 44.7 -> 40.2 queries/s (bench/results/h200/2026-12-03e/call1.log).
 #ifndef CODEC_LATE_GATHER
 #define CODEC_LATE_GATHER 1
 #endif
@@ -88,6 +91,10 @@
 // Whether the next task's document is prefetched into L2 (prefetch_l2) at each task's start.
 // Measured on the H200 with CODEC_L2_HINTS (BENCHMARKS.md, 2026-11-29 ninth): residual +5% at
 // one query, int8 +2%, fp8 within 1%.
+// Not kept (bench/results/h200/2026-12-03e/call2.log, same units as below): the prefetch issued
+// after the task's first product rather than at its start (the prefetch's addresses had waited
+// on the next task's offsets, 3% of ncu's stall samples): nbits 2 384.5 -> 382.6, nbits 4
+// 313.6 -> 306.0, the search 45.3 / 45.5 -> 45.2 / 45.2 queries/s.
 #ifndef CODEC_L2_AHEAD
 #define CODEC_L2_AHEAD 1
 #endif
@@ -283,12 +290,14 @@ __device__ __forceinline__ void step_pairs(const unsigned (&raw)[N], int s, unsi
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(b0), "=r"(b1) : "r"(at));
 }
 
-// The first 32 128-byte lines of `bytes` bytes from `p` into L2, a line a lane (a hint: each
-// address lies inside the range, so none is past an allocation; a longer range's rest is left).
-__device__ __forceinline__ void prefetch_l2(const void* p, i64 bytes, int lane) {
-    const size_t a = (size_t)p, at = (a & ~(size_t)127) + (size_t)lane * 128;
-    if (bytes > 0 && (i64)(at - a) < bytes)  // lane 0's at - a is 0 or negative
-        asm volatile("prefetch.global.L2 [%0];" :: "l"(at < a ? a : at));
+// The first 32 128-byte lines of `len` items of SIZE bytes from `p` into L2, a line a lane (a
+// hint: each address lies inside the range, so none is past an allocation; a longer range's
+// rest is left). In 32 bits: the lines past the first 32 are never asked for.
+template <int SIZE>
+__device__ __forceinline__ void prefetch_l2(const void* p, int len, int lane) {
+    const int bytes = min(len, 4096) * SIZE;
+    const int at = max(lane * 128 - (int)((unsigned)(size_t)p & 127u), 0);  // lane 0's: p
+    if (at < bytes) asm volatile("prefetch.global.L2 [%0];" :: "l"((const char*)p + at));
 }
 
 // `p` as a value the compiler cannot see into, so it keeps it in registers.
@@ -347,9 +356,9 @@ __device__ __forceinline__ void maxsim_codec_impl(
     const int lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
     const unsigned tab = smem_addr(smem);
     const unsigned lanebase = Lut::WIDE ? 8u * (unsigned)lane : tab + 8u * (unsigned)(lane & 15);
-    const i64 warp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const i64 nwarps = ((i64)gridDim.x * blockDim.x) >> 5;
-    const i64 tasks = (i64)num_blocks * num_docs;
+    const unsigned warp = (unsigned)(((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5);
+    const unsigned nwarps = (unsigned)(((i64)gridDim.x * blockDim.x) >> 5);
+    const unsigned tasks = (unsigned)num_blocks * (unsigned)num_docs;
 
     // The identity A fragments of the centroid step: row r of an m-tile takes k = r.
     unsigned eye[4];
@@ -364,11 +373,12 @@ __device__ __forceinline__ void maxsim_codec_impl(
     unsigned a[2][S][4];
     int cur_q = -1, nq = 0;
     // Task t's query block, its pair (the output's column) and its document's first token and
-    // length (tasks < 2^31: the host checks, so the division is 32-bit).
+    // length (tasks < 2^31: the host checks, so task indices are 32-bit, and so are the claims'
+    // runs, which pass the last task by under nwarps · 2 · CODEC_CLAIM).
     // (One query block, the batch-1 search's case, skips the division.)
-    auto extent = [&](i64 t, int& qb, int& pair, i64& start, int& len) {
-        const unsigned p = num_blocks == 1 ? (unsigned)t : (unsigned)t % (unsigned)num_docs;
-        qb = num_blocks == 1 ? 0 : (int)((unsigned)t / (unsigned)num_docs);
+    auto extent = [&](unsigned t, int& qb, int& pair, i64& start, int& len) {
+        const unsigned p = num_blocks == 1 ? t : t % (unsigned)num_docs;
+        qb = num_blocks == 1 ? 0 : (int)(t / (unsigned)num_docs);
         pair = (int)p;
         const i64 doc = doc_index ? doc_index[p] : (i64)p;
         start = d_offsets[doc];
@@ -377,20 +387,20 @@ __device__ __forceinline__ void maxsim_codec_impl(
     // The warp's claimed run of tasks [run, run_end): with the counter (many tasks a warp)
     // runs of CODEC_CLAIM, the first at warp·CODEC_CLAIM, then one atomic a run; without it
     // (a few tasks a warp, where runs would leave warps idle) every nwarps-th task.
-    const int chunk = next_task ? CODEC_CLAIM : 1;
-    i64 run = warp * chunk, run_end = run + chunk;
-    auto claim = [&]() -> i64 {
+    const unsigned chunk = next_task ? CODEC_CLAIM : 1;
+    unsigned run = warp * chunk, run_end = run + chunk;
+    auto claim = [&]() -> unsigned {
         if (run == run_end) {
-            i64 r = run_end - chunk + nwarps * chunk;
+            unsigned r = run_end - chunk + nwarps * chunk;
             if (next_task) {
                 unsigned long long t = 0;
                 if (lane == 0) t = atomicAdd(next_task, 1ull);
-                r = (nwarps + (i64)__shfl_sync(0xffffffffu, t, 0)) * chunk;
+                r = (nwarps + (unsigned)__shfl_sync(0xffffffffu, t, 0)) * chunk;
             }
             run = r;
             run_end = r + chunk;
         }
-        const i64 t = run++;
+        const unsigned t = run++;
         return t < tasks ? t : tasks;
     };
     // One group of CODEC_TILES n-tiles: the codes of each tile's token g (this thread's part),
@@ -425,7 +435,12 @@ __device__ __forceinline__ void maxsim_codec_impl(
     };
     // The group of a document from its token t1 on, `rem` (> 0 but for an empty document)
     // tokens of it left: one address per array, the tiles and columns at fixed offsets from
-    // it. Tokens past the document are not loaded (their codes zero, their id 0).
+    // it. Tokens past the document are not loaded (their codes zero, their id 0); a group
+    // whole inside it takes loads of its own, with no bound compared and no register zeroed
+    // (H200, one query, 1M x U[8,124], K = 262,144, M docs/s, against the predicated loads
+    // alone: residual nbits 2 374.9 -> 384.5, nbits 1 396.5 -> 400.7, nbits 4 301.4 -> 313.6;
+    // exhaustive search at 8.8M documents, batch 1, 45.0 / 45.0 -> 45.3 / 45.5 queries/s, the same
+    // run file; bench/results/h200/2026-12-03e/call2.log).
     // (The addresses pass through `opaque`: else the compiler rebuilds each load's address
     // from the kernel's parameters under its predicate, four instructions a load.)
     auto load_group = [&](Group& G, const Src& src, int t1, int rem) {
@@ -434,32 +449,39 @@ __device__ __forceinline__ void maxsim_codec_impl(
         const unsigned* sp = opaque(src.ap + t1 + 2 * c);   // int8 / fp8 scales
         const float* np = opaque(src.np + t1 + 2 * c);      // residual inverse norms
         if constexpr (LATE) G.qrow = src.qrow;
+        auto tiles = [&](auto full) {  // Flag<true>: every token of the group is in the document
+            constexpr bool FULL = decltype(full)::value;
 #pragma unroll
-        for (int tt = 0; tt < CODEC_TILES; ++tt) {
-            const int tok = tt * 8 + g;
+            for (int tt = 0; tt < CODEC_TILES; ++tt) {
+                const int tok = tt * 8 + g;
+                if constexpr (!FULL) {
 #pragma unroll
-            for (int i = 0; i < Shape::WORDS; ++i) G.raw[tt][i] = 0u;
-            if (tok < rem) load_codes<PB, HINTS>(G.raw[tt], cp + tt * 8 * ROW);
-            if constexpr (TAG == RESIDUAL) {
-                const unsigned id = tok < rem ? __ldg(ip + tt * 8) : 0u;
-                if constexpr (LATE) {
-                    G.id[tt] = id;  // nothing computed from it here: that would wait on the load
-                } else {
-                    const u16* row = src.csb + (size_t)id * 32;
-                    G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
+                    for (int i = 0; i < Shape::WORDS; ++i) G.raw[tt][i] = 0u;
+                }
+                if (FULL || tok < rem) load_codes<PB, HINTS>(G.raw[tt], cp + tt * 8 * ROW);
+                if constexpr (TAG == RESIDUAL) {
+                    const unsigned id = FULL || tok < rem ? __ldg(ip + tt * 8) : 0u;
+                    if constexpr (LATE) {
+                        G.id[tt] = id;  // nothing computed from it here: that would wait on the load
+                    } else {
+                        const u16* row = src.csb + (size_t)id * 32;
+                        G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    float v = 0.f;
+                    if (FULL || tt * 8 + 2 * c + j < rem) {
+                        if constexpr (TAG == RESIDUAL) v = __ldg(np + tt * 8 + j);
+                        else if constexpr (TAG == INT8) v = __uint_as_float(__ldg(sp + tt * 8 + j));
+                        else if constexpr (TAG == FP8) v = __uint_as_float(__ldg(sp + tt * 8 + j)) * 256.f;
+                    }
+                    G.sc[tt][j] = v;
                 }
             }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                float v = 0.f;
-                if (tt * 8 + 2 * c + j < rem) {
-                    if constexpr (TAG == RESIDUAL) v = __ldg(np + tt * 8 + j);
-                    else if constexpr (TAG == INT8) v = __uint_as_float(__ldg(sp + tt * 8 + j));
-                    else if constexpr (TAG == FP8) v = __uint_as_float(__ldg(sp + tt * 8 + j)) * 256.f;
-                }
-                G.sc[tt][j] = v;
-            }
-        }
+        };
+        if (rem >= 8 * CODEC_TILES) tiles(Flag<true>{});
+        else tiles(Flag<false>{});
     };
     // k16 step s of a tile's B fragment from its codes.
     auto decode_step = [&](const unsigned (&raw)[Shape::WORDS], int s, unsigned& b0, unsigned& b1) {
@@ -542,7 +564,7 @@ __device__ __forceinline__ void maxsim_codec_impl(
         if constexpr (LATE) {
 #pragma unroll
             for (int tt = 0; tt < CODEC_TILES; ++tt) {
-                const u16* row = cs_lane + ((size_t)G.qrow + G.id[tt]) * 32;
+                const u16* row = cs_lane + (size_t)(G.qrow + G.id[tt]) * 32;  // under 2^32 (Src::qrow)
                 G.cen[tt] = HINTS ? ld_stream_hint(row, l2_evict_last()) : ld_stream(row);
             }
         }
@@ -576,11 +598,11 @@ __device__ __forceinline__ void maxsim_codec_impl(
     constexpr int GT = 8 * CODEC_TILES;  // tokens a group
     // The next task's document into L2 (CODEC_L2_AHEAD): its groups' loads and its ids'
     // centroid-score gathers then wait on L2, not on DRAM and L2 in turn.
-    auto prefetch_next = [&](i64 nxt, i64 start, int len) {
+    auto prefetch_next = [&](unsigned nxt, i64 start, int len) {
         if (nxt < tasks) {
-            prefetch_l2(codes + start * ROW, (i64)len * ROW, lane);
-            prefetch_l2(aux + start, (i64)len * 4, lane);
-            if constexpr (TAG == RESIDUAL) prefetch_l2(inv_norm + start, (i64)len * 4, lane);
+            prefetch_l2<ROW>(codes + start * ROW, len, lane);
+            prefetch_l2<4>(aux + start, len, lane);
+            if constexpr (TAG == RESIDUAL) prefetch_l2<4>(inv_norm + start, len, lane);
         }
     };
     Group g0, g1;
@@ -588,14 +610,14 @@ __device__ __forceinline__ void maxsim_codec_impl(
     int qi = 0, nqi = 0, pair = 0, npair = 0;
     i64 d0 = 0, nd0 = 0;
     int nd = 0, nnd = 0;
-    const i64 first = claim();
+    const unsigned first = claim();
     if (first < tasks) extent(first, qi, pair, d0, nd);
-    i64 next = first < tasks ? claim() : tasks;
+    unsigned next = first < tasks ? claim() : tasks;
     if (AHEAD && first < tasks) load_group(g0, source(d0, qi), 0, nd);
-    for (i64 task = first; task < tasks;) {
+    for (unsigned task = first; task < tasks;) {
         if (next < tasks) extent(next, nqi, npair, nd0, nnd);
         if constexpr (L2_AHEAD) prefetch_next(next, nd0, nnd);
-        const i64 after = next < tasks ? claim() : tasks;
+        const unsigned after = next < tasks ? claim() : tasks;
         if (qi != cur_q) load_query(qi);
         best[0][0] = best[0][1] = best[1][0] = best[1][1] = NEG_INF;
         const Src src = source(d0, qi);

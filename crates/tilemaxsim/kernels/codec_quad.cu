@@ -221,9 +221,9 @@ __device__ __forceinline__ void maxsim_codec_quad_impl(
     };
     auto prefetch_task = [&](const Task& k) {
         if (k.doc >= 0) {
-            prefetch_l2(codes + k.start * ROW, (i64)k.len * ROW, lane);
-            prefetch_l2(aux + k.start, (i64)k.len * 4, lane);
-            prefetch_l2(inv_norm + k.start, (i64)k.len * 4, lane);
+            prefetch_l2<ROW>(codes + k.start * ROW, k.len, lane);
+            prefetch_l2<4>(aux + k.start, k.len, lane);
+            prefetch_l2<4>(inv_norm + k.start, k.len, lane);
         }
     };
 
